@@ -1,0 +1,136 @@
+//! The sans-IO node model.
+//!
+//! A node never touches a clock, a socket, a thread or a global RNG. A driver
+//! (the `sim` or `local` runtime) steps it with one event at a time through a
+//! [`Ctx`], which carries the current time and the node's own seeded RNG and
+//! collects the node's [`Effect`]s. The driver carries the effects out after
+//! the step returns.
+//!
+//! Durability ordering is part of the model, not a convention: a node that
+//! must not send before a record is durable asks for [`Ctx::persist`] and
+//! sends from [`Node::on_persisted`], which the driver calls only once the
+//! record is on disk (after the simulated or real fsync).
+
+use crate::ids::{NodeId, Time, TimerId, TxnId};
+use crate::txn::TxnOutcome;
+use bytes::Bytes;
+use rand::rngs::SmallRng;
+
+/// What a node asks its driver to do.
+#[derive(Debug)]
+pub enum Effect<M> {
+    /// Send `msg` to `to`. Delivery is best effort: the network may lose,
+    /// duplicate, delay or reorder it (in `sim`).
+    Send { to: NodeId, msg: M },
+    /// Call [`Node::on_timer`] with `id` at time `at` (or later).
+    Timer { at: Time, id: TimerId },
+    /// Make `record` durable in this node's log, then call
+    /// [`Node::on_persisted`] with `token`. Records survive a crash of the
+    /// node and are handed back on restart.
+    Persist { token: u64, record: Bytes },
+    /// A coordinator finished a transaction attempt. Only coordinator roles
+    /// emit it; the client host that wraps them consumes it.
+    Done { txn: TxnId, outcome: TxnOutcome },
+}
+
+/// The context of one step: time, randomness and the effect sink.
+pub struct Ctx<'a, M> {
+    now: Time,
+    me: NodeId,
+    rng: &'a mut SmallRng,
+    effects: &'a mut Vec<Effect<M>>,
+}
+
+impl<'a, M> Ctx<'a, M> {
+    pub fn new(
+        now: Time,
+        me: NodeId,
+        rng: &'a mut SmallRng,
+        effects: &'a mut Vec<Effect<M>>,
+    ) -> Self {
+        Ctx {
+            now,
+            me,
+            rng,
+            effects,
+        }
+    }
+    /// The current time (virtual in `sim`, monotonic real time in `local`).
+    #[inline]
+    pub fn now(&self) -> Time {
+        self.now
+    }
+    /// The node being stepped.
+    #[inline]
+    pub fn me(&self) -> NodeId {
+        self.me
+    }
+    /// This node's deterministic random number generator.
+    #[inline]
+    pub fn rng(&mut self) -> &mut SmallRng {
+        self.rng
+    }
+    #[inline]
+    pub fn send(&mut self, to: NodeId, msg: M) {
+        self.effects.push(Effect::Send { to, msg });
+    }
+    /// Fire `id` after `delay` nanoseconds.
+    #[inline]
+    pub fn set_timer(&mut self, delay: Time, id: TimerId) {
+        let at = self.now.saturating_add(delay);
+        self.effects.push(Effect::Timer { at, id });
+    }
+    #[inline]
+    pub fn persist(&mut self, token: u64, record: Bytes) {
+        self.effects.push(Effect::Persist { token, record });
+    }
+    #[inline]
+    pub fn done(&mut self, txn: TxnId, outcome: TxnOutcome) {
+        self.effects.push(Effect::Done { txn, outcome });
+    }
+    /// Re-borrow this context for a node wrapped inside another (the client
+    /// host wraps a coordinator).
+    pub fn reborrow(&mut self) -> Ctx<'_, M> {
+        Ctx {
+            now: self.now,
+            me: self.me,
+            rng: self.rng,
+            effects: self.effects,
+        }
+    }
+    /// The effects pushed so far in this step (used by wrappers).
+    pub fn effects_mut(&mut self) -> &mut Vec<Effect<M>> {
+        self.effects
+    }
+}
+
+/// A role of a protocol, or the engine's client host, as a state machine.
+pub trait Node<M>: Send {
+    /// Called once when the node starts (and again after each restart).
+    fn on_start(&mut self, _ctx: &mut Ctx<M>) {}
+    fn on_message(&mut self, ctx: &mut Ctx<M>, from: NodeId, msg: M);
+    fn on_timer(&mut self, ctx: &mut Ctx<M>, id: TimerId);
+    fn on_persisted(&mut self, _ctx: &mut Ctx<M>, _token: u64) {}
+    /// Hand over what this node measured (client hosts) so that it survives
+    /// a crash of the node and the end of the run.
+    fn take_report(&mut self) -> NodeReport {
+        NodeReport::default()
+    }
+    /// The shard data this node holds, if it is a server (for end-of-run
+    /// consistency and convergence checks).
+    fn store(&self) -> Option<&crate::storage::Store> {
+        None
+    }
+}
+
+/// What a node hands to the harness at a crash or at the end of a run.
+#[derive(Default)]
+pub struct NodeReport {
+    pub client: Option<crate::client::ClientReport>,
+}
+
+/// Size of a message on the wire, for bytes-per-transaction accounting. The
+/// TCP codec will make this exact; until then protocols estimate it.
+pub trait WireSize {
+    fn wire_size(&self) -> usize;
+}

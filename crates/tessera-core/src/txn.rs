@@ -1,0 +1,148 @@
+//! Transactions as stored procedures made of pieces (DESIGN §4).
+//!
+//! A transaction is a [`Procedure`]: a list of [`PieceSpec`]s plus a
+//! deterministic function per piece. A piece names its shard, the keys it
+//! reads and writes (with the columns, for Rococo's offline SC-graph checker),
+//! whether it is immediate or deferrable, and which earlier pieces feed its
+//! inputs. Where the function runs (at the server under locks, at the server
+//! optimistically, at the coordinator) is the protocol's business, so the same
+//! workload runs unchanged on every protocol.
+
+use crate::ids::{Key, ShardId, TxnId, Version};
+use std::fmt;
+use std::sync::Arc;
+
+/// A record's value. Cheap to clone (reference counted).
+pub type Value = bytes::Bytes;
+
+/// A set of columns of a table, as a bit mask (column i = bit i).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Columns(pub u64);
+
+impl Columns {
+    pub const ALL: Columns = Columns(u64::MAX);
+    pub const fn one(col: u32) -> Self {
+        Columns(1 << col)
+    }
+}
+
+/// One key a piece reads or writes, with the columns it touches.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Access {
+    pub key: Key,
+    pub columns: Columns,
+}
+
+impl Access {
+    pub const fn all(key: Key) -> Self {
+        Access {
+            key,
+            columns: Columns::ALL,
+        }
+    }
+}
+
+/// Rococo §3.1: an immediate piece must run (and return its output) during
+/// the start phase; a deferrable one may be buffered and reordered.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum PieceKind {
+    Immediate,
+    Deferrable,
+}
+
+/// The static description of one piece.
+#[derive(Clone, Debug)]
+pub struct PieceSpec {
+    pub shard: ShardId,
+    pub reads: Vec<Access>,
+    /// The keys the piece may write. A piece's function must write only
+    /// these keys (it may skip some).
+    pub writes: Vec<Access>,
+    pub kind: PieceKind,
+    /// Earlier pieces (by index) whose outputs are this piece's inputs.
+    pub inputs: Vec<u16>,
+}
+
+/// What a piece's function produced.
+#[derive(Clone, Debug, Default)]
+pub struct PieceResult {
+    /// New values for keys among the piece's declared writes.
+    pub writes: Vec<(Key, Value)>,
+    /// The piece's output: fed to the pieces that name it as an input, and
+    /// returned to the client.
+    pub output: Value,
+    /// The procedure asked to roll back (e.g. TPC-C's invalid item). A user
+    /// abort is final: the client does not retry it.
+    pub user_abort: bool,
+}
+
+/// A transaction instance: pieces plus their deterministic functions.
+pub trait Procedure: Send + Sync + fmt::Debug {
+    /// The procedure's name (a workload's transaction type).
+    fn name(&self) -> &'static str;
+    fn pieces(&self) -> &[PieceSpec];
+    /// Run piece `piece` on the values of its declared reads (in order;
+    /// `None` for a missing key) and the outputs of its input pieces (in the
+    /// order of [`PieceSpec::inputs`]). Must be deterministic.
+    fn execute(&self, piece: usize, reads: &[Option<Value>], inputs: &[Value]) -> PieceResult;
+    /// True when no piece writes anything.
+    fn read_only(&self) -> bool {
+        self.pieces().iter().all(|p| p.writes.is_empty())
+    }
+}
+
+/// A shared handle to a transaction instance.
+pub type Txn = Arc<dyn Procedure>;
+
+/// A read a client observed: the key and the version it saw.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct ReadObs {
+    pub key: Key,
+    pub version: Version,
+}
+
+/// Why an attempt did not commit.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum AbortReason {
+    /// Lost a lock conflict (no-wait) or was wounded (wound-wait).
+    LockConflict,
+    /// OCC validation found a read version changed or a record locked.
+    Validation,
+    /// A participant timed out or did not know the transaction.
+    Timeout,
+    /// The procedure itself rolled back; not retried.
+    User,
+}
+
+impl AbortReason {
+    pub fn retryable(self) -> bool {
+        !matches!(self, AbortReason::User)
+    }
+}
+
+/// The end of one attempt, as its coordinator reports it.
+#[derive(Clone, Debug)]
+pub enum TxnOutcome {
+    Committed {
+        reads: Vec<ReadObs>,
+        /// Keys written; each gets version `txn.version()`.
+        writes: Vec<Key>,
+        outputs: Vec<Value>,
+    },
+    Aborted(AbortReason),
+}
+
+/// Helper for protocols: the shards a transaction touches, sorted, unique.
+pub fn participants(txn: &dyn Procedure) -> Vec<ShardId> {
+    let mut s: Vec<ShardId> = txn.pieces().iter().map(|p| p.shard).collect();
+    s.sort_unstable();
+    s.dedup();
+    s
+}
+
+/// The id an attempt is known by, with its transaction.
+#[derive(Clone, Debug)]
+pub struct Attempt {
+    pub id: TxnId,
+    pub txn: Txn,
+}
