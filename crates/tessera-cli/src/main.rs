@@ -1,1 +1,217 @@
-fn main() {}
+//! `tessera`: run, sweep, check and plot protocol comparisons.
+//!
+//! Exit codes: 0 success; 1 a run failed (including a failed isolation
+//! check); 2 bad input (flags, values, paths), with a one-line error that
+//! names the flag and what is allowed.
+
+mod commands;
+mod duration;
+mod table;
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use tessera_core::ids::Time;
+
+#[derive(Parser)]
+#[command(
+    name = "tessera",
+    version,
+    about = "A distributed transaction engine and laboratory: run, check and compare \
+             concurrency-control protocols."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run protocols on a workload and print a results table.
+    Bench(RunArgs),
+    /// Run protocols over a range of one parameter (--vary NAME=V1,V2,...).
+    Sweep {
+        #[command(flatten)]
+        run: RunArgs,
+        /// The parameter and its values, e.g. zipf=0.5,0.7,0.9.
+        #[arg(long)]
+        vary: String,
+    },
+    /// Plot a results file (JSON lines) as PNG or SVG.
+    Plot {
+        /// Results written by --out, a sweep or an experiment.
+        file: PathBuf,
+        /// The field on the x axis (e.g. zipf, clients).
+        #[arg(long)]
+        x: String,
+        /// Metrics to plot, comma-separated (throughput, commit_rate, p50, p90, p99, msgs).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "throughput,commit_rate,p90"
+        )]
+        y: Vec<String>,
+        /// Output file: .png or .svg.
+        #[arg(short, long, default_value = "fig.png")]
+        out: PathBuf,
+    },
+    /// Run a named experiment; writes NAME.jsonl and NAME.png into --out-dir.
+    Experiment {
+        /// The experiment's name (see --list).
+        name: Option<String>,
+        /// List the experiments.
+        #[arg(long)]
+        list: bool,
+        #[arg(long, default_value = "results")]
+        out_dir: PathBuf,
+    },
+    /// List the protocols.
+    Protocols,
+}
+
+/// Flags shared by `bench` and `sweep`.
+#[derive(Args, Clone, Debug)]
+pub struct RunArgs {
+    /// local (embedded multi-threaded cluster, real time) or sim (deterministic simulator).
+    #[arg(long, default_value = "local")]
+    runtime: String,
+    /// Protocols, comma-separated (see `tessera protocols`).
+    #[arg(long, value_delimiter = ',', default_value = "2pl-ww,2pl-nowait,occ")]
+    protocol: Vec<String>,
+    /// micro (Janus: 3 counters on 3 shards) or ycsb (COCO's YCSB).
+    #[arg(long, default_value = "ycsb")]
+    workload: String,
+    /// Shards (micro: default 3; ycsb: partitions, default 2).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    shards: Option<u32>,
+    /// Closed-loop clients in total (default: 8 per shard on local, 32 on sim).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    clients: Option<u32>,
+    /// Run length, e.g. 500ms, 10s (default: 10s local, 2s of virtual time on sim).
+    #[arg(long, value_parser = duration::parse)]
+    duration: Option<Time>,
+    /// Trimmed from the start of the measurement (default: a tenth of the run).
+    #[arg(long, value_parser = duration::parse)]
+    warmup: Option<Time>,
+    /// Trimmed from the end of the measurement (default: a twentieth of the run).
+    #[arg(long, value_parser = duration::parse)]
+    cooldown: Option<Time>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Zipf skew θ in [0, 1.5) of the key choice (0 = uniform).
+    #[arg(long, value_parser = parse_zipf)]
+    zipf: Option<f64>,
+    /// Keys per shard (micro default 1,000,000; ycsb default 200,000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    keys: Option<u64>,
+    /// YCSB: operations per transaction (default 10).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    ops: Option<u32>,
+    /// YCSB: share of read operations; the rest read-modify-write (default 0.8).
+    #[arg(long, value_parser = parse_ratio)]
+    read_ratio: Option<f64>,
+    /// YCSB: share of multi-partition transactions (default 0).
+    #[arg(long, value_parser = parse_ratio)]
+    multi_partition: Option<f64>,
+    /// Record the history and check strict serializability.
+    #[arg(long)]
+    check: bool,
+    /// Write the history as Elle rw-register JSON lines (one file per protocol).
+    #[arg(long)]
+    history: Option<PathBuf>,
+    /// Append one JSON object per (protocol, point) to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// local: worker threads (default: one per core).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..1024))]
+    workers: Option<u64>,
+    /// sim: inject a random fault plan drawn from the seed (loss, duplication,
+    /// reordering, a partition, a client crash and restart).
+    #[arg(long)]
+    faults: bool,
+    /// sim: probability of losing a message.
+    #[arg(long, value_parser = parse_ratio)]
+    loss: Option<f64>,
+    /// sim: probability of duplicating a message.
+    #[arg(long, value_parser = parse_ratio)]
+    duplicate: Option<f64>,
+    /// sim: probability of delaying a message so later ones overtake it.
+    #[arg(long, value_parser = parse_ratio)]
+    reorder: Option<f64>,
+    /// Attempts per transaction before giving up (Janus: 20).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    max_attempts: Option<u32>,
+}
+
+fn parse_zipf(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number"))?;
+    if (0.0..1.5).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is outside [0, 1.5)"))
+    }
+}
+
+fn parse_ratio(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is outside [0, 1]"))
+    }
+}
+
+/// An error and the exit code it deserves.
+pub enum Failure {
+    /// Bad input: exit 2.
+    Usage(String),
+    /// The run failed: exit 1.
+    Run(anyhow::Error),
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Self {
+        let e = e.into();
+        let usage = e.downcast_ref::<tessera_harness::SpecError>().is_some()
+            || e.downcast_ref::<tessera_workloads::ConfigError>().is_some();
+        if usage {
+            Failure::Usage(e.to_string())
+        } else {
+            Failure::Run(e)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TESSERA_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => commands::default_comparison(),
+        Some(Command::Bench(run)) => commands::bench(&run),
+        Some(Command::Sweep { run, vary }) => commands::sweep(&run, &vary),
+        Some(Command::Plot { file, x, y, out }) => commands::plot(&file, &x, &y, &out),
+        Some(Command::Experiment {
+            name,
+            list,
+            out_dir,
+        }) => commands::experiment(name.as_deref(), list, &out_dir),
+        Some(Command::Protocols) => commands::protocols(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Run(e)) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -132,7 +132,8 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
         let id = TxnId::new(self.me, self.incarnation, self.next_seq);
         s.current = Some(id);
         self.in_flight.insert(id, slot);
-        self.coord.submit(ctx, Attempt { id, txn });
+        let since = s.first_start;
+        self.coord.submit(ctx, Attempt { id, txn, since });
     }
 
     fn finish(&mut self, ctx: &mut Ctx<M>, id: TxnId, outcome: TxnOutcome) {
@@ -171,6 +172,7 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
             TxnOutcome::Committed { .. } => {
                 let latency_us = ((now - s.first_start) / 1000).max(1);
                 s.txn = None;
+                self.stats.run_committed += 1;
                 if measured {
                     self.stats.total.committed += 1;
                     self.stats.counts_mut(ty).committed += 1;

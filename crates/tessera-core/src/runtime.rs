@@ -54,9 +54,8 @@ pub struct RunOutput<M> {
 /// The RNG seed of one node of a run (SplitMix64 of the pair), so that node
 /// RNGs are independent and stable whatever the runtime.
 pub fn node_seed(seed: u64, node: NodeId, incarnation: u8) -> u64 {
-    let mut z = seed
-        ^ (node.0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        ^ ((incarnation as u64) << 56);
+    let mut z =
+        seed ^ (node.0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ((incarnation as u64) << 56);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)

@@ -32,6 +32,9 @@ pub struct ClientStats {
     /// Latency of committed transactions, first attempt to commit, in
     /// microseconds, retries included.
     pub latency_us: Histogram<u64>,
+    /// Commits over the whole run, window or not (for per-transaction
+    /// message counts, which the runtime counts over the whole run).
+    pub run_committed: u64,
 }
 
 impl Default for ClientStats {
@@ -41,6 +44,7 @@ impl Default for ClientStats {
             by_type: Vec::new(),
             latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3)
                 .expect("valid histogram bounds"),
+            run_committed: 0,
         }
     }
 }
@@ -59,6 +63,7 @@ impl ClientStats {
 
     pub fn merge(&mut self, o: &ClientStats) {
         self.total.add(&o.total);
+        self.run_committed += o.run_committed;
         for (n, c) in &o.by_type {
             self.counts_mut(n).add(c);
         }

@@ -83,7 +83,10 @@ impl Store {
 
     #[inline]
     pub fn get_mut(&mut self, key: Key) -> Option<&mut Record> {
-        self.tables.get_mut(key.table.0 as usize)?.rows.get_mut(&key.row)
+        self.tables
+            .get_mut(key.table.0 as usize)?
+            .rows
+            .get_mut(&key.row)
     }
 
     /// Install `value` as version `version` of `key`, creating the record

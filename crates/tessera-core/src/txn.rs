@@ -145,4 +145,7 @@ pub fn participants(txn: &dyn Procedure) -> Vec<ShardId> {
 pub struct Attempt {
     pub id: TxnId,
     pub txn: Txn,
+    /// When the transaction's first attempt started: a retried transaction
+    /// keeps its age, so wound-wait never starves it (Rosenkrantz et al.).
+    pub since: crate::ids::Time,
 }

@@ -1,1 +1,24 @@
-//! placeholder
+//! tessera-harness: turns a [`BenchSpec`] into a checked, measured run.
+//!
+//! * [`registry`] — the one place that maps protocol names to protocol types
+//!   and their default configurations.
+//! * [`spec`] — what a run is: runtime, protocol, workload, sizes, faults.
+//! * [`deploy`] — builds a runtime deployment (servers, client hosts) for a
+//!   protocol type.
+//! * [`run`] — runs a spec on its runtime, aggregates the client reports
+//!   into a [`ResultRow`], checks isolation.
+//! * [`faults`] — random fault plans for simulator seeds.
+//! * [`experiment`] — named, checked-in sweeps.
+
+pub mod deploy;
+pub mod experiment;
+pub mod faults;
+pub mod registry;
+pub mod result;
+pub mod run;
+pub mod spec;
+pub mod sweep;
+
+pub use result::ResultRow;
+pub use run::{run_bench, BenchOutcome};
+pub use spec::{BenchSpec, RuntimeKind, SpecError, WorkloadSpec};

@@ -1,0 +1,349 @@
+//! The subcommands.
+
+use crate::{table, Failure, RunArgs};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tessera_harness::experiment;
+use tessera_harness::faults::random_plan;
+use tessera_harness::registry;
+use tessera_harness::sweep::{sweep as run_sweep, Vary};
+use tessera_harness::{
+    run_bench, BenchOutcome, BenchSpec, ResultRow, RuntimeKind, SpecError, WorkloadSpec,
+};
+use tessera_workloads::{MicroConfig, YcsbConfig};
+
+type Result<T> = std::result::Result<T, Failure>;
+
+/// The spec that `RunArgs` describe (protocol left empty).
+fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
+    let runtime = RuntimeKind::parse(&a.runtime)?;
+    let workload = match a.workload.as_str() {
+        "micro" => {
+            let mut c = MicroConfig::default();
+            c.shards = a.shards.unwrap_or(c.shards);
+            c.keys_per_shard = a.keys.unwrap_or(c.keys_per_shard);
+            c.zipf_theta = a.zipf.unwrap_or(c.zipf_theta);
+            for (flag, set) in [
+                ("--ops", a.ops.is_some()),
+                ("--read-ratio", a.read_ratio.is_some()),
+                ("--multi-partition", a.multi_partition.is_some()),
+            ] {
+                if set {
+                    return Err(Failure::Usage(format!(
+                        "{flag} applies to --workload ycsb, not micro"
+                    )));
+                }
+            }
+            WorkloadSpec::Micro(c)
+        }
+        "ycsb" => {
+            let mut c = YcsbConfig {
+                partitions: 2,
+                ..YcsbConfig::default()
+            };
+            c.partitions = a.shards.unwrap_or(c.partitions);
+            c.keys_per_partition = a.keys.unwrap_or(c.keys_per_partition);
+            c.zipf_theta = a.zipf.unwrap_or(c.zipf_theta);
+            c.ops_per_txn = a.ops.unwrap_or(c.ops_per_txn);
+            c.read_ratio = a.read_ratio.unwrap_or(c.read_ratio);
+            c.multi_partition = a.multi_partition.unwrap_or(c.multi_partition);
+            WorkloadSpec::Ycsb(c)
+        }
+        other => {
+            return Err(SpecError::Invalid {
+                flag: "--workload",
+                value: other.to_string(),
+                allowed: WorkloadSpec::NAMES.join(", "),
+            }
+            .into())
+        }
+    };
+    let mut s = BenchSpec::new(runtime, "", workload);
+    if let Some(d) = a.duration {
+        s.duration = d;
+        s.warmup = d / 10;
+        s.cooldown = d / 20;
+    }
+    s.warmup = a.warmup.unwrap_or(s.warmup);
+    s.cooldown = a.cooldown.unwrap_or(s.cooldown);
+    s.clients = a.clients.unwrap_or(0);
+    s.seed = a.seed;
+    s.check = a.check;
+    s.workers = a.workers.unwrap_or(0) as usize;
+    s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
+    let sim_flags = a.faults || a.loss.is_some() || a.duplicate.is_some() || a.reorder.is_some();
+    if sim_flags && runtime != RuntimeKind::Sim {
+        return Err(Failure::Usage(
+            "--faults, --loss, --duplicate and --reorder need --runtime sim".into(),
+        ));
+    }
+    if a.faults {
+        let topo = tessera_harness::deploy::topology(&s);
+        s.sim = random_plan(s.seed, &topo, s.duration);
+    }
+    s.sim.loss = a.loss.unwrap_or(s.sim.loss);
+    s.sim.duplicate = a.duplicate.unwrap_or(s.sim.duplicate);
+    s.sim.reorder = a.reorder.unwrap_or(s.sim.reorder);
+    s.validate()?;
+    Ok(s)
+}
+
+fn check_protocols(names: &[String]) -> Result<()> {
+    for p in names {
+        registry::find(p)?;
+    }
+    Ok(())
+}
+
+/// Open `--out` for appending now, so a bad path fails before any run.
+fn open_out(path: Option<&Path>) -> Result<Option<File>> {
+    path.map(|p| {
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .map_err(|e| Failure::Usage(format!("--out {}: cannot write: {e}", p.display())))
+    })
+    .transpose()
+}
+
+fn write_row(out: &mut Option<File>, row: &ResultRow) -> Result<()> {
+    if let Some(f) = out {
+        serde_json::to_writer(&mut *f, row).map_err(anyhow::Error::from)?;
+        writeln!(f).map_err(anyhow::Error::from)?;
+    }
+    Ok(())
+}
+
+/// The history file of one protocol: `h.jsonl` → `h.occ.jsonl` when several
+/// protocols run.
+fn history_path(base: &Path, protocol: &str, several: bool) -> PathBuf {
+    if !several {
+        return base.to_path_buf();
+    }
+    let stem = base
+        .file_stem()
+        .map(|s| s.to_string_lossy())
+        .unwrap_or_default();
+    let name = match base.extension() {
+        Some(ext) => format!("{stem}.{protocol}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{protocol}"),
+    };
+    base.with_file_name(name)
+}
+
+fn check_history_path(p: &Path) -> Result<()> {
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(Failure::Usage(format!(
+            "--history {}: folder {} does not exist",
+            p.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+fn progress(spec: &BenchSpec) -> ProgressBar {
+    let secs = spec.duration as f64 / 1e9;
+    let pb = ProgressBar::new_spinner();
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed}] {msg}").expect("valid template"),
+    );
+    pb.set_message(format!(
+        "{} on {} ({}, {} shards, {} clients, {:.1}s{})",
+        spec.protocol,
+        spec.runtime.name(),
+        spec.workload.name(),
+        spec.workload.shards(),
+        spec.effective_clients(),
+        secs,
+        if spec.runtime == RuntimeKind::Sim {
+            " virtual"
+        } else {
+            ""
+        }
+    ));
+    pb.enable_steady_tick(Duration::from_millis(120));
+    pb
+}
+
+fn run_one(spec: &BenchSpec) -> Result<BenchOutcome> {
+    let pb = progress(spec);
+    let out = run_bench(spec);
+    pb.finish_and_clear();
+    let out = out?;
+    if let Some(r) = &out.check {
+        if !r.ok {
+            eprintln!("{}: isolation check FAILED: {r}", spec.protocol);
+        }
+    }
+    Ok(out)
+}
+
+fn finish(rows: &[ResultRow]) -> Result<()> {
+    let failed: Vec<_> = rows
+        .iter()
+        .filter(|r| r.check == "fail")
+        .map(|r| r.protocol.as_str())
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Run(anyhow::anyhow!(
+            "isolation check failed for: {}",
+            failed.join(", ")
+        )))
+    }
+}
+
+pub fn bench(a: &RunArgs) -> Result<()> {
+    let base = spec_of(a)?;
+    check_protocols(&a.protocol)?;
+    if let Some(h) = &a.history {
+        check_history_path(h)?;
+    }
+    let mut out = open_out(a.out.as_deref())?;
+    let several = a.protocol.len() > 1;
+    let mut rows = Vec::new();
+    for p in &a.protocol {
+        let mut s = base.clone();
+        s.protocol = p.clone();
+        s.history = a.history.as_ref().map(|h| history_path(h, p, several));
+        let o = run_one(&s)?;
+        write_row(&mut out, &o.row)?;
+        rows.push(o.row);
+    }
+    print!("{}", table::render(&rows, None));
+    finish(&rows)
+}
+
+pub fn sweep(a: &RunArgs, vary: &str) -> Result<()> {
+    let base = spec_of(a)?;
+    check_protocols(&a.protocol)?;
+    let vary = Vary::parse(vary)?;
+    let mut out = open_out(a.out.as_deref())?;
+    let rows = sweep_rows(&base, &a.protocol, &vary, &mut out)?;
+    print!("{}", table::render(&rows, Some(&vary.name)));
+    finish(&rows)
+}
+
+fn sweep_rows(
+    base: &BenchSpec,
+    protocols: &[String],
+    vary: &Vary,
+    out: &mut Option<File>,
+) -> Result<Vec<ResultRow>> {
+    let key = vary.name.replace('-', "_");
+    let rows = run_sweep(base, protocols, vary, |s, o| {
+        let _ = s;
+        let _ = o;
+        Ok(())
+    })?;
+    for r in &rows {
+        debug_assert!(r.extra.contains_key(&key));
+        write_row(out, r)?;
+    }
+    Ok(rows)
+}
+
+pub fn plot(file: &Path, x: &str, ys: &[String], out: &Path) -> Result<()> {
+    let rows = tessera_plot::read_jsonl(file).map_err(|e| Failure::Usage(format!("{e:#}")))?;
+    let spec = tessera_plot::PlotSpec::new(x, ys.iter().cloned());
+    tessera_plot::plot(&rows, &spec, out).map_err(|e| Failure::Usage(format!("{e:#}")))?;
+    println!("wrote {}", out.display());
+    Ok(())
+}
+
+pub fn experiment(name: Option<&str>, list: bool, out_dir: &Path) -> Result<()> {
+    if list || name.is_none() {
+        for e in experiment::experiments() {
+            println!("{:<16} {}", e.name, e.description);
+        }
+        return Ok(());
+    }
+    let e = experiment::find(name.expect("checked"))?;
+    std::fs::create_dir_all(out_dir)
+        .map_err(|err| Failure::Usage(format!("--out-dir {}: {err}", out_dir.display())))?;
+    let jsonl = out_dir.join(format!("{}.jsonl", e.name));
+    let png = out_dir.join(format!("{}.png", e.name));
+    // A fresh file per experiment run.
+    File::create(&jsonl)
+        .map_err(|err| Failure::Usage(format!("{}: cannot write: {err}", jsonl.display())))?;
+    let mut out = open_out(Some(&jsonl))?;
+    let protocols: Vec<String> = e.protocols.iter().map(|p| p.to_string()).collect();
+    println!("experiment {}: {}", e.name, e.description);
+    let total = protocols.len() * e.vary.values.len();
+    let pb = ProgressBar::new(total as u64);
+    pb.set_style(
+        ProgressStyle::with_template("[{elapsed}] {bar:30} {pos}/{len} runs {msg}")
+            .expect("valid template"),
+    );
+    let rows = run_sweep(&e.base, &protocols, &e.vary, |s, o| {
+        pb.inc(1);
+        pb.set_message(format!(
+            "{} {}: {:.0} txn/s",
+            s.protocol, e.vary.name, o.row.throughput_tps
+        ));
+        Ok(())
+    });
+    pb.finish_and_clear();
+    let rows = rows?;
+    for r in &rows {
+        write_row(&mut out, r)?;
+    }
+    print!("{}", table::render(&rows, Some(&e.vary.name)));
+    let values: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| serde_json::to_value(r).expect("rows serialize"))
+        .collect();
+    let spec = tessera_plot::PlotSpec::new(e.vary.name.replace('-', "_"), e.plot.iter().copied());
+    tessera_plot::plot(&values, &spec, &png).map_err(Failure::Run)?;
+    println!("wrote {} and {}", jsonl.display(), png.display());
+    finish(&rows)
+}
+
+/// `tessera` with no arguments: a short comparison on the embedded cluster.
+pub fn default_comparison() -> Result<()> {
+    let a = RunArgs {
+        runtime: "local".into(),
+        protocol: registry::names().iter().map(|s| s.to_string()).collect(),
+        workload: "ycsb".into(),
+        shards: None,
+        clients: None,
+        duration: Some(2_000_000_000),
+        warmup: None,
+        cooldown: None,
+        seed: 1,
+        zipf: Some(0.9),
+        keys: None,
+        ops: None,
+        read_ratio: None,
+        multi_partition: None,
+        check: false,
+        history: None,
+        out: None,
+        workers: None,
+        faults: false,
+        loss: None,
+        duplicate: None,
+        reorder: None,
+        max_attempts: None,
+    };
+    println!("tessera: YCSB (2 partitions, zipf 0.9) on the embedded cluster, 2 s per protocol");
+    println!("(see `tessera --help`; `tessera experiment compare` sweeps skew and plots)\n");
+    bench(&a)
+}
+
+pub fn protocols() -> Result<()> {
+    for e in registry::registry().iter().filter(|e| !e.hidden) {
+        println!("{:<12} {}", e.name, e.summary);
+    }
+    Ok(())
+}

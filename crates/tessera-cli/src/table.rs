@@ -1,0 +1,59 @@
+//! The results table printed at the end of a run.
+
+use tessera_harness::ResultRow;
+
+/// Render rows as an aligned text table; `param` names an extra column
+/// (the swept parameter).
+pub fn render(rows: &[ResultRow], param: Option<&str>) -> String {
+    let mut header = vec!["protocol"];
+    if let Some(p) = param {
+        header.push(p);
+    }
+    header.extend([
+        "txn/s", "commit%", "p50 ms", "p90 ms", "p99 ms", "msgs/txn", "failed", "check",
+    ]);
+    let mut lines: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for r in rows {
+        let mut l = vec![r.protocol.clone()];
+        if let Some(p) = param {
+            let key = p.replace('-', "_");
+            l.push(r.extra.get(&key).map(|v| v.to_string()).unwrap_or_default());
+        }
+        l.extend([
+            format!("{:.0}", r.throughput_tps),
+            format!("{:.1}", r.commit_rate * 100.0),
+            format!("{:.3}", r.p50_ms),
+            format!("{:.3}", r.p90_ms),
+            format!("{:.3}", r.p99_ms),
+            format!("{:.2}", r.msgs_per_txn),
+            r.failed.to_string(),
+            r.check.clone(),
+        ]);
+        lines.push(l);
+    }
+    let cols = lines[0].len();
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| lines.iter().map(|l| l[c].len()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (i, l) in lines.iter().enumerate() {
+        let cells: Vec<String> = l
+            .iter()
+            .enumerate()
+            .map(|(c, s)| {
+                if c == 0 {
+                    format!("{s:<w$}", w = widths[c])
+                } else {
+                    format!("{s:>w$}", w = widths[c])
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+        if i == 0 {
+            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (cols - 1)));
+            out.push('\n');
+        }
+    }
+    out
+}

@@ -1,0 +1,189 @@
+//! Build a runtime deployment for a protocol type and run it.
+//!
+//! Layout: shard `s` is served by one server (a replica group of one: the
+//! foundation protocols are not replicated); clients are spread over client
+//! hosts. Client `i` prefers shard `i % shards` and lives on host
+//! `(i % shards) % hosts`, so on `local`, where shard `s` and host `h` sit on
+//! workers `s % W` and `h % W`, a client runs on the worker of its home
+//! shard: a single-partition transaction never crosses threads.
+
+use crate::spec::{BenchSpec, RuntimeKind};
+use std::sync::Arc;
+use tessera_core::client::{ClientConfig, ClientHost, ClientReport};
+use tessera_core::ids::{NodeId, ShardId, Time, US};
+use tessera_core::node::Node;
+use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
+use tessera_core::runtime::{Deployment, NetCounters, NodeFactory, RunOutput};
+use tessera_core::storage::Store;
+use tessera_core::topology::{Role, Topology};
+use tessera_core::workload::{ClientSlot, Workload};
+
+/// What a run produced, independent of the protocol's types.
+pub struct RawRun {
+    pub clients: Vec<ClientReport>,
+    /// Each shard's store at the end (its first replica).
+    pub stores: Vec<Store>,
+    pub net: NetCounters,
+    pub events: u64,
+    pub elapsed: Time,
+    pub client_config: ClientConfig,
+    pub topology: Arc<Topology>,
+}
+
+/// Number of worker threads for a `local` run.
+pub fn local_workers(spec: &BenchSpec) -> usize {
+    if spec.workers > 0 {
+        spec.workers
+    } else {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    }
+}
+
+/// The cluster layout of a spec.
+pub fn topology(spec: &BenchSpec) -> Topology {
+    let shards = spec.workload.shards();
+    let hosts = match spec.runtime {
+        RuntimeKind::Local => local_workers(spec) as u32,
+        RuntimeKind::Sim => shards,
+    }
+    .min(spec.effective_clients())
+    .max(1);
+    Topology::new(shards, 1, hosts)
+}
+
+/// Client slots of host `h`.
+fn clients_of(spec: &BenchSpec, hosts: u32, h: u32) -> Vec<ClientSlot> {
+    let shards = spec.workload.shards();
+    (0..spec.effective_clients())
+        .map(|i| ClientSlot {
+            id: i,
+            home: ShardId(i % shards),
+        })
+        .filter(|c| c.home.0 % hosts == h)
+        .collect()
+}
+
+pub fn client_config(spec: &BenchSpec) -> ClientConfig {
+    ClientConfig {
+        measure_from: spec.warmup,
+        measure_until: spec.duration - spec.cooldown,
+        stop_at: spec.duration,
+        max_attempts: spec.max_attempts,
+        backoff_base: 20 * US,
+        backoff_cap: 5_000 * US,
+        record_history: spec.check || spec.history.is_some(),
+    }
+}
+
+/// Build the deployment of protocol `P` for `spec`.
+pub fn deployment<P: Protocol>(
+    config: &P::Config,
+    spec: &BenchSpec,
+    workload: Arc<dyn Workload>,
+) -> Deployment<P::Msg> {
+    let topology = Arc::new(topology(spec));
+    let hosts = topology.client_hosts().count() as u32;
+    let ccfg = client_config(spec);
+    let mut factories: Vec<NodeFactory<P::Msg>> = Vec::new();
+    for info in &topology.nodes {
+        let me = info.id;
+        let topo = topology.clone();
+        let cfg = config.clone();
+        let wl = workload.clone();
+        match info.role {
+            Role::Server { shard, replica } => {
+                factories.push(Box::new(move |restart| {
+                    let mut store = Store::new();
+                    wl.load(shard, &mut store);
+                    Box::new(P::server(
+                        &cfg,
+                        ServerEnv {
+                            me,
+                            shard,
+                            replica,
+                            topology: topo.clone(),
+                            store,
+                            recovered: restart.recovered,
+                        },
+                    )) as Box<dyn Node<P::Msg>>
+                }));
+            }
+            Role::Client { host } => {
+                let slots = clients_of(spec, hosts, host);
+                let ccfg = ccfg.clone();
+                factories.push(Box::new(move |restart| {
+                    let coord = P::coordinator(
+                        &cfg,
+                        CoordinatorEnv {
+                            me,
+                            topology: topo.clone(),
+                            incarnation: restart.incarnation,
+                            recovered: restart.recovered,
+                        },
+                    );
+                    let clients = slots.iter().map(|s| (*s, wl.generator(*s))).collect();
+                    Box::new(ClientHost::new(
+                        coord,
+                        me,
+                        restart.incarnation,
+                        ccfg.clone(),
+                        clients,
+                    )) as Box<dyn Node<P::Msg>>
+                }));
+            }
+        }
+    }
+    Deployment {
+        topology,
+        factories,
+        seed: spec.seed,
+        duration: spec.duration,
+    }
+}
+
+/// Run protocol `P` as `spec` says.
+pub fn run_protocol<P: Protocol>(
+    config: &P::Config,
+    spec: &BenchSpec,
+    workload: Arc<dyn Workload>,
+) -> anyhow::Result<RawRun> {
+    let dep = deployment::<P>(config, spec, workload);
+    let topology = dep.topology.clone();
+    let out: RunOutput<P::Msg> = match spec.runtime {
+        RuntimeKind::Sim => tessera_sim::run(dep, &spec.sim)?,
+        RuntimeKind::Local => {
+            let workers = local_workers(spec);
+            let cfg = tessera_local::LocalConfig::new(&topology, workers);
+            tessera_local::run(dep, &cfg)?
+        }
+    };
+    let stores = topology
+        .shards
+        .iter()
+        .map(|g| {
+            out.nodes[g.leader().0 as usize]
+                .store()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    let clients = out.reports.into_iter().filter_map(|r| r.client).collect();
+    Ok(RawRun {
+        clients,
+        stores,
+        net: out.net,
+        events: out.events,
+        elapsed: out.elapsed,
+        client_config: client_config(spec),
+        topology,
+    })
+}
+
+/// The node id of client host `h` (for fault plans).
+pub fn client_host_id(topology: &Topology, h: u32) -> Option<NodeId> {
+    topology
+        .nodes
+        .iter()
+        .find(|n| n.role == Role::Client { host: h })
+        .map(|n| n.id)
+}

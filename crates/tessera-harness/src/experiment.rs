@@ -1,0 +1,106 @@
+//! Named experiments: checked-in sweep definitions that `tessera experiment
+//! NAME` runs, writing `NAME.jsonl` and `NAME.png` into a results folder.
+//! The protocol issues add their papers' experiments here.
+
+use crate::spec::{BenchSpec, RuntimeKind, WorkloadSpec};
+use crate::sweep::Vary;
+use tessera_core::ids::MS;
+use tessera_workloads::{MicroConfig, YcsbConfig};
+
+/// A named sweep.
+pub struct Experiment {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub protocols: &'static [&'static str],
+    pub base: BenchSpec,
+    pub vary: Vary,
+    /// Metrics to plot against the varied parameter.
+    pub plot: &'static [&'static str],
+}
+
+/// Every experiment, in the order `--list` shows them.
+pub fn experiments() -> Vec<Experiment> {
+    let mut compare = BenchSpec::new(
+        RuntimeKind::Local,
+        "",
+        WorkloadSpec::Ycsb(YcsbConfig {
+            partitions: 2,
+            ..YcsbConfig::default()
+        }),
+    );
+    compare.duration = 2_000 * MS;
+    compare.warmup = 300 * MS;
+    compare.cooldown = 100 * MS;
+
+    let mut contention = BenchSpec::new(
+        RuntimeKind::Sim,
+        "",
+        WorkloadSpec::Micro(MicroConfig::default()),
+    );
+    contention.clients = 96;
+    contention.duration = 1_500 * MS;
+    contention.warmup = 200 * MS;
+    contention.cooldown = 100 * MS;
+    contention.check = true;
+
+    vec![
+        Experiment {
+            name: "compare",
+            description: "2PL (wound-wait, no-wait) vs OCC on the embedded cluster: \
+                          YCSB, 2 partitions, skew 0 → 0.99",
+            protocols: &["2pl-ww", "2pl-nowait", "occ"],
+            base: compare,
+            vary: Vary {
+                name: "zipf".into(),
+                values: vec![0.0, 0.6, 0.9, 0.99],
+            },
+            plot: &["throughput", "commit_rate", "p90"],
+        },
+        Experiment {
+            name: "contention",
+            description: "Janus Fig. 3b shape on sim: micro-benchmark, 3 shards, \
+                          96 clients, zipf 0.5 → 1.0; commit rates fall with contention",
+            protocols: &["2pl-ww", "2pl-nowait", "occ"],
+            base: contention,
+            vary: Vary {
+                name: "zipf".into(),
+                values: vec![0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+            },
+            plot: &["throughput", "commit_rate", "p90"],
+        },
+    ]
+}
+
+/// Look up an experiment; the error lists the names.
+pub fn find(name: &str) -> Result<Experiment, crate::spec::SpecError> {
+    let all = experiments();
+    let names: Vec<_> = all.iter().map(|e| e.name).collect::<Vec<_>>();
+    let allowed = names.join(", ");
+    all.into_iter()
+        .find(|e| e.name == name)
+        .ok_or(crate::spec::SpecError::Invalid {
+            flag: "experiment NAME",
+            value: name.to_string(),
+            allowed,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_experiment_is_valid() {
+        for e in experiments() {
+            for p in e.protocols {
+                assert!(crate::registry::find(p).is_ok(), "{}: {p}", e.name);
+                for &v in &e.vary.values {
+                    let mut s = e.base.clone();
+                    s.protocol = p.to_string();
+                    e.vary.apply(&mut s, v).unwrap();
+                    s.validate().unwrap();
+                }
+            }
+        }
+    }
+}

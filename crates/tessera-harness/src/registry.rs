@@ -1,0 +1,124 @@
+//! The protocol registry: the one place that maps a protocol's name to its
+//! type and default configuration. Nothing else matches on protocol names.
+
+use crate::deploy::{run_protocol, RawRun};
+use crate::spec::BenchSpec;
+use std::sync::Arc;
+use tessera_core::protocol::Protocol;
+use tessera_core::workload::Workload;
+use tessera_protocols::occ::{OccConfig, OccProtocol};
+use tessera_protocols::twopc::{Timeouts, TwoPcConfig};
+use tessera_protocols::twopl::{Policy, TwoPlConfig, TwoPlProtocol};
+
+type Runner = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>) -> anyhow::Result<RawRun> + Send + Sync>;
+
+/// A runnable protocol: name, one-line summary, and how to run it.
+pub struct ProtocolEntry {
+    pub name: &'static str,
+    pub summary: &'static str,
+    /// Hidden entries exist for tests (e.g. a deliberately broken variant)
+    /// and are not listed to users.
+    pub hidden: bool,
+    run: Runner,
+}
+
+impl ProtocolEntry {
+    fn new<P: Protocol>(name: &'static str, summary: &'static str, config: P::Config) -> Self
+    where
+        P::Config: Clone,
+    {
+        ProtocolEntry {
+            name,
+            summary,
+            hidden: false,
+            run: Box::new(move |spec, workload| run_protocol::<P>(&config, spec, workload)),
+        }
+    }
+
+    fn hidden(mut self) -> Self {
+        self.hidden = true;
+        self
+    }
+
+    pub fn run(&self, spec: &BenchSpec, workload: Arc<dyn Workload>) -> anyhow::Result<RawRun> {
+        (self.run)(spec, workload)
+    }
+}
+
+/// Every protocol tessera can run.
+pub fn registry() -> Vec<ProtocolEntry> {
+    let timeouts = Timeouts::default();
+    let twopl = |policy| TwoPcConfig {
+        cc: TwoPlConfig { policy },
+        timeouts: timeouts.clone(),
+    };
+    let occ = |validate| TwoPcConfig {
+        cc: OccConfig { validate },
+        timeouts: timeouts.clone(),
+    };
+    vec![
+        ProtocolEntry::new::<TwoPlProtocol>(
+            "2pl-ww",
+            "2PL + 2PC, wound-wait (Spanner; Rococo §5.1)",
+            twopl(Policy::WoundWait),
+        ),
+        ProtocolEntry::new::<TwoPlProtocol>(
+            "2pl-nowait",
+            "2PL + 2PC, NO_WAIT (COCO §7.1.2)",
+            twopl(Policy::NoWait),
+        ),
+        ProtocolEntry::new::<OccProtocol>(
+            "occ",
+            "OCC + 2PC: execute, lock + validate, write back (COCO §4)",
+            occ(true),
+        ),
+        ProtocolEntry::new::<OccProtocol>(
+            "occ-unsafe",
+            "OCC + 2PC with validation switched off: broken on purpose, for checker tests",
+            occ(false),
+        )
+        .hidden(),
+    ]
+}
+
+/// Names a user may pick.
+pub fn names() -> Vec<&'static str> {
+    registry()
+        .into_iter()
+        .filter(|e| !e.hidden)
+        .map(|e| e.name)
+        .collect()
+}
+
+/// Look up a protocol by name; the error lists the allowed names.
+pub fn find(name: &str) -> Result<ProtocolEntry, crate::spec::SpecError> {
+    registry()
+        .into_iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| crate::spec::SpecError::Invalid {
+            flag: "--protocol",
+            value: name.to_string(),
+            allowed: names().join(", "),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_hidden_ones_not_listed() {
+        let all = registry();
+        let mut n: Vec<_> = all.iter().map(|e| e.name).collect();
+        n.sort_unstable();
+        n.dedup();
+        assert_eq!(n.len(), all.len());
+        assert!(!names().contains(&"occ-unsafe"));
+        assert!(find("occ-unsafe").is_ok());
+        let err = find("paxos").err().unwrap().to_string();
+        assert!(
+            err.contains("--protocol") && err.contains("2pl-ww"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,48 @@
+//! One row of results: one (protocol, point) of a run, as a JSON object.
+
+use serde::{Deserialize, Serialize};
+
+/// The JSON object written per (protocol, point) with `--out`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ResultRow {
+    pub protocol: String,
+    pub workload: String,
+    pub runtime: String,
+    pub shards: u32,
+    pub clients: u32,
+    pub zipf: f64,
+    pub seed: u64,
+    /// Length of the measurement window, seconds.
+    pub window_s: f64,
+    pub throughput_tps: f64,
+    /// Commits / attempts, inside the window.
+    pub commit_rate: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub msgs_per_txn: f64,
+    pub bytes_per_txn: f64,
+    pub committed: u64,
+    pub attempts: u64,
+    /// Transactions given up after the retry cap.
+    pub failed: u64,
+    /// `pass`, `fail` or `skipped`.
+    pub check: String,
+    /// The first violation when `check` is `fail`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub check_detail: Option<String>,
+    /// Per transaction type: (name, committed per second, commit rate).
+    #[serde(default)]
+    pub by_type: Vec<TypeRow>,
+    /// The swept parameter's name and value, when part of a sweep.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TypeRow {
+    pub name: String,
+    pub throughput_tps: f64,
+    pub commit_rate: f64,
+}

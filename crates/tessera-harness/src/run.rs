@@ -1,0 +1,124 @@
+//! Run a spec: build the workload, run the protocol, aggregate, check.
+
+use crate::deploy::RawRun;
+use crate::registry;
+use crate::result::{ResultRow, TypeRow};
+use crate::spec::{BenchSpec, WorkloadSpec};
+use std::fs::File;
+use std::io::BufWriter;
+use std::sync::Arc;
+use tessera_checker::{Level, Report};
+use tessera_core::history::History;
+use tessera_core::ids::MS;
+use tessera_core::stats::ClientStats;
+use tessera_core::workload::Workload;
+use tessera_workloads::{Micro, Ycsb};
+
+/// The result of one run.
+pub struct BenchOutcome {
+    pub row: ResultRow,
+    /// The isolation checker's report, when the spec asked for a check.
+    pub check: Option<Report>,
+    pub history: Option<History>,
+    pub raw: RawRun,
+}
+
+/// Build the workload of a spec.
+pub fn workload(spec: &WorkloadSpec) -> anyhow::Result<Arc<dyn Workload>> {
+    Ok(match spec {
+        WorkloadSpec::Micro(c) => Arc::new(Micro::new(*c)?),
+        WorkloadSpec::Ycsb(c) => Arc::new(Ycsb::new(*c)?),
+    })
+}
+
+/// Run `spec` to the end and measure it.
+pub fn run_bench(spec: &BenchSpec) -> anyhow::Result<BenchOutcome> {
+    spec.validate()?;
+    let entry = registry::find(&spec.protocol)?;
+    let wl = workload(&spec.workload)?;
+    let raw = entry.run(spec, wl)?;
+    let mut stats = ClientStats::default();
+    let mut history = History::default();
+    for c in &raw.clients {
+        stats.merge(&c.stats);
+        history.txns.extend(c.history.iter().cloned());
+    }
+    let record = raw.client_config.record_history;
+    let history = record.then_some(history);
+    if let (Some(path), Some(h)) = (&spec.history, &history) {
+        let f =
+            File::create(path).map_err(|e| anyhow::anyhow!("--history {}: {e}", path.display()))?;
+        tessera_checker::write_elle(h, BufWriter::new(f))?;
+    }
+    let check = match (&history, spec.check) {
+        (Some(h), true) => Some(tessera_checker::check(h, Level::StrictSerializable)),
+        _ => None,
+    };
+    let row = row(spec, &raw, &stats, check.as_ref());
+    Ok(BenchOutcome {
+        row,
+        check,
+        history,
+        raw,
+    })
+}
+
+fn row(spec: &BenchSpec, raw: &RawRun, s: &ClientStats, check: Option<&Report>) -> ResultRow {
+    let cc = &raw.client_config;
+    let window_s = (cc.measure_until - cc.measure_from) as f64 / 1e9;
+    let per_s = |n: u64| n as f64 / window_s;
+    let rate = |c: u64, a: u64| if a == 0 { 0.0 } else { c as f64 / a as f64 };
+    let per_txn = |n: u64| {
+        if s.run_committed == 0 {
+            0.0
+        } else {
+            n as f64 / s.run_committed as f64
+        }
+    };
+    let (check_s, detail) = match check {
+        None => ("skipped".to_string(), None),
+        Some(r) if r.ok => ("pass".to_string(), None),
+        Some(r) => (
+            "fail".to_string(),
+            r.violations.first().map(|v| v.to_string()),
+        ),
+    };
+    ResultRow {
+        protocol: spec.protocol.clone(),
+        workload: spec.workload.name().to_string(),
+        runtime: spec.runtime.name().to_string(),
+        shards: spec.workload.shards(),
+        clients: spec.effective_clients(),
+        zipf: spec.workload.zipf(),
+        seed: spec.seed,
+        window_s,
+        throughput_tps: per_s(s.total.committed),
+        commit_rate: rate(s.total.committed, s.total.attempts),
+        p50_ms: s.latency_ms(0.5),
+        p90_ms: s.latency_ms(0.9),
+        p99_ms: s.latency_ms(0.99),
+        p999_ms: s.latency_ms(0.999),
+        msgs_per_txn: per_txn(raw.net.messages),
+        bytes_per_txn: per_txn(raw.net.bytes),
+        committed: s.total.committed,
+        attempts: s.total.attempts,
+        failed: s.total.failed,
+        check: check_s,
+        check_detail: detail,
+        by_type: s
+            .by_type
+            .iter()
+            .map(|(n, c)| TypeRow {
+                name: n.to_string(),
+                throughput_tps: per_s(c.committed),
+                commit_rate: rate(c.committed, c.attempts),
+            })
+            .collect(),
+        extra: serde_json::Map::new(),
+    }
+}
+
+/// A duration in milliseconds, for messages.
+pub fn ms(t: u64) -> u64 {
+    t / MS
+}

@@ -1,0 +1,191 @@
+//! What one benchmark run is.
+
+use std::path::PathBuf;
+use tessera_core::ids::{Time, MS};
+use tessera_sim::SimConfig;
+use tessera_workloads::{MicroConfig, YcsbConfig};
+use thiserror::Error;
+
+/// Which runtime drives the nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuntimeKind {
+    /// The deterministic simulator (virtual time).
+    Sim,
+    /// The embedded multi-threaded cluster (real time).
+    Local,
+}
+
+impl RuntimeKind {
+    pub const NAMES: &'static [&'static str] = &["local", "sim"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RuntimeKind::Sim => "sim",
+            RuntimeKind::Local => "local",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self, SpecError> {
+        match s {
+            "sim" => Ok(RuntimeKind::Sim),
+            "local" => Ok(RuntimeKind::Local),
+            _ => Err(SpecError::Invalid {
+                flag: "--runtime",
+                value: s.to_string(),
+                allowed: RuntimeKind::NAMES.join(", "),
+            }),
+        }
+    }
+}
+
+/// The workload and its parameters.
+#[derive(Clone, Debug)]
+pub enum WorkloadSpec {
+    Micro(MicroConfig),
+    Ycsb(YcsbConfig),
+}
+
+impl WorkloadSpec {
+    pub const NAMES: &'static [&'static str] = &["micro", "ycsb"];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            WorkloadSpec::Micro(_) => "micro",
+            WorkloadSpec::Ycsb(_) => "ycsb",
+        }
+    }
+
+    pub fn shards(&self) -> u32 {
+        match self {
+            WorkloadSpec::Micro(c) => c.shards,
+            WorkloadSpec::Ycsb(c) => c.partitions,
+        }
+    }
+
+    pub fn zipf(&self) -> f64 {
+        match self {
+            WorkloadSpec::Micro(c) => c.zipf_theta,
+            WorkloadSpec::Ycsb(c) => c.zipf_theta,
+        }
+    }
+}
+
+/// One run: a protocol on a workload on a runtime.
+#[derive(Clone, Debug)]
+pub struct BenchSpec {
+    pub runtime: RuntimeKind,
+    pub protocol: String,
+    pub workload: WorkloadSpec,
+    /// Closed-loop clients in total.
+    pub clients: u32,
+    pub duration: Time,
+    /// Trimmed from the start of the measurement.
+    pub warmup: Time,
+    /// Trimmed from the end of the measurement.
+    pub cooldown: Time,
+    pub seed: u64,
+    /// Record the history and run the isolation checker.
+    pub check: bool,
+    /// Write the history (Elle rw-register JSON lines) here.
+    pub history: Option<PathBuf>,
+    /// The simulated world (only for `sim`).
+    pub sim: SimConfig,
+    /// Worker threads (only for `local`); 0 = one per core.
+    pub workers: usize,
+    /// Attempts per transaction before the client gives up (Janus §6.1: 20).
+    pub max_attempts: u32,
+}
+
+impl BenchSpec {
+    /// A spec with the defaults of `tessera bench`.
+    pub fn new(runtime: RuntimeKind, protocol: &str, workload: WorkloadSpec) -> Self {
+        let duration = match runtime {
+            RuntimeKind::Sim => 2_000 * MS,
+            RuntimeKind::Local => 10_000 * MS,
+        };
+        BenchSpec {
+            runtime,
+            protocol: protocol.to_string(),
+            workload,
+            clients: 0,
+            duration,
+            warmup: duration / 10,
+            cooldown: duration / 20,
+            seed: 1,
+            check: false,
+            history: None,
+            sim: SimConfig::default(),
+            workers: 0,
+            max_attempts: 20,
+        }
+    }
+
+    /// Clients per shard when `clients` is 0.
+    pub const DEFAULT_CLIENTS_PER_SHARD: u32 = 32;
+
+    pub fn effective_clients(&self) -> u32 {
+        if self.clients == 0 {
+            match self.runtime {
+                // In-process clients never wait on a network: a few per
+                // worker keep the pipeline full.
+                RuntimeKind::Local => 8 * self.workload.shards().max(1),
+                RuntimeKind::Sim => Self::DEFAULT_CLIENTS_PER_SHARD * self.workload.shards(),
+            }
+        } else {
+            self.clients
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), SpecError> {
+        if self.duration == 0 {
+            return Err(SpecError::Invalid {
+                flag: "--duration",
+                value: "0".into(),
+                allowed: "a positive duration such as 500ms, 10s".into(),
+            });
+        }
+        if self.warmup + self.cooldown >= self.duration {
+            return Err(SpecError::Invalid {
+                flag: "--warmup",
+                value: format!(
+                    "{}ms (+ cooldown {}ms)",
+                    self.warmup / MS,
+                    self.cooldown / MS
+                ),
+                allowed: format!(
+                    "warm-up + cool-down shorter than --duration ({}ms)",
+                    self.duration / MS
+                ),
+            });
+        }
+        if self.max_attempts == 0 {
+            return Err(SpecError::Invalid {
+                flag: "--max-attempts",
+                value: "0".into(),
+                allowed: "1 or more".into(),
+            });
+        }
+        let r = match &self.workload {
+            WorkloadSpec::Micro(c) => c.validate(),
+            WorkloadSpec::Ycsb(c) => c.validate(),
+        };
+        r.map_err(|e| SpecError::Workload(e.to_string()))?;
+        self.sim
+            .validate()
+            .map_err(|e| SpecError::Workload(e.to_string()))?;
+        Ok(())
+    }
+}
+
+/// A spec that cannot run, with the flag to blame.
+#[derive(Debug, Error)]
+pub enum SpecError {
+    #[error("invalid value '{value}' for {flag}: allowed: {allowed}")]
+    Invalid {
+        flag: &'static str,
+        value: String,
+        allowed: String,
+    },
+    #[error("{0}")]
+    Workload(String),
+}

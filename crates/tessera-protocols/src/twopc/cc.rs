@@ -1,0 +1,61 @@
+//! The difference between 2PL and OCC, as one trait the participant drives.
+
+use tessera_core::ids::{Key, Time, TxnId, Version};
+use tessera_core::storage::Store;
+use tessera_core::txn::{AbortReason, Access};
+
+/// A transaction's age for wound-wait: its first attempt's start, ties
+/// broken by id. Smaller is older.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Priority {
+    pub since: Time,
+    pub txn: TxnId,
+}
+
+/// May a piece run now?
+#[derive(Debug, PartialEq, Eq)]
+pub enum Admit {
+    /// Run it.
+    Go,
+    /// Not yet: the participant retries when [`ConcurrencyControl::release`]
+    /// names this transaction as granted.
+    Wait,
+    /// The transaction must abort.
+    Abort(AbortReason),
+}
+
+/// Concurrency control at one shard.
+pub trait ConcurrencyControl: Send + 'static {
+    type Config: Clone + Send + Sync + std::fmt::Debug + 'static;
+
+    fn new(config: &Self::Config) -> Self;
+
+    /// Admit a piece that reads `reads` and writes `writes`. Called again
+    /// after a `Wait` once the transaction is granted; must then skip what
+    /// it already holds. Transactions it must abort to make progress
+    /// (wound-wait) go to `wounded`.
+    fn admit(
+        &mut self,
+        store: &mut Store,
+        who: Priority,
+        reads: &[Access],
+        writes: &[Access],
+        wounded: &mut Vec<TxnId>,
+    ) -> Admit;
+
+    /// Phase one of 2PC: may `txn`, which read `reads` (key, version seen)
+    /// and buffered writes to `writes`, commit? On yes it must stay
+    /// committable until commit or abort.
+    fn prepare(
+        &mut self,
+        store: &mut Store,
+        txn: TxnId,
+        reads: &[(Key, Version)],
+        writes: &[Key],
+    ) -> bool;
+
+    /// Release everything `txn` holds here (after its writes are installed on
+    /// commit, or on abort). Transactions whose waits may now succeed go to
+    /// `granted`.
+    fn release(&mut self, store: &mut Store, txn: TxnId, writes: &[Key], granted: &mut Vec<TxnId>);
+}

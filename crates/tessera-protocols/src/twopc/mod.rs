@@ -1,0 +1,90 @@
+//! Two-phase commit over pieces: the skeleton 2PL and OCC share.
+//!
+//! Phases, by message:
+//!
+//! 1. **Execute** — the coordinator sends every piece whose inputs are ready
+//!    to its shard, one message per shard, in parallel. The participant asks
+//!    its [`ConcurrencyControl`] to admit the piece (2PL takes locks, OCC
+//!    admits at once), runs the piece's function on the shard's data, buffers
+//!    the writes and returns the reads with their versions.
+//! 2. **Prepare** — when every piece has run, the coordinator asks each
+//!    participant to vote. 2PL already holds its locks; OCC locks its write
+//!    set and validates its reads here. A transaction with one participant
+//!    skips the vote: **CommitOnePhase** prepares and commits in one step.
+//! 3. **Commit / Abort** — the coordinator makes a commit decision durable
+//!    before it sends it or tells the client (presumed abort: aborts are not
+//!    logged). Participants install the buffered writes and release.
+//!
+//! Faults: every request is retransmitted until answered and every handler is
+//! idempotent (finished transactions leave a tombstone for a while). A
+//! participant aborts a transaction that is not prepared when its
+//! coordinator falls silent, and asks the coordinator (**Inquire**) about a
+//! prepared one; a restarted coordinator answers from its log, and aborts
+//! what it does not find there.
+
+mod cc;
+mod coordinator;
+mod msg;
+mod participant;
+
+pub use cc::{Admit, ConcurrencyControl, Priority};
+pub use coordinator::TwoPcCoordinator;
+pub use msg::Msg;
+pub use participant::Participant;
+
+use tessera_core::ids::{Time, MS};
+
+/// Timeouts of the 2PC skeleton.
+#[derive(Clone, Debug)]
+pub struct Timeouts {
+    /// A coordinator resends an unanswered request after this long (doubling
+    /// at each resend, up to 8x).
+    pub retransmit: Time,
+    /// A participant aborts a transaction that is not prepared after this
+    /// long without a word from its coordinator.
+    pub participant: Time,
+    /// A participant inquires about a prepared transaction after this long
+    /// without a decision.
+    pub inquire: Time,
+    /// How long finished transactions are remembered (to answer duplicates).
+    pub tombstone: Time,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            retransmit: 20 * MS,
+            participant: 1000 * MS,
+            inquire: 50 * MS,
+            tombstone: 2000 * MS,
+        }
+    }
+}
+
+/// A protocol made of the 2PC skeleton and a concurrency control `C`.
+pub struct TwoPc<C>(std::marker::PhantomData<C>);
+
+/// Configuration of a [`TwoPc`] protocol.
+#[derive(Clone, Debug)]
+pub struct TwoPcConfig<X> {
+    pub cc: X,
+    pub timeouts: Timeouts,
+}
+
+impl<C: ConcurrencyControl> tessera_core::protocol::Protocol for TwoPc<C> {
+    type Msg = Msg;
+    type Config = TwoPcConfig<C::Config>;
+    type Server = Participant<C>;
+    type Coordinator = TwoPcCoordinator;
+
+    fn server(config: &Self::Config, env: tessera_core::protocol::ServerEnv) -> Self::Server {
+        Participant::new(C::new(&config.cc), config.timeouts.clone(), env)
+    }
+
+    fn coordinator(
+        config: &Self::Config,
+        env: tessera_core::protocol::CoordinatorEnv,
+    ) -> Self::Coordinator {
+        TwoPcCoordinator::new(config.timeouts.clone(), env)
+    }
+}

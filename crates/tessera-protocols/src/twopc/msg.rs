@@ -1,0 +1,108 @@
+//! The messages of 2PC over pieces.
+
+use tessera_core::ids::{Key, Time, TxnId};
+use tessera_core::node::WireSize;
+use tessera_core::txn::{AbortReason, ReadObs, Txn, Value};
+
+/// One executed piece, as the participant reports it.
+#[derive(Clone, Debug)]
+pub struct PieceReply {
+    pub piece: u16,
+    pub reads: Vec<ReadObs>,
+    pub writes: Vec<Key>,
+    pub output: Value,
+    pub user_abort: bool,
+}
+
+#[derive(Clone, Debug)]
+pub enum Msg {
+    /// Coordinator → participant: run these pieces of `txn`.
+    Execute {
+        txn: TxnId,
+        since: Time,
+        proc: Txn,
+        pieces: Vec<u16>,
+        /// Outputs of the pieces' input pieces, per piece in order.
+        inputs: Vec<Vec<Value>>,
+    },
+    ExecuteOk {
+        txn: TxnId,
+        results: Vec<PieceReply>,
+    },
+    ExecuteFailed {
+        txn: TxnId,
+        reason: AbortReason,
+    },
+    Prepare {
+        txn: TxnId,
+    },
+    Vote {
+        txn: TxnId,
+        yes: bool,
+    },
+    /// Prepare and commit at the only participant.
+    CommitOnePhase {
+        txn: TxnId,
+    },
+    OnePhaseDone {
+        txn: TxnId,
+        committed: bool,
+    },
+    Commit {
+        txn: TxnId,
+    },
+    Abort {
+        txn: TxnId,
+    },
+    Ack {
+        txn: TxnId,
+    },
+    /// Participant → coordinator: what became of `txn`?
+    Inquire {
+        txn: TxnId,
+    },
+}
+
+impl Msg {
+    pub fn txn(&self) -> TxnId {
+        match self {
+            Msg::Execute { txn, .. }
+            | Msg::ExecuteOk { txn, .. }
+            | Msg::ExecuteFailed { txn, .. }
+            | Msg::Prepare { txn }
+            | Msg::Vote { txn, .. }
+            | Msg::CommitOnePhase { txn }
+            | Msg::OnePhaseDone { txn, .. }
+            | Msg::Commit { txn }
+            | Msg::Abort { txn }
+            | Msg::Ack { txn }
+            | Msg::Inquire { txn } => *txn,
+        }
+    }
+}
+
+/// Header (type, txn id) plus payload, as a compact binary codec would
+/// encode it.
+impl WireSize for Msg {
+    fn wire_size(&self) -> usize {
+        const HEADER: usize = 1 + 8;
+        HEADER
+            + match self {
+                Msg::Execute { pieces, inputs, .. } => {
+                    8 + 2
+                        + 2 * pieces.len()
+                        + inputs
+                            .iter()
+                            .flat_map(|v| v.iter())
+                            .map(|v| 4 + v.len())
+                            .sum::<usize>()
+                }
+                Msg::ExecuteOk { results, .. } => results
+                    .iter()
+                    .map(|r| 2 + 1 + r.reads.len() * 20 + r.writes.len() * 12 + 4 + r.output.len())
+                    .sum(),
+                Msg::ExecuteFailed { .. } | Msg::Vote { .. } | Msg::OnePhaseDone { .. } => 1,
+                _ => 0,
+            }
+    }
+}

@@ -1,0 +1,444 @@
+//! The participant: a shard's server role in 2PC over pieces.
+//!
+//! It executes pieces against the shard's [`Store`] under a
+//! [`ConcurrencyControl`], buffers their writes until commit, and answers the
+//! coordinator. Transaction state lives in one map; a finished transaction
+//! stays there as a tombstone for `Timeouts::tombstone` so that duplicated or
+//! late messages are answered, never re-executed.
+
+use super::cc::{Admit, ConcurrencyControl, Priority};
+use super::msg::{Msg, PieceReply};
+use super::Timeouts;
+use std::collections::VecDeque;
+use tessera_core::ids::{Key, NodeId, Time, TimerId, TxnId, Version};
+use tessera_core::node::{Ctx, Node};
+use tessera_core::protocol::ServerEnv;
+use tessera_core::storage::Store;
+use tessera_core::txn::{AbortReason, ReadObs, Txn, Value};
+use tessera_core::FastMap;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Active,
+    Prepared,
+    Committed,
+    Aborted(AbortReason),
+}
+
+struct TxnState {
+    coord: NodeId,
+    prio: Priority,
+    proc: Option<Txn>,
+    phase: Phase,
+    /// Replies of the pieces run so far (resent on a duplicate Execute).
+    done: Vec<PieceReply>,
+    /// Pieces admitted by nobody yet, with their inputs.
+    waiting: VecDeque<(u16, Vec<Value>)>,
+    /// Reads of data this transaction did not write itself: (key, version).
+    reads: Vec<(Key, Version)>,
+    /// Buffered writes, last value per key.
+    writes: Vec<(Key, Value)>,
+    last_heard: Time,
+}
+
+impl TxnState {
+    fn new(coord: NodeId, prio: Priority, phase: Phase, now: Time) -> Self {
+        TxnState {
+            coord,
+            prio,
+            proc: None,
+            phase,
+            done: Vec::new(),
+            waiting: VecDeque::new(),
+            reads: Vec::new(),
+            writes: Vec::new(),
+            last_heard: now,
+        }
+    }
+
+    fn write_keys(&self) -> Vec<Key> {
+        self.writes.iter().map(|(k, _)| *k).collect()
+    }
+}
+
+/// The server role of [`super::TwoPc`].
+pub struct Participant<C> {
+    cc: C,
+    store: Store,
+    timeouts: Timeouts,
+    txns: FastMap<TxnId, TxnState>,
+    /// Finished transactions in the order they finished, for tombstone expiry.
+    finished: VecDeque<(Time, TxnId)>,
+    /// Transactions granted locks by a release, to resume.
+    granted: Vec<TxnId>,
+    wounded: Vec<TxnId>,
+}
+
+const SWEEP: TimerId = TimerId(1);
+
+impl<C: ConcurrencyControl> Participant<C> {
+    pub fn new(cc: C, timeouts: Timeouts, env: ServerEnv) -> Self {
+        Participant {
+            cc,
+            store: env.store,
+            timeouts,
+            txns: tessera_core::fast_map(),
+            finished: VecDeque::new(),
+            granted: Vec::new(),
+            wounded: Vec::new(),
+        }
+    }
+
+    fn sweep_period(&self) -> Time {
+        (self.timeouts.inquire.min(self.timeouts.participant) / 4).max(1)
+    }
+
+    fn on_execute(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        from: NodeId,
+        txn: TxnId,
+        since: Time,
+        proc: Txn,
+        pieces: Vec<u16>,
+        inputs: Vec<Vec<Value>>,
+    ) {
+        let now = ctx.now();
+        let st = self
+            .txns
+            .entry(txn)
+            .or_insert_with(|| TxnState::new(from, Priority { since, txn }, Phase::Active, now));
+        st.last_heard = now;
+        match st.phase {
+            Phase::Active => {}
+            Phase::Aborted(reason) => {
+                ctx.send(from, Msg::ExecuteFailed { txn, reason });
+                return;
+            }
+            Phase::Prepared | Phase::Committed => return, // a late duplicate
+        }
+        if st.proc.is_none() {
+            st.proc = Some(proc);
+        }
+        let mut resend = Vec::new();
+        for (piece, inputs) in pieces.into_iter().zip(inputs) {
+            if let Some(r) = st.done.iter().find(|r| r.piece == piece) {
+                resend.push(r.clone());
+            } else if !st.waiting.iter().any(|(p, _)| *p == piece) {
+                st.waiting.push_back((piece, inputs));
+            }
+        }
+        if !resend.is_empty() {
+            ctx.send(
+                from,
+                Msg::ExecuteOk {
+                    txn,
+                    results: resend,
+                },
+            );
+        }
+        self.run_waiting(ctx, txn);
+        self.resume_granted(ctx);
+    }
+
+    /// Admit and run the transaction's waiting pieces in order until one
+    /// must wait; reply with what ran.
+    fn run_waiting(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
+        let mut results = Vec::new();
+        loop {
+            let Some(st) = self.txns.get_mut(&txn) else {
+                return;
+            };
+            if st.phase != Phase::Active {
+                return;
+            }
+            let Some((piece, _)) = st.waiting.front() else {
+                break;
+            };
+            let proc = st
+                .proc
+                .clone()
+                .expect("an active transaction has its procedure");
+            let spec = &proc.pieces()[*piece as usize];
+            let admit = self.cc.admit(
+                &mut self.store,
+                st.prio,
+                &spec.reads,
+                &spec.writes,
+                &mut self.wounded,
+            );
+            let wounded = std::mem::take(&mut self.wounded);
+            for w in &wounded {
+                self.abort_local(ctx, *w, AbortReason::LockConflict, true);
+            }
+            self.wounded = wounded;
+            self.wounded.clear();
+            match admit {
+                Admit::Go => {
+                    let st = self.txns.get_mut(&txn).expect("present");
+                    let (piece, inputs) = st.waiting.pop_front().expect("front exists");
+                    let reply = execute_piece(&self.store, st, &proc, piece, &inputs);
+                    st.done.push(reply.clone());
+                    results.push(reply);
+                }
+                Admit::Wait => break,
+                Admit::Abort(reason) => {
+                    self.abort_local(ctx, txn, reason, true);
+                    return;
+                }
+            }
+        }
+        if !results.is_empty() {
+            let coord = self.txns[&txn].coord;
+            ctx.send(coord, Msg::ExecuteOk { txn, results });
+        }
+    }
+
+    fn resume_granted(&mut self, ctx: &mut Ctx<Msg>) {
+        while let Some(t) = self.granted.pop() {
+            self.run_waiting(ctx, t);
+        }
+    }
+
+    /// Abort `txn` here (wounded, conflicted, timed out, or told to) and,
+    /// when `notify`, tell its coordinator.
+    fn abort_local(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, reason: AbortReason, notify: bool) {
+        let Some(st) = self.txns.get_mut(&txn) else {
+            return;
+        };
+        if !matches!(st.phase, Phase::Active | Phase::Prepared) {
+            return;
+        }
+        st.phase = Phase::Aborted(reason);
+        st.waiting.clear();
+        let keys = st.write_keys();
+        let coord = st.coord;
+        self.cc
+            .release(&mut self.store, txn, &keys, &mut self.granted);
+        self.finish(ctx.now(), txn);
+        if notify {
+            ctx.send(coord, Msg::ExecuteFailed { txn, reason });
+        }
+    }
+
+    fn finish(&mut self, now: Time, txn: TxnId) {
+        if let Some(st) = self.txns.get_mut(&txn) {
+            st.proc = None;
+            st.done = Vec::new();
+            st.reads = Vec::new();
+            st.writes = Vec::new();
+        }
+        self.finished.push_back((now, txn));
+    }
+
+    /// Remember that `txn` is aborted here although it never ran, so that a
+    /// late Execute (overtaken by this message) does not run it.
+    fn tombstone(&mut self, now: Time, coord: NodeId, txn: TxnId) {
+        let prio = Priority { since: now, txn };
+        self.txns.insert(
+            txn,
+            TxnState::new(coord, prio, Phase::Aborted(AbortReason::Timeout), now),
+        );
+        self.finished.push_back((now, txn));
+    }
+
+    /// 2PC phase one. True when the transaction is (now) prepared.
+    fn prepare(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) -> bool {
+        let now = ctx.now();
+        let Some(st) = self.txns.get_mut(&txn) else {
+            self.tombstone(now, from, txn);
+            return false;
+        };
+        st.last_heard = now;
+        match st.phase {
+            Phase::Prepared | Phase::Committed => return true,
+            Phase::Aborted(_) => return false,
+            Phase::Active => {}
+        }
+        let keys = st.write_keys();
+        let ok = st.waiting.is_empty() && self.cc.prepare(&mut self.store, txn, &st.reads, &keys);
+        if ok {
+            st.phase = Phase::Prepared;
+        } else {
+            st.phase = Phase::Aborted(AbortReason::Validation);
+            st.waiting.clear();
+            self.cc
+                .release(&mut self.store, txn, &keys, &mut self.granted);
+            self.finish(now, txn);
+        }
+        ok
+    }
+
+    fn commit(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
+        let now = ctx.now();
+        let Some(st) = self.txns.get_mut(&txn) else {
+            return;
+        };
+        if st.phase != Phase::Prepared {
+            if st.phase != Phase::Committed {
+                tracing::warn!(?txn, phase = ?st.phase, "commit for a transaction that is not prepared");
+            }
+            return;
+        }
+        st.phase = Phase::Committed;
+        let writes = std::mem::take(&mut st.writes);
+        let keys: Vec<Key> = writes.iter().map(|(k, _)| *k).collect();
+        for (k, v) in writes {
+            self.store.install(k, v, txn.version());
+        }
+        self.cc
+            .release(&mut self.store, txn, &keys, &mut self.granted);
+        self.finish(now, txn);
+    }
+
+    fn sweep(&mut self, ctx: &mut Ctx<Msg>) {
+        let now = ctx.now();
+        while let Some(&(at, txn)) = self.finished.front() {
+            if at + self.timeouts.tombstone > now {
+                break;
+            }
+            self.finished.pop_front();
+            if self
+                .txns
+                .get(&txn)
+                .is_some_and(|s| matches!(s.phase, Phase::Committed | Phase::Aborted(_)))
+            {
+                self.txns.remove(&txn);
+            }
+        }
+        let mut silent = Vec::new();
+        for (txn, st) in self.txns.iter_mut() {
+            match st.phase {
+                Phase::Active if now - st.last_heard > self.timeouts.participant => {
+                    silent.push(*txn);
+                }
+                Phase::Prepared if now - st.last_heard > self.timeouts.inquire => {
+                    st.last_heard = now;
+                    ctx.send(st.coord, Msg::Inquire { txn: *txn });
+                }
+                _ => {}
+            }
+        }
+        silent.sort_unstable();
+        for txn in silent {
+            self.abort_local(ctx, txn, AbortReason::Timeout, true);
+        }
+        self.resume_granted(ctx);
+        let period = self.sweep_period();
+        ctx.set_timer(period, SWEEP);
+    }
+}
+
+/// Run one piece on the store and this transaction's own buffered writes.
+fn execute_piece(
+    store: &Store,
+    st: &mut TxnState,
+    proc: &Txn,
+    piece: u16,
+    inputs: &[Value],
+) -> PieceReply {
+    let spec = &proc.pieces()[piece as usize];
+    let mut values = Vec::with_capacity(spec.reads.len());
+    let mut obs = Vec::with_capacity(spec.reads.len());
+    for a in &spec.reads {
+        if let Some((_, v)) = st.writes.iter().find(|(k, _)| *k == a.key) {
+            values.push(Some(v.clone()));
+            continue;
+        }
+        let (value, version) = match store.get(a.key) {
+            Some(r) => (Some(r.value.clone()), r.meta.version),
+            None => (None, Version::INITIAL),
+        };
+        values.push(value);
+        obs.push(ReadObs {
+            key: a.key,
+            version,
+        });
+        st.reads.push((a.key, version));
+    }
+    let res = proc.execute(piece as usize, &values, inputs);
+    let mut written = Vec::with_capacity(res.writes.len());
+    for (k, v) in res.writes {
+        debug_assert!(
+            spec.writes.iter().any(|a| a.key == k),
+            "{} piece {piece} wrote undeclared key {k}",
+            proc.name()
+        );
+        match st.writes.iter_mut().find(|(wk, _)| *wk == k) {
+            Some(slot) => slot.1 = v,
+            None => st.writes.push((k, v)),
+        }
+        written.push(k);
+    }
+    PieceReply {
+        piece,
+        reads: obs,
+        writes: written,
+        output: res.output,
+        user_abort: res.user_abort,
+    }
+}
+
+impl<C: ConcurrencyControl> Node<Msg> for Participant<C> {
+    fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
+        let period = self.sweep_period();
+        ctx.set_timer(period, SWEEP);
+    }
+
+    fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        match msg {
+            Msg::Execute {
+                txn,
+                since,
+                proc,
+                pieces,
+                inputs,
+            } => self.on_execute(ctx, from, txn, since, proc, pieces, inputs),
+            Msg::Prepare { txn } => {
+                let yes = self.prepare(ctx, from, txn);
+                ctx.send(from, Msg::Vote { txn, yes });
+                self.resume_granted(ctx);
+            }
+            Msg::CommitOnePhase { txn } => {
+                let committed = self.prepare(ctx, from, txn);
+                if committed {
+                    self.commit(ctx, txn);
+                }
+                ctx.send(from, Msg::OnePhaseDone { txn, committed });
+                self.resume_granted(ctx);
+            }
+            Msg::Commit { txn } => {
+                self.commit(ctx, txn);
+                ctx.send(from, Msg::Ack { txn });
+                self.resume_granted(ctx);
+            }
+            Msg::Abort { txn } => {
+                // The coordinator decided: no need to tell it.
+                if self.txns.contains_key(&txn) {
+                    self.abort_local(ctx, txn, AbortReason::Validation, false);
+                } else {
+                    self.tombstone(ctx.now(), from, txn);
+                }
+                self.resume_granted(ctx);
+            }
+            Msg::ExecuteOk { .. }
+            | Msg::ExecuteFailed { .. }
+            | Msg::Vote { .. }
+            | Msg::OnePhaseDone { .. }
+            | Msg::Ack { .. }
+            | Msg::Inquire { .. } => {
+                tracing::warn!(?from, ?msg, "participant got a coordinator's message");
+            }
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
+        if id == SWEEP {
+            self.sweep(ctx);
+        }
+    }
+
+    fn store(&self) -> Option<&Store> {
+        Some(&self.store)
+    }
+}

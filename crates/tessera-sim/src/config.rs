@@ -1,0 +1,115 @@
+//! What the simulated world looks like.
+
+use tessera_core::ids::{NodeId, Time, US};
+use thiserror::Error;
+
+/// A timed partition: messages between a node of `a` and a node of `b`
+/// are dropped while `from <= t < until`.
+#[derive(Clone, Debug)]
+pub struct Partition {
+    pub from: Time,
+    pub until: Time,
+    pub a: Vec<NodeId>,
+    pub b: Vec<NodeId>,
+}
+
+/// A crash of `node` at `at`; it restarts `restart_after` later (or never).
+#[derive(Clone, Debug)]
+pub struct Crash {
+    pub node: NodeId,
+    pub at: Time,
+    pub restart_after: Option<Time>,
+}
+
+/// The simulated network, CPUs, disks and faults.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// One-way latency between sites, `latency[a][b]` in ns.
+    pub latency: Vec<Vec<Time>>,
+    /// Uniform extra delay in `[0, jitter]` on every message.
+    pub jitter: Time,
+    /// Probability that a message is lost.
+    pub loss: f64,
+    /// Probability that a message is delivered twice.
+    pub duplicate: f64,
+    /// Probability that a message is held back by up to `reorder_delay`,
+    /// so that later messages overtake it.
+    pub reorder: f64,
+    pub reorder_delay: Time,
+    /// CPU time a server spends on one event.
+    pub server_cpu: Time,
+    /// CPU time a client host spends on one event.
+    pub client_cpu: Time,
+    /// Latency of one flush of a node's log.
+    pub fsync: Time,
+    pub partitions: Vec<Partition>,
+    pub crashes: Vec<Crash>,
+}
+
+impl Default for SimConfig {
+    /// One data center: 50 µs one way (a 100 µs round trip), 10 µs jitter,
+    /// 5 µs of server CPU per event, a 100 µs fsync, no faults.
+    fn default() -> Self {
+        SimConfig {
+            latency: vec![vec![50 * US]],
+            jitter: 10 * US,
+            loss: 0.0,
+            duplicate: 0.0,
+            reorder: 0.0,
+            reorder_delay: 500 * US,
+            server_cpu: 5 * US,
+            client_cpu: US,
+            fsync: 100 * US,
+            partitions: Vec::new(),
+            crashes: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Error, PartialEq)]
+pub enum SimConfigError {
+    #[error("sim: latency matrix must be square and non-empty (got {rows} rows, row {row} has {cols} columns)")]
+    Latency {
+        rows: usize,
+        row: usize,
+        cols: usize,
+    },
+    #[error("sim: {name} = {value} is not a probability in [0, 1]")]
+    Probability { name: &'static str, value: f64 },
+    #[error("sim: node {node} is on site {site}, but the latency matrix has {sites} sites")]
+    Site { node: u32, site: u32, sites: usize },
+    #[error("sim: fault names node {node}, but the deployment has {nodes} nodes")]
+    Node { node: u32, nodes: usize },
+}
+
+impl SimConfig {
+    pub fn validate(&self) -> Result<(), SimConfigError> {
+        let n = self.latency.len();
+        for (row, r) in self.latency.iter().enumerate() {
+            if r.len() != n {
+                return Err(SimConfigError::Latency {
+                    rows: n,
+                    row,
+                    cols: r.len(),
+                });
+            }
+        }
+        if n == 0 {
+            return Err(SimConfigError::Latency {
+                rows: 0,
+                row: 0,
+                cols: 0,
+            });
+        }
+        for (name, value) in [
+            ("loss", self.loss),
+            ("duplicate", self.duplicate),
+            ("reorder", self.reorder),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(SimConfigError::Probability { name, value });
+            }
+        }
+        Ok(())
+    }
+}

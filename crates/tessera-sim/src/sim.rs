@@ -1,0 +1,365 @@
+//! The event loop.
+
+use crate::config::{SimConfig, SimConfigError};
+use crate::disk::Disk;
+use crate::net;
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use tessera_core::ids::{NodeId, Time, TimerId};
+use tessera_core::node::{Ctx, Effect, Node, NodeReport, WireSize};
+use tessera_core::runtime::{node_seed, Deployment, NetCounters, NodeFactory, Restart, RunOutput};
+use tessera_core::topology::Role;
+
+enum Kind<M> {
+    Deliver {
+        from: NodeId,
+        msg: M,
+    },
+    Timer(TimerId),
+    Persisted {
+        token: u64,
+        record: bytes::Bytes,
+    },
+    Crash {
+        restart_after: Option<Time>,
+    },
+    Restart,
+    /// The node's CPU is free again: handle the next event of its inbox.
+    Wake,
+}
+
+struct Event<M> {
+    at: Time,
+    seq: u64,
+    node: NodeId,
+    /// The incarnation the event belongs to (timers and disk completions of
+    /// a crashed incarnation are dropped); `None` for messages and faults.
+    incarnation: Option<u8>,
+    kind: Kind<M>,
+}
+
+impl<M> PartialEq for Event<M> {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl<M> Eq for Event<M> {}
+impl<M> PartialOrd for Event<M> {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl<M> Ord for Event<M> {
+    /// Reversed: `BinaryHeap` is a max-heap and we pop the earliest event.
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.at, o.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+struct Slot<M> {
+    node: Option<Box<dyn Node<M>>>,
+    factory: NodeFactory<M>,
+    incarnation: u8,
+    rng: SmallRng,
+    busy_until: Time,
+    cpu: Time,
+    site: u32,
+    disk: Disk,
+    /// Events that arrived while the CPU was busy, in arrival order.
+    inbox: std::collections::VecDeque<Event<M>>,
+    wake_scheduled: bool,
+}
+
+struct World<M> {
+    cfg: SimConfig,
+    queue: BinaryHeap<Event<M>>,
+    seq: u64,
+    net_rng: SmallRng,
+    net: NetCounters,
+    reports: Vec<NodeReport>,
+    events: u64,
+    seed: u64,
+}
+
+impl<M> World<M> {
+    fn push(&mut self, at: Time, node: NodeId, incarnation: Option<u8>, kind: Kind<M>) {
+        self.seq += 1;
+        self.queue.push(Event {
+            at,
+            seq: self.seq,
+            node,
+            incarnation,
+            kind,
+        });
+    }
+}
+
+/// Run `dep` under the simulator until its duration (virtual time) ends.
+pub fn run<M: Clone + WireSize + 'static>(
+    dep: Deployment<M>,
+    cfg: &SimConfig,
+) -> Result<RunOutput<M>, SimConfigError> {
+    cfg.validate()?;
+    let topology = dep.topology.clone();
+    let sites = cfg.latency.len();
+    let mut slots: Vec<Slot<M>> = Vec::with_capacity(dep.factories.len());
+    for (i, factory) in dep.factories.into_iter().enumerate() {
+        let info = &topology.nodes[i];
+        if info.site as usize >= sites {
+            return Err(SimConfigError::Site {
+                node: i as u32,
+                site: info.site,
+                sites,
+            });
+        }
+        let cpu = match info.role {
+            Role::Server { .. } => cfg.server_cpu,
+            Role::Client { .. } => cfg.client_cpu,
+        };
+        slots.push(Slot {
+            node: None,
+            factory,
+            incarnation: 0,
+            rng: SmallRng::seed_from_u64(node_seed(dep.seed, NodeId(i as u32), 0)),
+            busy_until: 0,
+            cpu,
+            site: info.site,
+            disk: Disk::default(),
+            inbox: std::collections::VecDeque::new(),
+            wake_scheduled: false,
+        });
+    }
+    let mut w = World {
+        cfg: cfg.clone(),
+        queue: BinaryHeap::new(),
+        seq: 0,
+        net_rng: SmallRng::seed_from_u64(node_seed(dep.seed, NodeId(u32::MAX), 0)),
+        net: NetCounters::default(),
+        reports: Vec::new(),
+        events: 0,
+        seed: dep.seed,
+    };
+    for c in &cfg.crashes {
+        if c.node.0 as usize >= slots.len() {
+            return Err(SimConfigError::Node {
+                node: c.node.0,
+                nodes: slots.len(),
+            });
+        }
+        w.push(
+            c.at,
+            c.node,
+            None,
+            Kind::Crash {
+                restart_after: c.restart_after,
+            },
+        );
+    }
+    let mut effects = Vec::new();
+    for i in 0..slots.len() {
+        start_node(&mut w, &mut slots, NodeId(i as u32), 0, &mut effects);
+    }
+    let mut now = 0;
+    while let Some(ev) = w.queue.pop() {
+        if ev.at > dep.duration {
+            break;
+        }
+        now = ev.at;
+        step(&mut w, &mut slots, ev, &mut effects);
+    }
+    let mut nodes = Vec::with_capacity(slots.len());
+    for (i, s) in slots.iter_mut().enumerate() {
+        let node = match s.node.take() {
+            Some(mut n) => {
+                w.reports.push(n.take_report());
+                n
+            }
+            None => {
+                // Down at the end: hand back a fresh incarnation so the
+                // harness can still inspect its recovered state.
+                let mut n = (s.factory)(Restart {
+                    incarnation: s.incarnation.wrapping_add(1),
+                    recovered: s.disk.records.clone(),
+                });
+                let _ = n.take_report();
+                tracing::debug!(node = i, "node was down at the end of the run");
+                n
+            }
+        };
+        nodes.push(node);
+    }
+    Ok(RunOutput {
+        reports: w.reports,
+        nodes,
+        net: w.net,
+        events: w.events,
+        elapsed: now.max(dep.duration),
+    })
+}
+
+fn start_node<M: Clone + WireSize>(
+    w: &mut World<M>,
+    slots: &mut [Slot<M>],
+    id: NodeId,
+    at: Time,
+    effects: &mut Vec<Effect<M>>,
+) {
+    let s = &mut slots[id.0 as usize];
+    let mut node = (s.factory)(Restart {
+        incarnation: s.incarnation,
+        recovered: s.disk.records.clone(),
+    });
+    s.rng = SmallRng::seed_from_u64(node_seed(w.seed, id, s.incarnation));
+    s.busy_until = at;
+    {
+        let mut ctx = Ctx::new(at, id, &mut s.rng, effects);
+        node.on_start(&mut ctx);
+    }
+    s.node = Some(node);
+    let done = at + s.cpu;
+    s.busy_until = done;
+    apply(w, slots, id, done, effects);
+}
+
+fn step<M: Clone + WireSize>(
+    w: &mut World<M>,
+    slots: &mut [Slot<M>],
+    ev: Event<M>,
+    effects: &mut Vec<Effect<M>>,
+) {
+    let id = ev.node;
+    let s = &mut slots[id.0 as usize];
+    match ev.kind {
+        Kind::Crash { restart_after } => {
+            if let Some(mut n) = s.node.take() {
+                s.inbox.clear();
+                w.reports.push(n.take_report());
+                tracing::debug!(node = id.0, at = ev.at, "crash");
+                if let Some(d) = restart_after {
+                    w.push(ev.at + d, id, None, Kind::Restart);
+                }
+            }
+            return;
+        }
+        Kind::Wake => {
+            s.wake_scheduled = false;
+            if let Some(next) = s.inbox.pop_front() {
+                let next = Event { at: ev.at, ..next };
+                handle(w, slots, next, effects);
+                let s = &mut slots[id.0 as usize];
+                if !s.inbox.is_empty() && !s.wake_scheduled {
+                    s.wake_scheduled = true;
+                    let at = s.busy_until;
+                    w.push(at, id, None, Kind::Wake);
+                }
+            }
+            return;
+        }
+        Kind::Restart => {
+            if s.node.is_none() {
+                s.incarnation = s.incarnation.wrapping_add(1);
+                tracing::debug!(node = id.0, at = ev.at, "restart");
+                start_node(w, slots, id, ev.at, effects);
+            }
+            return;
+        }
+        _ => {}
+    }
+    if s.node.is_none() || ev.incarnation.is_some_and(|i| i != s.incarnation) {
+        return; // Down, or an event of an earlier incarnation.
+    }
+    if s.busy_until > ev.at || !s.inbox.is_empty() {
+        // The CPU is busy: the event waits in the node's inbox.
+        s.inbox.push_back(ev);
+        if !s.wake_scheduled {
+            s.wake_scheduled = true;
+            let at = s.busy_until;
+            w.push(at, id, None, Kind::Wake);
+        }
+        return;
+    }
+    handle(w, slots, ev, effects);
+}
+
+/// Handle `ev` now: the node is up and its CPU is free.
+fn handle<M: Clone + WireSize>(
+    w: &mut World<M>,
+    slots: &mut [Slot<M>],
+    ev: Event<M>,
+    effects: &mut Vec<Effect<M>>,
+) {
+    let id = ev.node;
+    let s = &mut slots[id.0 as usize];
+    if s.node.is_none() || ev.incarnation.is_some_and(|i| i != s.incarnation) {
+        return;
+    }
+    w.events += 1;
+    let node = s.node.as_mut().expect("checked above");
+    {
+        let mut ctx = Ctx::new(ev.at, id, &mut s.rng, effects);
+        match ev.kind {
+            Kind::Deliver { from, msg } => node.on_message(&mut ctx, from, msg),
+            Kind::Timer(t) => node.on_timer(&mut ctx, t),
+            Kind::Persisted { token, record } => {
+                s.disk.records.push(record);
+                node.on_persisted(&mut ctx, token)
+            }
+            Kind::Crash { .. } | Kind::Restart | Kind::Wake => unreachable!("handled by step"),
+        }
+    }
+    let done = ev.at + s.cpu;
+    s.busy_until = done;
+    apply(w, slots, id, done, effects);
+}
+
+/// Carry out the effects of one step of `id`, which finished at `t`.
+fn apply<M: Clone + WireSize>(
+    w: &mut World<M>,
+    slots: &mut [Slot<M>],
+    id: NodeId,
+    t: Time,
+    effects: &mut Vec<Effect<M>>,
+) {
+    let inc = slots[id.0 as usize].incarnation;
+    for e in effects.drain(..) {
+        match e {
+            Effect::Send { to, msg } => {
+                w.net.messages += 1;
+                w.net.bytes += msg.wire_size() as u64;
+                let Some(dst) = slots.get(to.0 as usize) else {
+                    tracing::warn!(from = id.0, to = to.0, "message to an unknown node dropped");
+                    continue;
+                };
+                let sites = (slots[id.0 as usize].site, dst.site);
+                let (at, n) = net::arrivals(&w.cfg, &mut w.net_rng, sites, (id, to), t);
+                if n == 2 {
+                    w.push(
+                        at[1],
+                        to,
+                        None,
+                        Kind::Deliver {
+                            from: id,
+                            msg: msg.clone(),
+                        },
+                    );
+                }
+                if n >= 1 {
+                    w.push(at[0], to, None, Kind::Deliver { from: id, msg });
+                }
+            }
+            Effect::Timer { at, id: timer } => {
+                w.push(at.max(t), id, Some(inc), Kind::Timer(timer));
+            }
+            Effect::Persist { token, record } => {
+                let fsync = w.cfg.fsync;
+                let at = slots[id.0 as usize].disk.schedule(t, fsync);
+                w.push(at, id, Some(inc), Kind::Persisted { token, record });
+            }
+            Effect::Done { .. } => {
+                debug_assert!(false, "Done escaped a client host");
+            }
+        }
+    }
+}
