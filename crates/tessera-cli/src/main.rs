@@ -82,36 +82,36 @@ pub struct RunArgs {
     #[arg(long, default_value = "ycsb")]
     workload: String,
     /// Shards (micro: default 3; ycsb: partitions, default 2).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     shards: Option<u32>,
     /// Closed-loop clients in total (default: 8 per shard on local, 32 on sim).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     clients: Option<u32>,
     /// Run length, e.g. 500ms, 10s (default: 10s local, 2s of virtual time on sim).
-    #[arg(long, value_parser = duration::parse)]
+    #[arg(long, value_parser = duration::parse, allow_negative_numbers = true)]
     duration: Option<Time>,
     /// Trimmed from the start of the measurement (default: a tenth of the run).
-    #[arg(long, value_parser = duration::parse)]
+    #[arg(long, value_parser = duration::parse, allow_negative_numbers = true)]
     warmup: Option<Time>,
     /// Trimmed from the end of the measurement (default: a twentieth of the run).
-    #[arg(long, value_parser = duration::parse)]
+    #[arg(long, value_parser = duration::parse, allow_negative_numbers = true)]
     cooldown: Option<Time>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Zipf skew θ in [0, 1.5) of the key choice (0 = uniform).
-    #[arg(long, value_parser = parse_zipf)]
+    #[arg(long, value_parser = parse_zipf, allow_negative_numbers = true)]
     zipf: Option<f64>,
     /// Keys per shard (micro default 1,000,000; ycsb default 200,000).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     keys: Option<u64>,
     /// YCSB: operations per transaction (default 10).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     ops: Option<u32>,
     /// YCSB: share of read operations; the rest read-modify-write (default 0.8).
-    #[arg(long, value_parser = parse_ratio)]
+    #[arg(long, value_parser = parse_ratio, allow_negative_numbers = true)]
     read_ratio: Option<f64>,
     /// YCSB: share of multi-partition transactions (default 0).
-    #[arg(long, value_parser = parse_ratio)]
+    #[arg(long, value_parser = parse_ratio, allow_negative_numbers = true)]
     multi_partition: Option<f64>,
     /// Record the history and check strict serializability.
     #[arg(long)]
@@ -130,16 +130,16 @@ pub struct RunArgs {
     #[arg(long)]
     faults: bool,
     /// sim: probability of losing a message.
-    #[arg(long, value_parser = parse_ratio)]
+    #[arg(long, value_parser = parse_ratio, allow_negative_numbers = true)]
     loss: Option<f64>,
     /// sim: probability of duplicating a message.
-    #[arg(long, value_parser = parse_ratio)]
+    #[arg(long, value_parser = parse_ratio, allow_negative_numbers = true)]
     duplicate: Option<f64>,
     /// sim: probability of delaying a message so later ones overtake it.
-    #[arg(long, value_parser = parse_ratio)]
+    #[arg(long, value_parser = parse_ratio, allow_negative_numbers = true)]
     reorder: Option<f64>,
     /// Attempts per transaction before giving up (Janus: 20).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     max_attempts: Option<u32>,
 }
 

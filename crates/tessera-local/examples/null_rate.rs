@@ -163,4 +163,12 @@ fn main() {
         64,
         |p| (p % 2, p % 2),
     );
+    bench(
+        filter,
+        "same worker, 64 pairs (2 workers, contiguous)",
+        seconds,
+        2,
+        64,
+        |p| (p / 32, p / 32),
+    );
 }

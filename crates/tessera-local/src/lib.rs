@@ -11,8 +11,10 @@
 //!
 //! **Thread per core, shared nothing.** [`LocalConfig::placement`] maps every
 //! node to one of `workers` worker threads; a worker owns its nodes outright
-//! (the factories run on the calling thread, then each `Box<dyn Node>` moves
-//! to its worker) together with their RNGs, timers and an event queue. No
+//! (the factories run on the calling thread, worker by worker so that a
+//! worker's nodes share no cache line with another's, then each
+//! `Box<dyn Node>` moves to its worker) together with their RNGs, timers
+//! and an event queue. No
 //! lock, no atomic and no shared cache line is touched on the path of a
 //! message between two nodes of the same worker: it is pushed onto the
 //! worker's `VecDeque` and popped a little later.
@@ -207,25 +209,39 @@ pub fn run<M: Send + WireSize + 'static>(
         });
     }
 
-    // Build every node here, then hand each to its worker.
+    // Build every node here, then hand each to its worker. Nodes are built
+    // worker by worker so that each worker's nodes sit together in the heap:
+    // interleaved, two workers' nodes share cache lines and every counter a
+    // node bumps bounces between cores (the null-rate example's 64
+    // same-worker pairs on 2 workers ran markedly slower interleaved).
     let mut slots: Vec<Vec<Slot<M>>> = (0..workers).map(|_| Vec::new()).collect();
-    let mut route = Vec::with_capacity(n);
-    for (i, factory) in factories.iter_mut().enumerate() {
-        let id = NodeId(i as u32);
-        let node = factory(Restart {
-            incarnation: 0,
-            recovered: Vec::new(),
-        });
-        let w = cfg.placement[i];
-        route.push(Route {
-            worker: w as u32,
-            local: slots[w].len() as u32,
-        });
-        slots[w].push(Slot {
-            id,
-            node,
-            rng: SmallRng::seed_from_u64(node_seed(seed, id, 0)),
-        });
+    let mut route = vec![
+        Route {
+            worker: 0,
+            local: 0
+        };
+        n
+    ];
+    for (w, worker_slots) in slots.iter_mut().enumerate() {
+        for (i, factory) in factories.iter_mut().enumerate() {
+            if cfg.placement[i] != w {
+                continue;
+            }
+            let id = NodeId(i as u32);
+            let node = factory(Restart {
+                incarnation: 0,
+                recovered: Vec::new(),
+            });
+            route[i] = Route {
+                worker: w as u32,
+                local: worker_slots.len() as u32,
+            };
+            worker_slots.push(Slot {
+                id,
+                node,
+                rng: SmallRng::seed_from_u64(node_seed(seed, id, 0)),
+            });
+        }
     }
     drop(factories);
     let route: Arc<[Route]> = route.into();

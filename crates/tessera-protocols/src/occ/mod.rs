@@ -2,10 +2,12 @@
 //!
 //! * **execute** — pieces run on the latest committed data; reads return
 //!   their versions; writes are buffered at the participant.
-//! * **lock** (2PC prepare) — lock the write set, NO_WAIT: a record locked by
-//!   another transaction fails the vote.
+//! * **lock** — lock the write set, NO_WAIT: a record locked by another
+//!   transaction fails the vote. With several participants this is a round
+//!   of its own that ends before any participant validates.
 //! * **validate** (2PC prepare) — every record read still has the version read
-//!   and is not locked by another transaction.
+//!   and is not locked by another transaction. With one participant, lock
+//!   and validate happen in one step.
 //! * **write back** (2PC commit) — install the buffered writes with the
 //!   transaction's version, unlock.
 //!
@@ -37,6 +39,27 @@ pub struct Occ {
 }
 
 impl Occ {
+    /// Lock `writes` for `txn`, NO_WAIT; on a conflict undo and fail.
+    fn lock_writes(&mut self, store: &mut Store, txn: TxnId, writes: &[Key]) -> bool {
+        self.locked.clear();
+        for &k in writes {
+            if store.get(k).is_none() {
+                // Lock a placeholder; it reads as missing until installed.
+                store.load(k, Value::new());
+            }
+            let r = store.get_mut(k).expect("just ensured");
+            if r.meta.lock != 0 && r.meta.lock != txn.0 {
+                Self::unlock(store, txn, &self.locked);
+                return false;
+            }
+            if r.meta.lock == 0 {
+                r.meta.lock = txn.0;
+                self.locked.push(k);
+            }
+        }
+        true
+    }
+
     fn unlock(store: &mut Store, txn: TxnId, keys: &[Key]) {
         for k in keys {
             if let Some(r) = store.get_mut(*k) {
@@ -69,6 +92,12 @@ impl ConcurrencyControl for Occ {
         Admit::Go
     }
 
+    const LOCK_ROUND: bool = true;
+
+    fn lock(&mut self, store: &mut Store, txn: TxnId, writes: &[Key]) -> bool {
+        self.lock_writes(store, txn, writes)
+    }
+
     fn prepare(
         &mut self,
         store: &mut Store,
@@ -76,19 +105,9 @@ impl ConcurrencyControl for Occ {
         reads: &[(Key, Version)],
         writes: &[Key],
     ) -> bool {
-        self.locked.clear();
-        for &k in writes {
-            if store.get(k).is_none() {
-                // Lock a placeholder; it reads as missing until installed.
-                store.load(k, Value::new());
-            }
-            let r = store.get_mut(k).expect("just ensured");
-            if r.meta.lock != 0 && r.meta.lock != txn.0 {
-                Self::unlock(store, txn, &self.locked);
-                return false;
-            }
-            r.meta.lock = txn.0;
-            self.locked.push(k);
+        // Already held after a lock round; taken here with one participant.
+        if !self.lock_writes(store, txn, writes) {
+            return false;
         }
         if self.validate {
             for &(k, seen) in reads {
@@ -96,7 +115,7 @@ impl ConcurrencyControl for Occ {
                     .get(k)
                     .map_or((Version::INITIAL, 0), |r| (r.meta.version, r.meta.lock));
                 if version != seen || (lock != 0 && lock != txn.0) {
-                    Self::unlock(store, txn, &self.locked);
+                    Self::unlock(store, txn, writes);
                     return false;
                 }
             }

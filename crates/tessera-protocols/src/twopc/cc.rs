@@ -43,6 +43,19 @@ pub trait ConcurrencyControl: Send + 'static {
         wounded: &mut Vec<TxnId>,
     ) -> Admit;
 
+    /// True when a transaction with several participants must hold its write
+    /// locks at every participant before any participant validates its reads
+    /// (OCC). Validating one shard while another is not yet locked lets two
+    /// transactions each read what the other then writes, a cycle (FaRM §4
+    /// locks, then validates; COCO §4 likewise).
+    const LOCK_ROUND: bool = false;
+
+    /// The lock round: lock `writes` for `txn`. Only called when
+    /// [`Self::LOCK_ROUND`] is true.
+    fn lock(&mut self, _store: &mut Store, _txn: TxnId, _writes: &[Key]) -> bool {
+        true
+    }
+
     /// Phase one of 2PC: may `txn`, which read `reads` (key, version seen)
     /// and buffered writes to `writes`, commit? On yes it must stay
     /// committable until commit or abort.

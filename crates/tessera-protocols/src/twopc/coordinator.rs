@@ -14,6 +14,9 @@ use tessera_core::{FastMap, FastSet};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Executing,
+    /// Write locks requested from the participants that write (protocols
+    /// with a lock round).
+    Locking,
     /// Votes requested (or the one-phase commit sent).
     Preparing,
     /// All voted yes; waiting for the decision to be durable.
@@ -46,6 +49,8 @@ impl TxnState {
 /// The coordinator role of [`super::TwoPc`].
 pub struct TwoPcCoordinator {
     timeouts: Timeouts,
+    /// Lock every write set before any participant validates (OCC).
+    lock_round: bool,
     topology: Arc<Topology>,
     me: NodeId,
     incarnation: u8,
@@ -57,7 +62,7 @@ pub struct TwoPcCoordinator {
 const TICK: TimerId = TimerId(1);
 
 impl TwoPcCoordinator {
-    pub fn new(timeouts: Timeouts, env: CoordinatorEnv) -> Self {
+    pub fn new(timeouts: Timeouts, lock_round: bool, env: CoordinatorEnv) -> Self {
         let mut decided = tessera_core::fast_set();
         for r in &env.recovered {
             if let Ok(b) = <[u8; 8]>::try_from(&r[..]) {
@@ -66,6 +71,7 @@ impl TwoPcCoordinator {
         }
         TwoPcCoordinator {
             timeouts,
+            lock_round,
             topology: env.topology,
             me: env.me,
             incarnation: env.incarnation,
@@ -136,6 +142,15 @@ impl TwoPcCoordinator {
         }
     }
 
+    /// Ask the participants that write to lock (the lock round).
+    fn send_lock(ctx: &mut Ctx<Msg>, txn: TxnId, st: &TxnState) {
+        for (i, &(_, node)) in st.shards.iter().enumerate() {
+            if !st.answered[i] {
+                ctx.send(node, Msg::Lock { txn });
+            }
+        }
+    }
+
     fn send_commit(ctx: &mut Ctx<Msg>, txn: TxnId, st: &TxnState) {
         for (i, &(_, node)) in st.shards.iter().enumerate() {
             if !st.answered[i] {
@@ -148,7 +163,10 @@ impl TwoPcCoordinator {
         let Some(st) = self.txns.remove(&txn) else {
             return;
         };
-        debug_assert!(matches!(st.phase, Phase::Executing | Phase::Preparing));
+        debug_assert!(matches!(
+            st.phase,
+            Phase::Executing | Phase::Locking | Phase::Preparing
+        ));
         for &(shard, node) in &st.shards {
             let contacted = st
                 .attempt
@@ -203,6 +221,22 @@ impl TwoPcCoordinator {
         let now = ctx.now();
         if st.remaining > 0 {
             Self::dispatch(ctx, txn, st, false);
+        } else if self.lock_round && !st.one_phase() {
+            st.phase = Phase::Locking;
+            // Only participants that buffered writes have anything to lock.
+            for (i, (shard, _)) in st.shards.iter().enumerate() {
+                st.answered[i] = !st.results.iter().flatten().any(|r| {
+                    !r.writes.is_empty()
+                        && st.attempt.txn.pieces()[r.piece as usize].shard == *shard
+                });
+            }
+            if st.answered.iter().all(|a| *a) {
+                st.phase = Phase::Preparing;
+                st.answered.iter_mut().for_each(|a| *a = false);
+                Self::send_prepare(ctx, txn, st);
+            } else {
+                Self::send_lock(ctx, txn, st);
+            }
         } else {
             st.phase = Phase::Preparing;
             st.answered.iter_mut().for_each(|a| *a = false);
@@ -210,6 +244,30 @@ impl TwoPcCoordinator {
         }
         st.rto = self.timeouts.retransmit;
         st.retransmit_at = now + st.rto;
+    }
+
+    fn on_locked(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, ok: bool) {
+        let Some(st) = self.txns.get_mut(&txn) else {
+            return;
+        };
+        if st.phase != Phase::Locking {
+            return;
+        }
+        if !ok {
+            self.abort(ctx, txn, AbortReason::LockConflict);
+            return;
+        }
+        let Some(i) = Self::leader_index(st, from) else {
+            return;
+        };
+        st.answered[i] = true;
+        if st.answered.iter().all(|a| *a) {
+            st.phase = Phase::Preparing;
+            st.answered.iter_mut().for_each(|a| *a = false);
+            st.rto = self.timeouts.retransmit;
+            st.retransmit_at = ctx.now() + st.rto;
+            Self::send_prepare(ctx, txn, st);
+        }
     }
 
     fn on_vote(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, yes: bool) {
@@ -299,6 +357,7 @@ impl TwoPcCoordinator {
             let st = self.txns.get_mut(&txn).expect("listed");
             match st.phase {
                 Phase::Executing => Self::dispatch(ctx, txn, st, true),
+                Phase::Locking => Self::send_lock(ctx, txn, st),
                 Phase::Preparing => Self::send_prepare(ctx, txn, st),
                 Phase::Committed => Self::send_commit(ctx, txn, st),
                 Phase::Deciding => {}
@@ -346,19 +405,23 @@ impl Node<Msg> for TwoPcCoordinator {
         match msg {
             Msg::ExecuteOk { txn, results } => self.on_execute_ok(ctx, txn, results),
             Msg::ExecuteFailed { txn, reason } => {
-                let undecided = self
-                    .txns
-                    .get(&txn)
-                    .is_some_and(|st| matches!(st.phase, Phase::Executing | Phase::Preparing));
+                let undecided = self.txns.get(&txn).is_some_and(|st| {
+                    matches!(
+                        st.phase,
+                        Phase::Executing | Phase::Locking | Phase::Preparing
+                    )
+                });
                 if undecided {
                     self.abort(ctx, txn, reason);
                 }
             }
+            Msg::Locked { txn, ok } => self.on_locked(ctx, from, txn, ok),
             Msg::Vote { txn, yes } => self.on_vote(ctx, from, txn, yes),
             Msg::OnePhaseDone { txn, committed } => self.on_one_phase_done(ctx, txn, committed),
             Msg::Ack { txn } => self.on_ack(from, txn),
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
             Msg::Execute { .. }
+            | Msg::Lock { .. }
             | Msg::Prepare { .. }
             | Msg::CommitOnePhase { .. }
             | Msg::Commit { .. }

@@ -7,11 +7,14 @@
 //!    its [`ConcurrencyControl`] to admit the piece (2PL takes locks, OCC
 //!    admits at once), runs the piece's function on the shard's data, buffers
 //!    the writes and returns the reads with their versions.
-//! 2. **Prepare** — when every piece has run, the coordinator asks each
-//!    participant to vote. 2PL already holds its locks; OCC locks its write
-//!    set and validates its reads here. A transaction with one participant
-//!    skips the vote: **CommitOnePhase** prepares and commits in one step.
-//! 3. **Commit / Abort** — the coordinator makes a commit decision durable
+//! 2. **Lock** (only for protocols that validate, i.e. OCC, and only with
+//!    several participants) — every participant that writes locks its write
+//!    set; validation starts only when all hold their locks.
+//! 3. **Prepare** — the coordinator asks each participant to vote. 2PL
+//!    already holds its locks; OCC validates its reads here. A transaction
+//!    with one participant skips the vote: **CommitOnePhase** locks,
+//!    validates and commits in one step.
+//! 4. **Commit / Abort** — the coordinator makes a commit decision durable
 //!    before it sends it or tells the client (presumed abort: aborts are not
 //!    logged). Participants install the buffered writes and release.
 //!
@@ -85,6 +88,6 @@ impl<C: ConcurrencyControl> tessera_core::protocol::Protocol for TwoPc<C> {
         config: &Self::Config,
         env: tessera_core::protocol::CoordinatorEnv,
     ) -> Self::Coordinator {
-        TwoPcCoordinator::new(config.timeouts.clone(), env)
+        TwoPcCoordinator::new(config.timeouts.clone(), C::LOCK_ROUND, env)
     }
 }

@@ -33,6 +33,14 @@ pub enum Msg {
         txn: TxnId,
         reason: AbortReason,
     },
+    /// Lock the write set (protocols with a separate lock round: OCC).
+    Lock {
+        txn: TxnId,
+    },
+    Locked {
+        txn: TxnId,
+        ok: bool,
+    },
     Prepare {
         txn: TxnId,
     },
@@ -69,6 +77,8 @@ impl Msg {
             Msg::Execute { txn, .. }
             | Msg::ExecuteOk { txn, .. }
             | Msg::ExecuteFailed { txn, .. }
+            | Msg::Lock { txn }
+            | Msg::Locked { txn, .. }
             | Msg::Prepare { txn }
             | Msg::Vote { txn, .. }
             | Msg::CommitOnePhase { txn }
@@ -101,7 +111,10 @@ impl WireSize for Msg {
                     .iter()
                     .map(|r| 2 + 1 + r.reads.len() * 20 + r.writes.len() * 12 + 4 + r.output.len())
                     .sum(),
-                Msg::ExecuteFailed { .. } | Msg::Vote { .. } | Msg::OnePhaseDone { .. } => 1,
+                Msg::ExecuteFailed { .. }
+                | Msg::Vote { .. }
+                | Msg::OnePhaseDone { .. }
+                | Msg::Locked { .. } => 1,
                 _ => 0,
             }
     }

@@ -20,6 +20,8 @@ use tessera_core::FastMap;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Active,
+    /// Write set locked in a lock round; reads not yet validated.
+    Locked,
     Prepared,
     Committed,
     Aborted(AbortReason),
@@ -115,7 +117,7 @@ impl<C: ConcurrencyControl> Participant<C> {
                 ctx.send(from, Msg::ExecuteFailed { txn, reason });
                 return;
             }
-            Phase::Prepared | Phase::Committed => return, // a late duplicate
+            Phase::Locked | Phase::Prepared | Phase::Committed => return, // a late duplicate
         }
         if st.proc.is_none() {
             st.proc = Some(proc);
@@ -206,7 +208,7 @@ impl<C: ConcurrencyControl> Participant<C> {
         let Some(st) = self.txns.get_mut(&txn) else {
             return;
         };
-        if !matches!(st.phase, Phase::Active | Phase::Prepared) {
+        if !matches!(st.phase, Phase::Active | Phase::Locked | Phase::Prepared) {
             return;
         }
         st.phase = Phase::Aborted(reason);
@@ -253,7 +255,7 @@ impl<C: ConcurrencyControl> Participant<C> {
         match st.phase {
             Phase::Prepared | Phase::Committed => return true,
             Phase::Aborted(_) => return false,
-            Phase::Active => {}
+            Phase::Active | Phase::Locked => {}
         }
         let keys = st.write_keys();
         let ok = st.waiting.is_empty() && self.cc.prepare(&mut self.store, txn, &st.reads, &keys);
@@ -267,6 +269,29 @@ impl<C: ConcurrencyControl> Participant<C> {
             self.finish(now, txn);
         }
         ok
+    }
+
+    /// The lock round (OCC with several participants).
+    fn lock(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) -> bool {
+        let now = ctx.now();
+        let Some(st) = self.txns.get_mut(&txn) else {
+            self.tombstone(now, from, txn);
+            return false;
+        };
+        st.last_heard = now;
+        match st.phase {
+            Phase::Locked | Phase::Prepared | Phase::Committed => return true,
+            Phase::Aborted(_) => return false,
+            Phase::Active => {}
+        }
+        let keys = st.write_keys();
+        if st.waiting.is_empty() && self.cc.lock(&mut self.store, txn, &keys) {
+            st.phase = Phase::Locked;
+            true
+        } else {
+            self.abort_local(ctx, txn, AbortReason::LockConflict, false);
+            false
+        }
     }
 
     fn commit(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
@@ -309,7 +334,9 @@ impl<C: ConcurrencyControl> Participant<C> {
         let mut silent = Vec::new();
         for (txn, st) in self.txns.iter_mut() {
             match st.phase {
-                Phase::Active if now - st.last_heard > self.timeouts.participant => {
+                Phase::Active | Phase::Locked
+                    if now - st.last_heard > self.timeouts.participant =>
+                {
                     silent.push(*txn);
                 }
                 Phase::Prepared if now - st.last_heard > self.timeouts.inquire => {
@@ -394,6 +421,11 @@ impl<C: ConcurrencyControl> Node<Msg> for Participant<C> {
                 pieces,
                 inputs,
             } => self.on_execute(ctx, from, txn, since, proc, pieces, inputs),
+            Msg::Lock { txn } => {
+                let ok = self.lock(ctx, from, txn);
+                ctx.send(from, Msg::Locked { txn, ok });
+                self.resume_granted(ctx);
+            }
             Msg::Prepare { txn } => {
                 let yes = self.prepare(ctx, from, txn);
                 ctx.send(from, Msg::Vote { txn, yes });
@@ -423,6 +455,7 @@ impl<C: ConcurrencyControl> Node<Msg> for Participant<C> {
             }
             Msg::ExecuteOk { .. }
             | Msg::ExecuteFailed { .. }
+            | Msg::Locked { .. }
             | Msg::Vote { .. }
             | Msg::OnePhaseDone { .. }
             | Msg::Ack { .. }
