@@ -1,6 +1,6 @@
 //! The 2PC coordinator: dispatch pieces, collect votes, decide, tell.
 
-use super::msg::{Msg, PieceReply};
+use super::msg::{Execute, Msg, PieceReply};
 use super::Timeouts;
 use bytes::Bytes;
 use std::sync::Arc;
@@ -115,13 +115,13 @@ impl TwoPcCoordinator {
             if !ids.is_empty() {
                 ctx.send(
                     node,
-                    Msg::Execute {
+                    Msg::Execute(Execute {
                         txn,
                         since: st.attempt.since,
                         proc: proc.clone(),
                         pieces: ids,
                         inputs,
-                    },
+                    }),
                 );
             }
         }
@@ -420,7 +420,7 @@ impl Node<Msg> for TwoPcCoordinator {
             Msg::OnePhaseDone { txn, committed } => self.on_one_phase_done(ctx, txn, committed),
             Msg::Ack { txn } => self.on_ack(from, txn),
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
-            Msg::Execute { .. }
+            Msg::Execute(_)
             | Msg::Lock { .. }
             | Msg::Prepare { .. }
             | Msg::CommitOnePhase { .. }

@@ -14,17 +14,21 @@ pub struct PieceReply {
     pub user_abort: bool,
 }
 
+/// Coordinator → participant: run these pieces of `txn`.
+#[derive(Clone, Debug)]
+pub struct Execute {
+    pub txn: TxnId,
+    /// The transaction's age (wound-wait priority).
+    pub since: Time,
+    pub proc: Txn,
+    pub pieces: Vec<u16>,
+    /// Outputs of the pieces' input pieces, per piece in order.
+    pub inputs: Vec<Vec<Value>>,
+}
+
 #[derive(Clone, Debug)]
 pub enum Msg {
-    /// Coordinator → participant: run these pieces of `txn`.
-    Execute {
-        txn: TxnId,
-        since: Time,
-        proc: Txn,
-        pieces: Vec<u16>,
-        /// Outputs of the pieces' input pieces, per piece in order.
-        inputs: Vec<Vec<Value>>,
-    },
+    Execute(Execute),
     ExecuteOk {
         txn: TxnId,
         results: Vec<PieceReply>,
@@ -74,7 +78,7 @@ pub enum Msg {
 impl Msg {
     pub fn txn(&self) -> TxnId {
         match self {
-            Msg::Execute { txn, .. }
+            Msg::Execute(Execute { txn, .. })
             | Msg::ExecuteOk { txn, .. }
             | Msg::ExecuteFailed { txn, .. }
             | Msg::Lock { txn }
@@ -98,7 +102,7 @@ impl WireSize for Msg {
         const HEADER: usize = 1 + 8;
         HEADER
             + match self {
-                Msg::Execute { pieces, inputs, .. } => {
+                Msg::Execute(Execute { pieces, inputs, .. }) => {
                     8 + 2
                         + 2 * pieces.len()
                         + inputs

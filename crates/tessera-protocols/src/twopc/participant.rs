@@ -7,7 +7,7 @@
 //! late messages are answered, never re-executed.
 
 use super::cc::{Admit, ConcurrencyControl, Priority};
-use super::msg::{Msg, PieceReply};
+use super::msg::{Execute, Msg, PieceReply};
 use super::Timeouts;
 use std::collections::VecDeque;
 use tessera_core::ids::{Key, NodeId, Time, TimerId, TxnId, Version};
@@ -95,16 +95,14 @@ impl<C: ConcurrencyControl> Participant<C> {
         (self.timeouts.inquire.min(self.timeouts.participant) / 4).max(1)
     }
 
-    fn on_execute(
-        &mut self,
-        ctx: &mut Ctx<Msg>,
-        from: NodeId,
-        txn: TxnId,
-        since: Time,
-        proc: Txn,
-        pieces: Vec<u16>,
-        inputs: Vec<Vec<Value>>,
-    ) {
+    fn on_execute(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, req: Execute) {
+        let Execute {
+            txn,
+            since,
+            proc,
+            pieces,
+            inputs,
+        } = req;
         let now = ctx.now();
         let st = self
             .txns
@@ -414,13 +412,7 @@ impl<C: ConcurrencyControl> Node<Msg> for Participant<C> {
 
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
         match msg {
-            Msg::Execute {
-                txn,
-                since,
-                proc,
-                pieces,
-                inputs,
-            } => self.on_execute(ctx, from, txn, since, proc, pieces, inputs),
+            Msg::Execute(req) => self.on_execute(ctx, from, req),
             Msg::Lock { txn } => {
                 let ok = self.lock(ctx, from, txn);
                 ctx.send(from, Msg::Locked { txn, ok });
