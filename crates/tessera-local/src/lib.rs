@@ -101,6 +101,9 @@ pub const BATCH_MAX: usize = 32;
 /// How long an idle worker polls its channel before blocking (about the
 /// cost of waking a sleeping thread, the ski-rental break-even).
 pub const SPIN_NS: Time = 20_000;
+/// Spin rounds (64 polls each) before an idle worker starts yielding its
+/// core between polls.
+const YIELD_AFTER: u32 = 4;
 /// Longest a worker blocks without looking at the abort flag.
 pub const IDLE_CAP_NS: Time = 1_000_000;
 /// Emptied batch vectors a worker keeps for reuse.
@@ -549,6 +552,7 @@ impl<M: Send + WireSize + 'static> Worker<M> {
             .map_or(self.deadline, |t| t.at.min(self.deadline));
         if spin && self.spin_ns > 0 {
             let until = wake.min(now + self.spin_ns);
+            let mut rounds = 0u32;
             loop {
                 for _ in 0..64 {
                     if let Ok(batch) = self.rx.try_recv() {
@@ -559,6 +563,12 @@ impl<M: Send + WireSize + 'static> Worker<M> {
                 }
                 if self.clock() >= until {
                     break;
+                }
+                rounds += 1;
+                if rounds >= YIELD_AFTER {
+                    // If another thread is runnable on this core (the worker
+                    // we wait for, when cores are oversubscribed), let it run.
+                    std::thread::yield_now();
                 }
             }
         }

@@ -2,8 +2,8 @@
 //!
 //! It executes pieces against the shard's [`Store`] under a
 //! [`ConcurrencyControl`], buffers their writes until commit, and answers the
-//! coordinator. Transaction state lives in one map; a finished transaction
-//! stays there as a tombstone for `Timeouts::tombstone` so that duplicated or
+//! coordinator. Live transactions have their state in one map; a finished
+//! transaction leaves a small tombstone (its outcome) in another for `Timeouts::tombstone` so that duplicated or
 //! late messages are answered, never re-executed.
 
 use super::cc::{Admit, ConcurrencyControl, Priority};
@@ -69,6 +69,10 @@ pub struct Participant<C> {
     store: Store,
     timeouts: Timeouts,
     txns: FastMap<TxnId, TxnState>,
+    /// Outcomes of finished transactions (tombstones), so that duplicated or
+    /// late messages are answered, never re-executed. Kept apart from `txns`
+    /// so that the periodic sweep visits live transactions only.
+    ended: FastMap<TxnId, Phase>,
     /// Finished transactions in the order they finished, for tombstone expiry.
     finished: VecDeque<(Time, TxnId)>,
     /// Transactions granted locks by a release, to resume.
@@ -85,6 +89,7 @@ impl<C: ConcurrencyControl> Participant<C> {
             store: env.store,
             timeouts,
             txns: tessera_core::fast_map(),
+            ended: tessera_core::fast_map(),
             finished: VecDeque::new(),
             granted: Vec::new(),
             wounded: Vec::new(),
@@ -104,18 +109,27 @@ impl<C: ConcurrencyControl> Participant<C> {
             inputs,
         } = req;
         let now = ctx.now();
+        match self.ended.get(&txn) {
+            Some(Phase::Aborted(reason)) => {
+                ctx.send(
+                    from,
+                    Msg::ExecuteFailed {
+                        txn,
+                        reason: *reason,
+                    },
+                );
+                return;
+            }
+            Some(_) => return, // a late duplicate
+            None => {}
+        }
         let st = self
             .txns
             .entry(txn)
             .or_insert_with(|| TxnState::new(from, Priority { since, txn }, Phase::Active, now));
         st.last_heard = now;
-        match st.phase {
-            Phase::Active => {}
-            Phase::Aborted(reason) => {
-                ctx.send(from, Msg::ExecuteFailed { txn, reason });
-                return;
-            }
-            Phase::Locked | Phase::Prepared | Phase::Committed => return, // a late duplicate
+        if st.phase != Phase::Active {
+            return; // a late duplicate
         }
         if st.proc.is_none() {
             st.proc = Some(proc);
@@ -221,32 +235,30 @@ impl<C: ConcurrencyControl> Participant<C> {
         }
     }
 
+    /// Move a transaction whose phase is now final to the tombstones.
     fn finish(&mut self, now: Time, txn: TxnId) {
-        if let Some(st) = self.txns.get_mut(&txn) {
-            st.proc = None;
-            st.done = Vec::new();
-            st.reads = Vec::new();
-            st.writes = Vec::new();
+        if let Some(st) = self.txns.remove(&txn) {
+            debug_assert!(matches!(st.phase, Phase::Committed | Phase::Aborted(_)));
+            self.ended.insert(txn, st.phase);
+            self.finished.push_back((now, txn));
         }
-        self.finished.push_back((now, txn));
     }
 
     /// Remember that `txn` is aborted here although it never ran, so that a
     /// late Execute (overtaken by this message) does not run it.
-    fn tombstone(&mut self, now: Time, coord: NodeId, txn: TxnId) {
-        let prio = Priority { since: now, txn };
-        self.txns.insert(
-            txn,
-            TxnState::new(coord, prio, Phase::Aborted(AbortReason::Timeout), now),
-        );
+    fn tombstone(&mut self, now: Time, txn: TxnId) {
+        self.ended.insert(txn, Phase::Aborted(AbortReason::Timeout));
         self.finished.push_back((now, txn));
     }
 
     /// 2PC phase one. True when the transaction is (now) prepared.
-    fn prepare(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) -> bool {
+    fn prepare(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) -> bool {
         let now = ctx.now();
+        if let Some(p) = self.ended.get(&txn) {
+            return *p == Phase::Committed;
+        }
         let Some(st) = self.txns.get_mut(&txn) else {
-            self.tombstone(now, from, txn);
+            self.tombstone(now, txn);
             return false;
         };
         st.last_heard = now;
@@ -270,10 +282,13 @@ impl<C: ConcurrencyControl> Participant<C> {
     }
 
     /// The lock round (OCC with several participants).
-    fn lock(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) -> bool {
+    fn lock(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) -> bool {
         let now = ctx.now();
+        if let Some(p) = self.ended.get(&txn) {
+            return *p == Phase::Committed;
+        }
         let Some(st) = self.txns.get_mut(&txn) else {
-            self.tombstone(now, from, txn);
+            self.tombstone(now, txn);
             return false;
         };
         st.last_heard = now;
@@ -295,12 +310,13 @@ impl<C: ConcurrencyControl> Participant<C> {
     fn commit(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
         let now = ctx.now();
         let Some(st) = self.txns.get_mut(&txn) else {
+            if matches!(self.ended.get(&txn), Some(Phase::Aborted(_))) {
+                tracing::warn!(?txn, "commit for a transaction aborted here");
+            }
             return;
         };
         if st.phase != Phase::Prepared {
-            if st.phase != Phase::Committed {
-                tracing::warn!(?txn, phase = ?st.phase, "commit for a transaction that is not prepared");
-            }
+            tracing::warn!(?txn, phase = ?st.phase, "commit for a transaction that is not prepared");
             return;
         }
         st.phase = Phase::Committed;
@@ -321,13 +337,7 @@ impl<C: ConcurrencyControl> Participant<C> {
                 break;
             }
             self.finished.pop_front();
-            if self
-                .txns
-                .get(&txn)
-                .is_some_and(|s| matches!(s.phase, Phase::Committed | Phase::Aborted(_)))
-            {
-                self.txns.remove(&txn);
-            }
+            self.ended.remove(&txn);
         }
         let mut silent = Vec::new();
         for (txn, st) in self.txns.iter_mut() {
@@ -414,17 +424,17 @@ impl<C: ConcurrencyControl> Node<Msg> for Participant<C> {
         match msg {
             Msg::Execute(req) => self.on_execute(ctx, from, req),
             Msg::Lock { txn } => {
-                let ok = self.lock(ctx, from, txn);
+                let ok = self.lock(ctx, txn);
                 ctx.send(from, Msg::Locked { txn, ok });
                 self.resume_granted(ctx);
             }
             Msg::Prepare { txn } => {
-                let yes = self.prepare(ctx, from, txn);
+                let yes = self.prepare(ctx, txn);
                 ctx.send(from, Msg::Vote { txn, yes });
                 self.resume_granted(ctx);
             }
             Msg::CommitOnePhase { txn } => {
-                let committed = self.prepare(ctx, from, txn);
+                let committed = self.prepare(ctx, txn);
                 if committed {
                     self.commit(ctx, txn);
                 }
@@ -440,8 +450,8 @@ impl<C: ConcurrencyControl> Node<Msg> for Participant<C> {
                 // The coordinator decided: no need to tell it.
                 if self.txns.contains_key(&txn) {
                     self.abort_local(ctx, txn, AbortReason::Validation, false);
-                } else {
-                    self.tombstone(ctx.now(), from, txn);
+                } else if !self.ended.contains_key(&txn) {
+                    self.tombstone(ctx.now(), txn);
                 }
                 self.resume_granted(ctx);
             }
