@@ -240,18 +240,16 @@ impl Workload for Ycsb {
             shard.0,
             self.cfg.partitions
         );
+        // One allocation per record, not slices of one slab: every clone of
+        // a slice would bump the slab's single reference count, a cache line
+        // that all worker threads would then fight over.
         let rs = self.cfg.record_size();
         let n = self.cfg.keys_per_partition as usize;
-        let mut slab = vec![0u8; n * rs];
-        for (row, rec) in slab.chunks_exact_mut(rs).enumerate() {
-            fill_initial(rec, shard.0, row as u64);
-        }
-        let slab = Bytes::from(slab);
         store.reserve(TableId(TABLE), n);
         for row in 0..n {
             store.load(
                 Key::in_shard(TABLE, shard, row as u64),
-                slab.slice(row * rs..(row + 1) * rs),
+                initial_value(shard.0, row as u64, rs),
             );
         }
     }

@@ -333,11 +333,14 @@ impl TwoPcCoordinator {
             // Undecided: the decision will come.
             return;
         }
+        // Unknown here, so never committed and never going to be: either it
+        // ended (aborted, or committed and acknowledged by everyone — then
+        // the asker is not waiting for a decision) or it belongs to an
+        // earlier incarnation of this node, which never decides anything
+        // again. Presumed abort answers both.
         if self.decided.contains(&txn) {
             ctx.send(from, Msg::Commit { txn });
         } else {
-            // Unknown here, so never committed: presumed abort. (A restarted
-            // coordinator never decides transactions of earlier incarnations.)
             ctx.send(from, Msg::Abort { txn });
         }
     }

@@ -41,6 +41,8 @@ struct TxnState {
     /// Buffered writes, last value per key.
     writes: Vec<(Key, Value)>,
     last_heard: Time,
+    /// When we last asked the coordinator about this transaction.
+    inquired_at: Time,
 }
 
 impl TxnState {
@@ -55,6 +57,7 @@ impl TxnState {
             reads: Vec::new(),
             writes: Vec::new(),
             last_heard: now,
+            inquired_at: now,
         }
     }
 
@@ -340,19 +343,28 @@ impl<C: ConcurrencyControl> Participant<C> {
             self.ended.remove(&txn);
         }
         let mut silent = Vec::new();
+        let mut ask = Vec::new();
         for (txn, st) in self.txns.iter_mut() {
+            let quiet = now - st.last_heard.max(st.inquired_at) > self.timeouts.inquire;
             match st.phase {
                 Phase::Active | Phase::Locked
                     if now - st.last_heard > self.timeouts.participant =>
                 {
                     silent.push(*txn);
                 }
-                Phase::Prepared if now - st.last_heard > self.timeouts.inquire => {
-                    st.last_heard = now;
-                    ctx.send(st.coord, Msg::Inquire { txn: *txn });
+                // Ask a quiet coordinator early: one that restarted has
+                // forgotten the transaction and answers Abort at once, so
+                // its locks are freed without waiting for the timeout.
+                _ if quiet => {
+                    st.inquired_at = now;
+                    ask.push((*txn, st.coord));
                 }
                 _ => {}
             }
+        }
+        ask.sort_unstable();
+        for (txn, coord) in ask {
+            ctx.send(coord, Msg::Inquire { txn });
         }
         silent.sort_unstable();
         for txn in silent {
