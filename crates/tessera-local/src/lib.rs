@@ -62,7 +62,7 @@
 //! **Idle.** A worker with nothing queued and no due timer polls its
 //! channel with `try_recv` for about the cost of a wake-up ([`SPIN_NS`],
 //! only right after doing work and only when there are no more workers than
-//! CPUs), yielding its core between polls after the first microsecond or so
+//! CPUs), yielding its core between polls after the first few rounds
 //! (if the machine is oversubscribed, the worker it waits for may be queued
 //! behind it on the same core: with a CPU hog beside a 2-worker run,
 //! yielding doubled the cross-worker rate). It then blocks in
@@ -73,11 +73,12 @@
 //!
 //! **Ceiling.** `cargo run --release -p tessera-local --example null_rate`
 //! measures null-message rates (nodes that only answer). On the 2-core
-//! development VM, quiet: one worker moves ~30M msgs/s with 64 pairs in
-//! flight (~9M/s for a single pair, where each message pays its own clock
-//! read); two workers with all traffic crossing move ~20–27M msgs/s with 64
-//! pairs in flight, and a single cross-worker pair ~1M msgs/s (a hop is
-//! ~1–2 µs of cache-line transfers, latency not CPU). Other load on the
+//! development VM, quiet: one worker moves ~35M msgs/s with 64 ping-pong
+//! pairs in flight (~10M/s for a single pair, where every message pays its
+//! own clock read and loop turn); two workers with all traffic crossing move
+//! ~24–30M msgs/s with 64 pairs in flight, and a single cross-worker pair
+//! ~1.4M msgs/s (a hop is ~1.4 µs of cache-line transfers: latency, not
+//! CPU); two workers with their own pairs ~49M msgs/s. Other load on the
 //! machine changes these numbers by several times.
 //!
 //! **Stop.** Each worker compares its own clock against the duration at
