@@ -251,9 +251,9 @@ impl Procedure for IncrementTxn {
         &self.pieces
     }
 
-    fn execute(&self, piece: usize, reads: &[Option<Value>], _inputs: &[Value]) -> PieceResult {
+    fn execute(&self, piece: usize, reads: &[Option<&Value>], _inputs: &[Value]) -> PieceResult {
         let key = self.pieces[piece].writes[0].key;
-        let old = decode_counter(reads.first().and_then(Option::as_ref));
+        let old = decode_counter(reads.first().copied().flatten());
         let new = encode_counter(old.wrapping_add(1));
         PieceResult {
             writes: vec![(key, new.clone())],
@@ -266,6 +266,11 @@ impl Procedure for IncrementTxn {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Borrow owned read values the way a participant hands them to `execute`.
+    fn borrowed(values: &[Option<Value>]) -> Vec<Option<&Value>> {
+        values.iter().map(Option::as_ref).collect()
+    }
     use crate::{key_rank, key_shard};
     use rand::SeedableRng;
     use tessera_core::Version;
@@ -357,9 +362,9 @@ mod tests {
             assert_eq!(decode_counter(Some(&r0.writes[0].1)), 1);
             assert_eq!(r0.output, r0.writes[0].1);
             assert!(!r0.user_abort);
-            let r = t.execute(i, &[Some(encode_counter(41))], &[]);
+            let r = t.execute(i, &[Some(&encode_counter(41))], &[]);
             assert_eq!(&r.writes[0].1[..], &42u64.to_le_bytes());
-            let again = t.execute(i, &[Some(encode_counter(41))], &[]);
+            let again = t.execute(i, &[Some(&encode_counter(41))], &[]);
             assert_eq!(again.writes, r.writes);
         }
     }
@@ -408,7 +413,7 @@ mod tests {
                     .iter()
                     .map(|a| st.get(a.key).map(|r| r.value.clone()))
                     .collect();
-                for (k, v) in t.execute(p, &reads, &[]).writes {
+                for (k, v) in t.execute(p, &borrowed(&reads), &[]).writes {
                     st.install(k, v, Version(i + 1));
                 }
                 assert_eq!(key_shard(spec.writes[0].key), spec.shard);

@@ -455,12 +455,12 @@ impl Procedure for YcsbTxn {
         &self.pieces
     }
 
-    fn execute(&self, piece: usize, reads: &[Option<Value>], _inputs: &[Value]) -> PieceResult {
+    fn execute(&self, piece: usize, reads: &[Option<&Value>], _inputs: &[Value]) -> PieceResult {
         let spec = &self.pieces[piece];
         let mut writes = Vec::with_capacity(spec.writes.len());
         for ((op, access), value) in self.ops(piece).iter().zip(&spec.reads).zip(reads) {
             if op.rmw {
-                let new = self.modify(spec.shard, access.key, value.as_ref(), op);
+                let new = self.modify(spec.shard, access.key, *value, op);
                 writes.push((access.key, new));
             }
         }

@@ -385,25 +385,27 @@ fn execute_piece(
     inputs: &[Value],
 ) -> PieceReply {
     let spec = &proc.pieces()[piece as usize];
-    let mut values = Vec::with_capacity(spec.reads.len());
     let mut obs = Vec::with_capacity(spec.reads.len());
-    for a in &spec.reads {
-        if let Some((_, v)) = st.writes.iter().find(|(k, _)| *k == a.key) {
-            values.push(Some(v.clone()));
-            continue;
+    let res = {
+        let mut values: Vec<Option<&Value>> = Vec::with_capacity(spec.reads.len());
+        for a in &spec.reads {
+            if let Some((_, v)) = st.writes.iter().find(|(k, _)| *k == a.key) {
+                values.push(Some(v));
+                continue;
+            }
+            let (value, version) = match store.get(a.key) {
+                Some(r) => (Some(&r.value), r.meta.version),
+                None => (None, Version::INITIAL),
+            };
+            values.push(value);
+            obs.push(ReadObs {
+                key: a.key,
+                version,
+            });
         }
-        let (value, version) = match store.get(a.key) {
-            Some(r) => (Some(r.value.clone()), r.meta.version),
-            None => (None, Version::INITIAL),
-        };
-        values.push(value);
-        obs.push(ReadObs {
-            key: a.key,
-            version,
-        });
-        st.reads.push((a.key, version));
-    }
-    let res = proc.execute(piece as usize, &values, inputs);
+        proc.execute(piece as usize, &values, inputs)
+    };
+    st.reads.extend(obs.iter().map(|o| (o.key, o.version)));
     let mut written = Vec::with_capacity(res.writes.len());
     for (k, v) in res.writes {
         debug_assert!(

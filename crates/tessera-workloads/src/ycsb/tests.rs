@@ -235,8 +235,8 @@ fn execute_is_deterministic_and_modifies_one_field() {
                 .iter()
                 .map(|a| st.get(a.key).map(|r| r.value.clone()))
                 .collect();
-            let r = t.execute(i, &reads, &[]);
-            let again = t.execute(i, &reads, &[]);
+            let r = t.execute(i, &borrowed(&reads), &[]);
+            let again = t.execute(i, &borrowed(&reads), &[]);
             assert_eq!(r.writes, again.writes, "deterministic");
             assert!(r.output.is_empty() && !r.user_abort);
             assert_eq!(r.writes.len(), spec.writes.len());
@@ -259,19 +259,22 @@ fn execute_is_deterministic_and_modifies_one_field() {
                 let f = ops[j].field as usize;
                 changed[f * 10] ^= 1;
                 other[j] = Some(Bytes::from(changed));
-                assert_ne!(&t.execute(i, &other, &[]).writes[0].1, new);
+                assert_ne!(&t.execute(i, &borrowed(&other), &[]).writes[0].1, new);
                 // A missing record reads as its initial value: the value
                 // it was loaded with.
                 let mut missing = reads.clone();
                 missing[j] = None;
-                let from_initial = t.execute(i, &missing, &[]).writes[0].1.clone();
+                let from_initial = t.execute(i, &borrowed(&missing), &[]).writes[0].1.clone();
                 let mut init = reads.clone();
                 init[j] = Some(loaded[spec.shard.0 as usize].get(*k).unwrap().value.clone());
                 assert_eq!(
                     init[j],
                     Some(initial_value(spec.shard.0, key_rank(*k), 100))
                 );
-                assert_eq!(t.execute(i, &init, &[]).writes[0].1, from_initial);
+                assert_eq!(
+                    t.execute(i, &borrowed(&init), &[]).writes[0].1,
+                    from_initial
+                );
             }
             for (k, new) in r.writes {
                 st.install(k, new, Version(v));
@@ -427,10 +430,15 @@ proptest! {
                     .iter()
                     .map(|a| Some(initial_value(spec.shard.0, key_rank(a.key), c.record_size())))
                     .collect();
-                let r = t.execute(i, &reads, &[]);
+                let r = t.execute(i, &borrowed(&reads), &[]);
                 prop_assert_eq!(r.writes.len(), t.pieces()[i].writes.len());
                 prop_assert!(r.writes.iter().all(|(_, v)| v.len() == c.record_size()));
             }
         }
     }
+}
+
+/// Borrow owned read values the way a participant hands them to `execute`.
+fn borrowed(values: &[Option<Value>]) -> Vec<Option<&Value>> {
+    values.iter().map(Option::as_ref).collect()
 }
