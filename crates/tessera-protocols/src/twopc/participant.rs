@@ -254,17 +254,32 @@ impl<C: ConcurrencyControl> Participant<C> {
         self.finished.push_back((now, txn));
     }
 
+    /// A lock or prepare round reached `txn`. `Err(answer)` when the
+    /// transaction has ended here (yes iff committed), or never ran here: it
+    /// is then tombstoned and the answer is no.
+    fn round_reached(&mut self, now: Time, txn: TxnId) -> Result<(), bool> {
+        if let Some(p) = self.ended.get(&txn) {
+            return Err(*p == Phase::Committed);
+        }
+        match self.txns.get_mut(&txn) {
+            Some(st) => {
+                st.last_heard = now;
+                Ok(())
+            }
+            None => {
+                self.tombstone(now, txn);
+                Err(false)
+            }
+        }
+    }
+
     /// 2PC phase one. True when the transaction is (now) prepared.
     fn prepare(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) -> bool {
         let now = ctx.now();
-        if let Some(p) = self.ended.get(&txn) {
-            return *p == Phase::Committed;
+        if let Err(answer) = self.round_reached(now, txn) {
+            return answer;
         }
-        let Some(st) = self.txns.get_mut(&txn) else {
-            self.tombstone(now, txn);
-            return false;
-        };
-        st.last_heard = now;
+        let st = self.txns.get_mut(&txn).expect("live");
         match st.phase {
             Phase::Prepared | Phase::Committed => return true,
             Phase::Aborted(_) => return false,
@@ -287,14 +302,10 @@ impl<C: ConcurrencyControl> Participant<C> {
     /// The lock round (OCC with several participants).
     fn lock(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) -> bool {
         let now = ctx.now();
-        if let Some(p) = self.ended.get(&txn) {
-            return *p == Phase::Committed;
+        if let Err(answer) = self.round_reached(now, txn) {
+            return answer;
         }
-        let Some(st) = self.txns.get_mut(&txn) else {
-            self.tombstone(now, txn);
-            return false;
-        };
-        st.last_heard = now;
+        let st = self.txns.get_mut(&txn).expect("live");
         match st.phase {
             Phase::Locked | Phase::Prepared | Phase::Committed => return true,
             Phase::Aborted(_) => return false,
