@@ -215,6 +215,7 @@ impl MicroGenerator {
                     writes: vec![Access::all(key)],
                     kind: PieceKind::Immediate,
                     inputs: Vec::new(),
+                    dynamic: false,
                 }
             })
             .collect();

@@ -374,6 +374,7 @@ impl YcsbGenerator {
                 writes,
                 kind: PieceKind::Immediate,
                 inputs: Vec::new(),
+                dynamic: false,
             });
         }
         YcsbTxn {

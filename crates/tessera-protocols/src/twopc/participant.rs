@@ -14,7 +14,7 @@ use tessera_core::ids::{Key, NodeId, Time, TimerId, TxnId, Version};
 use tessera_core::node::{Ctx, Node};
 use tessera_core::protocol::ServerEnv;
 use tessera_core::storage::Store;
-use tessera_core::txn::{AbortReason, ReadObs, Txn, Value};
+use tessera_core::txn::{AbortReason, PieceSpec, ReadObs, Txn, Value};
 use tessera_core::FastMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,14 +169,14 @@ impl<C: ConcurrencyControl> Participant<C> {
             if st.phase != Phase::Active {
                 return;
             }
-            let Some((piece, _)) = st.waiting.front() else {
+            let Some((piece, inputs)) = st.waiting.front() else {
                 break;
             };
             let proc = st
                 .proc
                 .clone()
                 .expect("an active transaction has its procedure");
-            let spec = &proc.pieces()[*piece as usize];
+            let spec = proc.resolve(*piece as usize, inputs);
             let admit = self.cc.admit(
                 &mut self.store,
                 st.prio,
@@ -194,7 +194,7 @@ impl<C: ConcurrencyControl> Participant<C> {
                 Admit::Go => {
                     let st = self.txns.get_mut(&txn).expect("present");
                     let (piece, inputs) = st.waiting.pop_front().expect("front exists");
-                    let reply = execute_piece(&self.store, st, &proc, piece, &inputs);
+                    let reply = execute_piece(&self.store, st, &proc, &spec, piece, &inputs);
                     st.done.push(reply.clone());
                     results.push(reply);
                 }
@@ -392,10 +392,10 @@ fn execute_piece(
     store: &Store,
     st: &mut TxnState,
     proc: &Txn,
+    spec: &PieceSpec,
     piece: u16,
     inputs: &[Value],
 ) -> PieceReply {
-    let spec = &proc.pieces()[piece as usize];
     let mut obs = Vec::with_capacity(spec.reads.len());
     let res = {
         let mut values: Vec<Option<&Value>> = Vec::with_capacity(spec.reads.len());
