@@ -3,6 +3,7 @@
 use super::msg::{Execute, Msg, PieceReply};
 use super::Timeouts;
 use bytes::Bytes;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use tessera_core::ids::{NodeId, ShardId, Time, TimerId, TxnId};
 use tessera_core::node::{Ctx, Node};
@@ -55,6 +56,8 @@ pub struct TwoPcCoordinator {
     me: NodeId,
     incarnation: u8,
     txns: FastMap<TxnId, TxnState>,
+    /// The ids in `txns`, ordered: the first is the floor sent with Execute.
+    open: BTreeSet<TxnId>,
     /// Transactions whose commit decision is durable (recovered or made).
     decided: FastSet<TxnId>,
 }
@@ -76,6 +79,7 @@ impl TwoPcCoordinator {
             me: env.me,
             incarnation: env.incarnation,
             txns: tessera_core::fast_map(),
+            open: BTreeSet::new(),
             decided,
         }
     }
@@ -84,8 +88,19 @@ impl TwoPcCoordinator {
         st.shards.iter().position(|(_, n)| *n == node)
     }
 
+    /// Forget a finished transaction (it no longer holds the floor down).
+    fn forget(&mut self, txn: TxnId) -> Option<TxnState> {
+        self.open.remove(&txn);
+        self.txns.remove(&txn)
+    }
+
+    /// The oldest transaction still open here.
+    fn floor(open: &BTreeSet<TxnId>, txn: TxnId) -> TxnId {
+        open.first().copied().unwrap_or(txn)
+    }
+
     /// Send every piece whose inputs are ready, one Execute per shard.
-    fn dispatch(ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState, resend: bool) {
+    fn dispatch(ctx: &mut Ctx<Msg>, floor: TxnId, txn: TxnId, st: &mut TxnState, resend: bool) {
         let proc = st.attempt.txn.clone();
         let pieces = proc.pieces();
         for &(shard, node) in &st.shards {
@@ -119,6 +134,7 @@ impl TwoPcCoordinator {
                         txn,
                         since: st.attempt.since,
                         proc: proc.clone(),
+                        floor,
                         pieces: ids,
                         inputs,
                     }),
@@ -160,7 +176,7 @@ impl TwoPcCoordinator {
     }
 
     fn abort(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, reason: AbortReason) {
-        let Some(st) = self.txns.remove(&txn) else {
+        let Some(st) = self.forget(txn) else {
             return;
         };
         debug_assert!(matches!(
@@ -220,7 +236,7 @@ impl TwoPcCoordinator {
         }
         let now = ctx.now();
         if st.remaining > 0 {
-            Self::dispatch(ctx, txn, st, false);
+            Self::dispatch(ctx, Self::floor(&self.open, txn), txn, st, false);
         } else if self.lock_round && !st.one_phase() {
             st.phase = Phase::Locking;
             // Only participants that buffered writes have anything to lock.
@@ -300,7 +316,7 @@ impl TwoPcCoordinator {
         if st.phase != Phase::Preparing || !st.one_phase() {
             return;
         }
-        let st = self.txns.remove(&txn).expect("present");
+        let st = self.forget(txn).expect("present");
         if committed {
             ctx.done(txn, Self::committed_outcome(&st));
         } else {
@@ -320,7 +336,7 @@ impl TwoPcCoordinator {
         }
         if st.answered.iter().all(|a| *a) {
             // Everyone committed: no participant will inquire any more.
-            self.txns.remove(&txn);
+            self.forget(txn);
             self.decided.remove(&txn);
         }
     }
@@ -359,7 +375,9 @@ impl TwoPcCoordinator {
         for txn in due {
             let st = self.txns.get_mut(&txn).expect("listed");
             match st.phase {
-                Phase::Executing => Self::dispatch(ctx, txn, st, true),
+                Phase::Executing => {
+                    Self::dispatch(ctx, Self::floor(&self.open, txn), txn, st, true)
+                }
                 Phase::Locking => Self::send_lock(ctx, txn, st),
                 Phase::Preparing => Self::send_prepare(ctx, txn, st),
                 Phase::Committed => Self::send_commit(ctx, txn, st),
@@ -394,7 +412,8 @@ impl Coordinator<Msg> for TwoPcCoordinator {
             retransmit_at: ctx.now() + self.timeouts.retransmit,
             rto: self.timeouts.retransmit,
         };
-        Self::dispatch(ctx, txn, &mut st, false);
+        self.open.insert(txn);
+        Self::dispatch(ctx, Self::floor(&self.open, txn), txn, &mut st, false);
         self.txns.insert(txn, st);
     }
 }

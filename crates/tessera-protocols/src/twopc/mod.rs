@@ -19,7 +19,12 @@
 //!    logged). Participants install the buffered writes and release.
 //!
 //! Faults: every request is retransmitted until answered and every handler is
-//! idempotent (finished transactions leave a tombstone for a while). A
+//! idempotent: a finished transaction leaves a tombstone at its participants
+//! until its coordinator's *floor* passes it (every Execute carries the
+//! oldest transaction its coordinator still works on; anything older is
+//! over, and its late messages are ignored) or, if the coordinator falls
+//! silent, until `Timeouts::tombstone` has passed. So tombstones number the
+//! transactions in flight, not the throughput times a timeout. A
 //! participant aborts a transaction that is not prepared when its
 //! coordinator falls silent, and asks the coordinator (**Inquire**) about a
 //! prepared one; a restarted coordinator answers from its log, and aborts
@@ -49,7 +54,8 @@ pub struct Timeouts {
     /// A participant inquires about a prepared transaction after this long
     /// without a decision.
     pub inquire: Time,
-    /// How long finished transactions are remembered (to answer duplicates).
+    /// How long finished transactions are remembered (to answer duplicates)
+    /// when their coordinator's floor does not pass them first.
     pub tombstone: Time,
 }
 

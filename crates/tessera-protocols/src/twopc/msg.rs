@@ -21,6 +21,10 @@ pub struct Execute {
     /// The transaction's age (wound-wait priority).
     pub since: Time,
     pub proc: Txn,
+    /// Every transaction of this coordinator (same node and incarnation)
+    /// with a smaller id has finished there, so a participant may forget
+    /// their tombstones and ignore their stale messages.
+    pub floor: TxnId,
     pub pieces: Vec<u16>,
     /// Outputs of the pieces' input pieces, per piece in order.
     pub inputs: Vec<Vec<Value>>,
@@ -103,7 +107,8 @@ impl WireSize for Msg {
         HEADER
             + match self {
                 Msg::Execute(Execute { pieces, inputs, .. }) => {
-                    8 + 2
+                    8 + 8
+                        + 2
                         + 2 * pieces.len()
                         + inputs
                             .iter()
