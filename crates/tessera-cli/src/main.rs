@@ -145,6 +145,11 @@ pub struct RunArgs {
     /// sim: probability of delaying a message so later ones overtake it.
     #[arg(long, value_parser = parse_ratio, allow_negative_numbers = true)]
     reorder: Option<f64>,
+    /// bench: run each protocol N times (seeds seed, seed+1, ...); every run
+    /// goes to --out, the table shows each protocol's median run by
+    /// throughput, and a line per protocol gives median, min and max.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100), allow_negative_numbers = true)]
+    repeat: u32,
     /// Attempts per transaction before giving up (Janus: 20).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     max_attempts: Option<u32>,

@@ -38,6 +38,8 @@ fn counts_must_be_positive() {
     rejects(&["bench", "--shards", "0"], "--shards");
     rejects(&["bench", "--keys", "0"], "--keys");
     rejects(&["bench", "--workload", "micro", "--shards", "2"], "shards");
+    rejects(&["bench", "--repeat", "0"], "--repeat");
+    rejects(&["bench", "--repeat", "101"], "--repeat");
 }
 
 #[test]
