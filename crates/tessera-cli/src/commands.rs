@@ -9,11 +9,12 @@ use std::time::Duration;
 use tessera_harness::experiment;
 use tessera_harness::faults::random_plan;
 use tessera_harness::registry;
+use tessera_harness::spec::Knobs;
 use tessera_harness::sweep::{sweep as run_sweep, Vary};
 use tessera_harness::{
     run_bench, BenchOutcome, BenchSpec, ResultRow, RuntimeKind, SpecError, WorkloadSpec,
 };
-use tessera_workloads::{MicroConfig, YcsbConfig};
+use tessera_workloads::{CounterConfig, MicroConfig, YcsbConfig};
 
 type Result<T> = std::result::Result<T, Failure>;
 
@@ -52,6 +53,25 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
             c.multi_partition = a.multi_partition.unwrap_or(c.multi_partition);
             WorkloadSpec::Ycsb(c)
         }
+        "counter" => {
+            let mut c = CounterConfig::default();
+            c.keys = a.keys.unwrap_or(c.keys);
+            c.zipf_theta = a.zipf.unwrap_or(c.zipf_theta);
+            c.write_ratio = a.write_ratio.unwrap_or(c.write_ratio);
+            for (flag, set) in [
+                ("--shards", a.shards.is_some_and(|s| s != 1)),
+                ("--ops", a.ops.is_some()),
+                ("--read-ratio", a.read_ratio.is_some()),
+                ("--multi-partition", a.multi_partition.is_some()),
+            ] {
+                if set {
+                    return Err(Failure::Usage(format!(
+                        "{flag} does not apply to --workload counter (one store, one key per txn)"
+                    )));
+                }
+            }
+            WorkloadSpec::Counter(c)
+        }
         other => {
             return Err(SpecError::Invalid {
                 flag: "--workload",
@@ -74,6 +94,19 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     s.check = a.check;
     s.workers = a.workers.unwrap_or(0) as usize;
     s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
+    s.switches = a.switches;
+    s.knobs = Knobs {
+        switch_cache: a.switch_cache,
+        switch_max_ops: a.switch_max_ops,
+        switch_value_width: a.switch_value_width,
+        switch_stages: a.switch_stages,
+        recirculation_ns: a.recirculation_ns,
+    };
+    if a.write_ratio.is_some() && !matches!(s.workload, WorkloadSpec::Counter(_)) {
+        return Err(Failure::Usage(
+            "--write-ratio applies to --workload counter".into(),
+        ));
+    }
     let sim_flags = a.faults || a.loss.is_some() || a.duplicate.is_some() || a.reorder.is_some();
     if sim_flags && runtime != RuntimeKind::Sim {
         return Err(Failure::Usage(
@@ -362,6 +395,13 @@ pub fn default_comparison() -> Result<()> {
         duplicate: None,
         reorder: None,
         max_attempts: None,
+        write_ratio: None,
+        switches: None,
+        switch_cache: None,
+        switch_max_ops: None,
+        switch_value_width: None,
+        switch_stages: None,
+        recirculation_ns: None,
         repeat: 1,
     };
     println!("tessera: YCSB (2 partitions, zipf 0.9) on the embedded cluster, 2 s per protocol");

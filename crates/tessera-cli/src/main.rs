@@ -85,7 +85,7 @@ pub struct RunArgs {
     /// Protocols, comma-separated (see `tessera protocols`).
     #[arg(long, value_delimiter = ',', default_value = "2pl-ww,2pl-nowait,occ")]
     protocol: Vec<String>,
-    /// micro (Janus: 3 counters on 3 shards) or ycsb (COCO's YCSB).
+    /// micro (Janus: 3 counters on 3 shards), ycsb (COCO's YCSB) or counter (NOCC's counters).
     #[arg(long, default_value = "ycsb")]
     workload: String,
     /// Shards (micro: default 3; ycsb: partitions, default 2).
@@ -145,6 +145,27 @@ pub struct RunArgs {
     /// sim: probability of delaying a message so later ones overtake it.
     #[arg(long, value_parser = parse_ratio, allow_negative_numbers = true)]
     reorder: Option<f64>,
+    /// counter: share of transactions that increment (default 0.2).
+    #[arg(long, value_parser = parse_ratio, allow_negative_numbers = true)]
+    write_ratio: Option<f64>,
+    /// Switch nodes between client racks and the store (nocc, nocc-off; default 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=64), allow_negative_numbers = true)]
+    switches: Option<u32>,
+    /// nocc: keys the switch's value cache holds (default 65536).
+    #[arg(long, allow_negative_numbers = true)]
+    switch_cache: Option<usize>,
+    /// nocc: operations per transaction the switch can parse (default 32).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    switch_max_ops: Option<u32>,
+    /// nocc: bytes per switch register stage (default 4).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    switch_value_width: Option<u32>,
+    /// nocc: register stages a cached value may span (default 16).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    switch_stages: Option<u32>,
+    /// nocc: switch time per operation (recirculation), ns (default 100).
+    #[arg(long, allow_negative_numbers = true)]
+    recirculation_ns: Option<u64>,
     /// bench: run each protocol N times (seeds seed, seed+1, ...); every run
     /// goes to --out, the table shows each protocol's median run by
     /// throughput, and a line per protocol gives median, min and max.

@@ -15,7 +15,7 @@ use crate::ids::{NodeId, Time, TimerId, TxnId};
 use crate::node::{Ctx, Effect, Node, NodeReport};
 use crate::protocol::Coordinator;
 use crate::stats::ClientStats;
-use crate::txn::{Attempt, Txn, TxnOutcome};
+use crate::txn::{AbortReason, Attempt, Txn, TxnOutcome};
 use crate::workload::{ClientSlot, TxnGenerator};
 use crate::FastMap;
 use rand::Rng;
@@ -196,6 +196,7 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
                 }
                 self.issue(ctx, slot);
             }
+            TxnOutcome::Aborted(AbortReason::Stale) => self.issue(ctx, slot),
             TxnOutcome::Aborted(_) => {
                 let exp = s.attempts.saturating_sub(1).min(30);
                 let window = self
@@ -302,6 +303,7 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
                 stats: std::mem::take(&mut self.stats),
                 history,
             }),
+            counters: self.coord.take_report().counters,
         }
     }
 }

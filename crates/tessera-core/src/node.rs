@@ -31,6 +31,12 @@ pub enum Effect<M> {
     /// A coordinator finished a transaction attempt. Only coordinator roles
     /// emit it; the client host that wraps them consumes it.
     Done { txn: TxnId, outcome: TxnOutcome },
+    /// This step cost `time` of CPU (or pipeline) time beyond the runtime's
+    /// fixed per-event cost: modelled hardware, such as a switch that
+    /// recirculates a packet once per operation (NOCC §3). The simulator
+    /// keeps the node busy that much longer; real runtimes ignore it (their
+    /// CPU time is real).
+    Charge { time: Time },
 }
 
 /// The context of one step: time, randomness and the effect sink.
@@ -84,6 +90,11 @@ impl<'a, M> Ctx<'a, M> {
     pub fn persist(&mut self, token: u64, record: Bytes) {
         self.effects.push(Effect::Persist { token, record });
     }
+    /// See [`Effect::Charge`].
+    #[inline]
+    pub fn charge(&mut self, time: Time) {
+        self.effects.push(Effect::Charge { time });
+    }
     #[inline]
     pub fn done(&mut self, txn: TxnId, outcome: TxnOutcome) {
         self.effects.push(Effect::Done { txn, outcome });
@@ -127,10 +138,19 @@ pub trait Node<M>: Send {
 #[derive(Default)]
 pub struct NodeReport {
     pub client: Option<crate::client::ClientReport>,
+    /// A protocol's own counters (e.g. aborts at a switch), summed over
+    /// nodes and incarnations into the results row.
+    pub counters: Vec<(&'static str, u64)>,
 }
 
 /// Size of a message on the wire, for bytes-per-transaction accounting. The
 /// TCP codec will make this exact; until then protocols estimate it.
 pub trait WireSize {
     fn wire_size(&self) -> usize;
+    /// A metrics-only message (e.g. NOCC's false-abort probe): the simulator
+    /// delivers it like any other but charges no CPU for it and leaves it
+    /// out of the traffic counters, so measuring does not disturb the run.
+    fn instrumentation(&self) -> bool {
+        false
+    }
 }

@@ -37,6 +37,13 @@ pub struct CoordinatorEnv {
     pub recovered: Vec<Bytes>,
 }
 
+/// Where a switch starts (see [`crate::topology::Role::Switch`]).
+pub struct SwitchEnv {
+    pub me: NodeId,
+    pub index: u32,
+    pub topology: Arc<Topology>,
+}
+
 /// The coordinator role: takes transaction attempts from the client host and
 /// reports each one's end with [`Ctx::done`].
 ///
@@ -56,4 +63,12 @@ pub trait Protocol: Sized + 'static {
 
     fn server(config: &Self::Config, env: ServerEnv) -> Self::Server;
     fn coordinator(config: &Self::Config, env: CoordinatorEnv) -> Self::Coordinator;
+
+    /// The switch role, for protocols that put a node on the path between a
+    /// rack of client hosts and the servers (NOCC). `None`: this protocol
+    /// has no switch, and a deployment with switches is refused.
+    fn switch(config: &Self::Config, env: SwitchEnv) -> Option<Box<dyn Node<Self::Msg>>> {
+        let _ = (config, env);
+        None
+    }
 }

@@ -47,6 +47,10 @@ pub struct RunOutput<M> {
     pub net: NetCounters,
     /// Events processed (all nodes).
     pub events: u64,
+    /// Per node (by [`NodeId`]), the CPU time its events cost, summed over
+    /// incarnations. Only the simulator models this; other runtimes leave
+    /// it empty.
+    pub busy: Vec<Time>,
     /// Time the run covered.
     pub elapsed: Time,
 }

@@ -25,6 +25,10 @@ pub enum Role {
     Server { shard: ShardId, replica: u32 },
     /// A client host running closed-loop clients and a coordinator.
     Client { host: u32 },
+    /// A node on the path between a rack of client hosts and the servers
+    /// (NOCC's top-of-rack switch). Only protocols with a switch role use
+    /// it; see [`Topology::with_switches`].
+    Switch { index: u32 },
 }
 
 #[derive(Clone, Debug)]
@@ -75,6 +79,34 @@ impl Topology {
             shards: groups,
             nodes,
         }
+    }
+
+    /// Add `n` switches; client host `h` sits in rack `h % n`, behind
+    /// switch `h % n`.
+    pub fn with_switches(mut self, n: u32) -> Self {
+        for index in 0..n {
+            let id = NodeId(self.nodes.len() as u32);
+            self.nodes.push(NodeInfo {
+                id,
+                role: Role::Switch { index },
+                site: 0,
+            });
+        }
+        self
+    }
+
+    /// The switch in front of node `n` (a client host), if there are switches.
+    pub fn switch_of(&self, n: NodeId) -> Option<NodeId> {
+        let Role::Client { host } = self.role(n) else {
+            return None;
+        };
+        let switches: Vec<NodeId> = self
+            .nodes
+            .iter()
+            .filter(|i| matches!(i.role, Role::Switch { .. }))
+            .map(|i| i.id)
+            .collect();
+        (!switches.is_empty()).then(|| switches[host as usize % switches.len()])
     }
 
     pub fn num_shards(&self) -> u32 {

@@ -134,6 +134,10 @@ pub enum AbortReason {
     Timeout,
     /// The procedure itself rolled back; not retried.
     User,
+    /// Read values were stale and the abort brought the current ones (NOCC's
+    /// corrections): the client retries at once, without backoff, since the
+    /// retry runs on fresh values.
+    Stale,
 }
 
 impl AbortReason {

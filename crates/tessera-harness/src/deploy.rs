@@ -7,12 +7,13 @@
 //! workers `s % W` and `h % W`, a client runs on the worker of its home
 //! shard: a single-partition transaction never crosses threads.
 
-use crate::spec::{BenchSpec, RuntimeKind};
+use crate::spec::{BenchSpec, RuntimeKind, SpecError};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use tessera_core::client::{ClientConfig, ClientHost, ClientReport};
 use tessera_core::ids::{NodeId, ShardId, Time, US};
 use tessera_core::node::Node;
-use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
+use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv, SwitchEnv};
 use tessera_core::runtime::{Deployment, NetCounters, NodeFactory, RunOutput};
 use tessera_core::storage::Store;
 use tessera_core::topology::{Role, Topology};
@@ -28,6 +29,10 @@ pub struct RawRun {
     pub elapsed: Time,
     pub client_config: ClientConfig,
     pub topology: Arc<Topology>,
+    /// Protocols' own counters, summed over nodes and incarnations.
+    pub counters: BTreeMap<&'static str, u64>,
+    /// CPU time of the server nodes (simulator only; 0 elsewhere).
+    pub server_busy: Time,
 }
 
 /// Number of worker threads for a `local` run.
@@ -48,7 +53,7 @@ pub fn topology(spec: &BenchSpec) -> Topology {
     }
     .min(spec.effective_clients())
     .max(1);
-    Topology::new(shards, 1, hosts)
+    Topology::new(shards, 1, hosts).with_switches(spec.switches.unwrap_or(0))
 }
 
 /// Client slots of host `h`.
@@ -80,7 +85,7 @@ pub fn deployment<P: Protocol>(
     config: &P::Config,
     spec: &BenchSpec,
     workload: Arc<dyn Workload>,
-) -> Deployment<P::Msg> {
+) -> anyhow::Result<Deployment<P::Msg>> {
     let topology = Arc::new(topology(spec));
     let hosts = topology.client_hosts().count() as u32;
     let ccfg = client_config(spec);
@@ -108,6 +113,24 @@ pub fn deployment<P: Protocol>(
                     )) as Box<dyn Node<P::Msg>>
                 }));
             }
+            Role::Switch { index } => {
+                let env = move |topology| SwitchEnv {
+                    me,
+                    index,
+                    topology,
+                };
+                if P::switch(&cfg, env(topo.clone())).is_none() {
+                    return Err(SpecError::Invalid {
+                        flag: "--switches",
+                        value: spec.switches.unwrap_or(0).to_string(),
+                        allowed: format!("0 for {}, which has no switch role", spec.protocol),
+                    }
+                    .into());
+                }
+                factories.push(Box::new(move |_restart| {
+                    P::switch(&cfg, env(topo.clone())).expect("checked when deploying")
+                }));
+            }
             Role::Client { host } => {
                 let slots = clients_of(spec, hosts, host);
                 let ccfg = ccfg.clone();
@@ -133,12 +156,12 @@ pub fn deployment<P: Protocol>(
             }
         }
     }
-    Deployment {
+    Ok(Deployment {
         topology,
         factories,
         seed: spec.seed,
         duration: spec.duration,
-    }
+    })
 }
 
 /// Run protocol `P` as `spec` says.
@@ -147,7 +170,7 @@ pub fn run_protocol<P: Protocol>(
     spec: &BenchSpec,
     workload: Arc<dyn Workload>,
 ) -> anyhow::Result<RawRun> {
-    let dep = deployment::<P>(config, spec, workload);
+    let dep = deployment::<P>(config, spec, workload)?;
     let topology = dep.topology.clone();
     let out: RunOutput<P::Msg> = match spec.runtime {
         RuntimeKind::Sim => tessera_sim::run(dep, &spec.sim)?,
@@ -167,6 +190,18 @@ pub fn run_protocol<P: Protocol>(
                 .unwrap_or_default()
         })
         .collect();
+    let mut counters = BTreeMap::new();
+    for r in &out.reports {
+        for (name, n) in &r.counters {
+            *counters.entry(*name).or_insert(0) += n;
+        }
+    }
+    let server_busy = topology
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.role, Role::Server { .. }))
+        .filter_map(|n| out.busy.get(n.id.0 as usize))
+        .sum();
     let clients = out.reports.into_iter().filter_map(|r| r.client).collect();
     Ok(RawRun {
         clients,
@@ -176,6 +211,8 @@ pub fn run_protocol<P: Protocol>(
         elapsed: out.elapsed,
         client_config: client_config(spec),
         topology,
+        counters,
+        server_busy,
     })
 }
 

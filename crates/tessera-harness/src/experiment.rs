@@ -5,7 +5,7 @@
 use crate::spec::{BenchSpec, RuntimeKind, WorkloadSpec};
 use crate::sweep::Vary;
 use tessera_core::ids::MS;
-use tessera_workloads::{MicroConfig, YcsbConfig};
+use tessera_workloads::{CounterConfig, MicroConfig, YcsbConfig};
 
 /// A named sweep.
 pub struct Experiment {
@@ -43,6 +43,25 @@ pub fn experiments() -> Vec<Experiment> {
     contention.cooldown = 100 * MS;
     contention.check = true;
 
+    // NOCC §4: one store, clients behind one switch, 1 s of virtual time.
+    let counter = |keys, write_ratio, clients| {
+        let mut s = BenchSpec::new(
+            RuntimeKind::Sim,
+            "",
+            WorkloadSpec::Counter(CounterConfig {
+                keys,
+                write_ratio,
+                zipf_theta: 0.0,
+            }),
+        );
+        s.clients = clients;
+        s.duration = 1_000 * MS;
+        s.warmup = 100 * MS;
+        s.cooldown = 50 * MS;
+        s.check = true;
+        s
+    };
+
     vec![
         Experiment {
             name: "compare",
@@ -67,6 +86,41 @@ pub fn experiments() -> Vec<Experiment> {
                 values: vec![0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
             },
             plot: &["throughput", "commit_rate", "p90"],
+        },
+        Experiment {
+            name: "nocc-clients",
+            description: "NOCC Figs. 1 and 3 on sim: one counter, write ratio 0.2, \
+                          1 → 40 clients; NOCC vs OCC (nocc-off); store aborts in `counters`",
+            protocols: &["nocc", "nocc-off"],
+            base: counter(1, 0.2, 1),
+            vary: Vary {
+                name: "clients".into(),
+                values: vec![1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 32.0, 40.0],
+            },
+            plot: &["throughput", "commit_rate", "p50"],
+        },
+        Experiment {
+            name: "nocc-write-ratio",
+            description: "NOCC Fig. 4a/c on sim: one counter, 8 clients, write ratio 0 → 1",
+            protocols: &["nocc", "nocc-off"],
+            base: counter(1, 0.2, 8),
+            vary: Vary {
+                name: "write-ratio".into(),
+                values: vec![0.0, 0.2, 0.4, 0.6, 0.8, 1.0],
+            },
+            plot: &["throughput", "commit_rate", "p50"],
+        },
+        Experiment {
+            name: "nocc-skew",
+            description: "NOCC Fig. 4b on sim: 10 counters chosen by zipf 0 → 1.2, \
+                          8 clients, write ratio 0.2",
+            protocols: &["nocc", "nocc-off"],
+            base: counter(10, 0.2, 8),
+            vary: Vary {
+                name: "zipf".into(),
+                values: vec![0.0, 0.4, 0.8, 1.0, 1.2],
+            },
+            plot: &["throughput", "commit_rate", "p50"],
         },
     ]
 }

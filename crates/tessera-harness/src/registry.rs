@@ -3,9 +3,11 @@
 
 use crate::deploy::{run_protocol, RawRun};
 use crate::spec::BenchSpec;
+use crate::spec::SpecError;
 use std::sync::Arc;
 use tessera_core::protocol::Protocol;
 use tessera_core::workload::Workload;
+use tessera_protocols::nocc::{Nocc, NoccConfig};
 use tessera_protocols::occ::{OccConfig, OccProtocol};
 use tessera_protocols::twopc::{Timeouts, TwoPcConfig};
 use tessera_protocols::twopl::{Policy, TwoPlConfig, TwoPlProtocol};
@@ -23,15 +25,41 @@ pub struct ProtocolEntry {
 }
 
 impl ProtocolEntry {
+    /// A protocol with a fixed configuration, which takes no knobs.
     fn new<P: Protocol>(name: &'static str, summary: &'static str, config: P::Config) -> Self
     where
         P::Config: Clone,
     {
+        Self::configured::<P>(name, summary, move |spec| {
+            if let Some(flag) = spec.knobs.set_flags().first() {
+                return Err(SpecError::Invalid {
+                    flag,
+                    value: name.into(),
+                    allowed: "protocols that have this knob (see --help)".into(),
+                });
+            }
+            Ok((config.clone(), spec.clone()))
+        })
+    }
+
+    /// A protocol whose configuration (and defaults, such as the number of
+    /// switches) `configure` derives from the run's spec.
+    fn configured<P: Protocol>(
+        name: &'static str,
+        summary: &'static str,
+        configure: impl Fn(&BenchSpec) -> Result<(P::Config, BenchSpec), SpecError>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
         ProtocolEntry {
             name,
             summary,
             hidden: false,
-            run: Box::new(move |spec, workload| run_protocol::<P>(&config, spec, workload)),
+            run: Box::new(move |spec, workload| {
+                let (config, spec) = configure(spec)?;
+                run_protocol::<P>(&config, &spec, workload)
+            }),
         }
     }
 
@@ -78,7 +106,77 @@ pub fn registry() -> Vec<ProtocolEntry> {
             occ(false),
         )
         .hidden(),
+        ProtocolEntry::configured::<Nocc>(
+            "nocc",
+            "NOCC: OCC by compares at one store, verified early by a switch per rack (NOCC §2)",
+            |spec| nocc(spec, true),
+        ),
+        ProtocolEntry::configured::<Nocc>(
+            "nocc-off",
+            "NOCC's store and clients with forwarding-only switches: the paper's OCC baseline",
+            |spec| nocc(spec, false),
+        ),
+        ProtocolEntry::configured::<Nocc>(
+            "nocc-unsafe",
+            "NOCC whose store does not check compares: broken on purpose, for checker tests",
+            |spec| {
+                let (mut config, spec) = nocc(spec, true)?;
+                config.validate = false;
+                Ok((config, spec))
+            },
+        )
+        .hidden(),
     ]
+}
+
+/// NOCC's configuration from the spec's knobs; one switch unless told.
+fn nocc(spec: &BenchSpec, verify: bool) -> Result<(NoccConfig, BenchSpec), SpecError> {
+    if spec.workload.shards() != 1 {
+        return Err(SpecError::Invalid {
+            flag: "--shards",
+            value: spec.workload.shards().to_string(),
+            allowed: "1: NOCC has a single store".into(),
+        });
+    }
+    let d = NoccConfig::default();
+    let k = &spec.knobs;
+    let positive = |flag: &'static str, v: Option<u64>, default: u64| match v {
+        Some(0) => Err(SpecError::Invalid {
+            flag,
+            value: "0".into(),
+            allowed: "1 or more".into(),
+        }),
+        Some(v) => Ok(v),
+        None => Ok(default),
+    };
+    let config = NoccConfig {
+        verify,
+        validate: true,
+        cache_keys: k.switch_cache.unwrap_or(d.cache_keys),
+        max_ops: positive(
+            "--switch-max-ops",
+            k.switch_max_ops.map(u64::from),
+            d.max_ops as u64,
+        )? as usize,
+        value_width: positive(
+            "--switch-value-width",
+            k.switch_value_width.map(u64::from),
+            d.value_width as u64,
+        )? as usize,
+        stages: positive(
+            "--switch-stages",
+            k.switch_stages.map(u64::from),
+            d.stages as u64,
+        )? as usize,
+        recirculation: k.recirculation_ns.unwrap_or(d.recirculation),
+        // False aborts are counted with probes the simulator does not charge
+        // for; elsewhere they would cost store CPU, so they stay off.
+        probe: spec.runtime == crate::spec::RuntimeKind::Sim,
+        retransmit: d.retransmit,
+    };
+    let mut spec = spec.clone();
+    spec.switches = Some(spec.switches.unwrap_or(1));
+    Ok((config, spec))
 }
 
 /// Names a user may pick.

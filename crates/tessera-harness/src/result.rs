@@ -35,6 +35,14 @@ pub struct ResultRow {
     /// Per transaction type: (name, committed per second, commit rate).
     #[serde(default)]
     pub by_type: Vec<TypeRow>,
+    /// Server CPU time per committed transaction, µs (simulator only: the
+    /// modelled per-event cost plus what nodes charged).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub server_cpu_us_per_txn: Option<f64>,
+    /// The protocol's own counters over the whole run (e.g. NOCC's aborts
+    /// at the switch and at the store).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty", default)]
+    pub counters: std::collections::BTreeMap<String, u64>,
     /// The swept parameter's name and value, when part of a sweep.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,

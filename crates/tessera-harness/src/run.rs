@@ -12,7 +12,7 @@ use tessera_core::history::History;
 use tessera_core::ids::MS;
 use tessera_core::stats::ClientStats;
 use tessera_core::workload::Workload;
-use tessera_workloads::{Micro, Ycsb};
+use tessera_workloads::{Counter, Micro, Ycsb};
 
 /// The result of one run.
 pub struct BenchOutcome {
@@ -28,6 +28,7 @@ pub fn workload(spec: &WorkloadSpec) -> anyhow::Result<Arc<dyn Workload>> {
     Ok(match spec {
         WorkloadSpec::Micro(c) => Arc::new(Micro::new(*c)?),
         WorkloadSpec::Ycsb(c) => Arc::new(Ycsb::new(*c)?),
+        WorkloadSpec::Counter(c) => Arc::new(Counter::new(*c)?),
     })
 }
 
@@ -113,6 +114,13 @@ fn row(spec: &BenchSpec, raw: &RawRun, s: &ClientStats, check: Option<&Report>) 
                 throughput_tps: per_s(c.committed),
                 commit_rate: rate(c.committed, c.attempts),
             })
+            .collect(),
+        server_cpu_us_per_txn: (raw.server_busy > 0 && s.run_committed > 0)
+            .then(|| raw.server_busy as f64 / 1e3 / s.run_committed as f64),
+        counters: raw
+            .counters
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
             .collect(),
         extra: serde_json::Map::new(),
     }

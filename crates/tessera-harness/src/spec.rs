@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use tessera_core::ids::{Time, MS};
 use tessera_sim::SimConfig;
-use tessera_workloads::{MicroConfig, YcsbConfig};
+use tessera_workloads::{CounterConfig, MicroConfig, YcsbConfig};
 use thiserror::Error;
 
 /// Which runtime drives the nodes.
@@ -43,15 +43,17 @@ impl RuntimeKind {
 pub enum WorkloadSpec {
     Micro(MicroConfig),
     Ycsb(YcsbConfig),
+    Counter(CounterConfig),
 }
 
 impl WorkloadSpec {
-    pub const NAMES: &'static [&'static str] = &["micro", "ycsb"];
+    pub const NAMES: &'static [&'static str] = &["micro", "ycsb", "counter"];
 
     pub fn name(&self) -> &'static str {
         match self {
             WorkloadSpec::Micro(_) => "micro",
             WorkloadSpec::Ycsb(_) => "ycsb",
+            WorkloadSpec::Counter(_) => "counter",
         }
     }
 
@@ -59,6 +61,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Micro(c) => c.shards,
             WorkloadSpec::Ycsb(c) => c.partitions,
+            WorkloadSpec::Counter(_) => 1,
         }
     }
 
@@ -66,6 +69,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Micro(c) => c.zipf_theta,
             WorkloadSpec::Ycsb(c) => c.zipf_theta,
+            WorkloadSpec::Counter(c) => c.zipf_theta,
         }
     }
 }
@@ -94,6 +98,49 @@ pub struct BenchSpec {
     pub workers: usize,
     /// Attempts per transaction before the client gives up (Janus §6.1: 20).
     pub max_attempts: u32,
+    /// Switch nodes between the client hosts and the servers (NOCC's
+    /// racks). `None`: the protocol's default (see the registry).
+    pub switches: Option<u32>,
+    /// Knobs of particular protocols, read by their registry entries.
+    pub knobs: Knobs,
+}
+
+/// Flags that only some protocols read. Each registry entry takes the ones
+/// it knows and refuses a run that sets one it does not, so a flag is never
+/// silently ignored.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Knobs {
+    /// NOCC: keys the switch's value cache holds.
+    pub switch_cache: Option<usize>,
+    /// NOCC: operations per transaction the switch can parse; larger
+    /// transactions pass unverified.
+    pub switch_max_ops: Option<u32>,
+    /// NOCC: bytes one register stage holds, and stages per value: a value
+    /// wider than their product cannot be cached.
+    pub switch_value_width: Option<u32>,
+    pub switch_stages: Option<u32>,
+    /// NOCC: switch time per operation of a transaction (recirculation), ns.
+    pub recirculation_ns: Option<u64>,
+}
+
+impl Knobs {
+    /// The flags that are set, by name.
+    pub fn set_flags(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        let flags: [(&'static str, bool); 5] = [
+            ("--switch-cache", self.switch_cache.is_some()),
+            ("--switch-max-ops", self.switch_max_ops.is_some()),
+            ("--switch-value-width", self.switch_value_width.is_some()),
+            ("--switch-stages", self.switch_stages.is_some()),
+            ("--recirculation-ns", self.recirculation_ns.is_some()),
+        ];
+        for (f, set) in flags {
+            if set {
+                v.push(f);
+            }
+        }
+        v
+    }
 }
 
 impl BenchSpec {
@@ -117,6 +164,8 @@ impl BenchSpec {
             sim: SimConfig::default(),
             workers: 0,
             max_attempts: 20,
+            switches: None,
+            knobs: Knobs::default(),
         }
     }
 
@@ -168,6 +217,7 @@ impl BenchSpec {
         let r = match &self.workload {
             WorkloadSpec::Micro(c) => c.validate(),
             WorkloadSpec::Ycsb(c) => c.validate(),
+            WorkloadSpec::Counter(c) => c.validate(),
         };
         r.map_err(|e| SpecError::Workload(e.to_string()))?;
         self.sim

@@ -18,6 +18,8 @@ pub const PARAMS: &[&str] = &[
     "shards",
     "multi-partition",
     "read-ratio",
+    "write-ratio",
+    "keys",
     "loss",
 ];
 
@@ -66,6 +68,9 @@ impl Vary {
         match (self.name.as_str(), &mut spec.workload) {
             ("zipf", WorkloadSpec::Micro(c)) => c.zipf_theta = v,
             ("zipf", WorkloadSpec::Ycsb(c)) => c.zipf_theta = v,
+            ("zipf", WorkloadSpec::Counter(c)) => c.zipf_theta = v,
+            ("write-ratio", WorkloadSpec::Counter(c)) => c.write_ratio = v,
+            ("keys", WorkloadSpec::Counter(c)) => c.keys = count(v)? as u64,
             ("clients", _) => spec.clients = count(v)?,
             ("shards", WorkloadSpec::Micro(c)) => c.shards = count(v)?,
             ("shards", WorkloadSpec::Ycsb(c)) => c.partitions = count(v)?,

@@ -145,7 +145,7 @@ impl LocalConfig {
 }
 
 /// Shard `s`'s servers on worker `s % workers`, client host `h` on worker
-/// `h % workers`. (With `workers == 0` everything goes to worker 0, which
+/// `h % workers`, switch `i` on worker `i % workers`. (With `workers == 0` everything goes to worker 0, which
 /// [`run`] then rejects.)
 pub fn default_placement(topology: &Topology, workers: usize) -> Vec<usize> {
     let w = workers.max(1);
@@ -155,6 +155,7 @@ pub fn default_placement(topology: &Topology, workers: usize) -> Vec<usize> {
         .map(|n| match n.role {
             Role::Server { shard, .. } => shard.0 as usize % w,
             Role::Client { host } => host as usize % w,
+            Role::Switch { index } => index as usize % w,
         })
         .collect()
 }
@@ -367,6 +368,7 @@ pub fn run<M: Send + WireSize + 'static>(
             .collect(),
         net,
         events,
+        busy: Vec::new(),
         elapsed,
     })
 }
@@ -668,6 +670,7 @@ impl<M: Send + WireSize + 'static> Worker<M> {
                     // No WAL yet: durable at once, completed in order.
                     self.queue.push_back(Event::Persisted { to: local, token });
                 }
+                Effect::Charge { .. } => {}
                 Effect::Done { txn, .. } => {
                     debug_assert!(
                         false,

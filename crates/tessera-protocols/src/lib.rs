@@ -14,6 +14,8 @@
 //! The harness's registry is the one place that maps protocol names to these
 //! types.
 
+pub mod nocc;
 pub mod occ;
+pub mod tombstones;
 pub mod twopc;
 pub mod twopl;

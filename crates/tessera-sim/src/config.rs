@@ -40,6 +40,9 @@ pub struct SimConfig {
     pub server_cpu: Time,
     /// CPU time a client host spends on one event.
     pub client_cpu: Time,
+    /// CPU cost of one event at a switch node (per packet; recirculation is
+    /// charged by the switch itself).
+    pub switch_cpu: Time,
     /// Latency of one flush of a node's log.
     pub fsync: Time,
     pub partitions: Vec<Partition>,
@@ -59,6 +62,7 @@ impl Default for SimConfig {
             reorder_delay: 500 * US,
             server_cpu: 5 * US,
             client_cpu: US,
+            switch_cpu: 100,
             fsync: 100 * US,
             partitions: Vec::new(),
             crashes: Vec::new(),

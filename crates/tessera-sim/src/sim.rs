@@ -64,12 +64,32 @@ struct Slot<M> {
     incarnation: u8,
     rng: SmallRng,
     busy_until: Time,
+    /// Fixed CPU cost of one event.
     cpu: Time,
+    /// CPU time spent so far, all incarnations.
+    busy_total: Time,
     site: u32,
     disk: Disk,
     /// Events that arrived while the CPU was busy, in arrival order.
     inbox: std::collections::VecDeque<Event<M>>,
     wake_scheduled: bool,
+}
+
+impl<M> Slot<M> {
+    /// The CPU time of the step that produced `effects` (the fixed cost
+    /// plus what the node charged), added to the node's total.
+    fn cost(&mut self, effects: &[Effect<M>]) -> Time {
+        let charged: Time = effects
+            .iter()
+            .map(|e| match e {
+                Effect::Charge { time } => *time,
+                _ => 0,
+            })
+            .sum();
+        let t = self.cpu + charged;
+        self.busy_total += t;
+        t
+    }
 }
 
 struct World<M> {
@@ -117,6 +137,7 @@ pub fn run<M: Clone + WireSize + 'static>(
         let cpu = match info.role {
             Role::Server { .. } => cfg.server_cpu,
             Role::Client { .. } => cfg.client_cpu,
+            Role::Switch { .. } => cfg.switch_cpu,
         };
         slots.push(Slot {
             node: None,
@@ -125,6 +146,7 @@ pub fn run<M: Clone + WireSize + 'static>(
             rng: SmallRng::seed_from_u64(node_seed(dep.seed, NodeId(i as u32), 0)),
             busy_until: 0,
             cpu,
+            busy_total: 0,
             site: info.site,
             disk: Disk::default(),
             inbox: std::collections::VecDeque::new(),
@@ -195,6 +217,7 @@ pub fn run<M: Clone + WireSize + 'static>(
         nodes,
         net: w.net,
         events: w.events,
+        busy: slots.iter().map(|s| s.busy_total).collect(),
         elapsed: now.max(dep.duration),
     })
 }
@@ -218,7 +241,7 @@ fn start_node<M: Clone + WireSize>(
         node.on_start(&mut ctx);
     }
     s.node = Some(node);
-    let done = at + s.cpu;
+    let done = at + s.cost(effects);
     s.busy_until = done;
     apply(w, slots, id, done, effects);
 }
@@ -296,6 +319,7 @@ fn handle<M: Clone + WireSize>(
         return;
     }
     w.events += 1;
+    let free = matches!(&ev.kind, Kind::Deliver { msg, .. } if msg.instrumentation());
     let node = s.node.as_mut().expect("checked above");
     {
         let mut ctx = Ctx::new(ev.at, id, &mut s.rng, effects);
@@ -309,7 +333,7 @@ fn handle<M: Clone + WireSize>(
             Kind::Crash { .. } | Kind::Restart | Kind::Wake => unreachable!("handled by step"),
         }
     }
-    let done = ev.at + s.cpu;
+    let done = if free { ev.at } else { ev.at + s.cost(effects) };
     s.busy_until = done;
     apply(w, slots, id, done, effects);
 }
@@ -326,8 +350,10 @@ fn apply<M: Clone + WireSize>(
     for e in effects.drain(..) {
         match e {
             Effect::Send { to, msg } => {
-                w.net.messages += 1;
-                w.net.bytes += msg.wire_size() as u64;
+                if !msg.instrumentation() {
+                    w.net.messages += 1;
+                    w.net.bytes += msg.wire_size() as u64;
+                }
                 let Some(dst) = slots.get(to.0 as usize) else {
                     tracing::warn!(from = id.0, to = to.0, "message to an unknown node dropped");
                     continue;
@@ -357,6 +383,7 @@ fn apply<M: Clone + WireSize>(
                 let at = slots[id.0 as usize].disk.schedule(t, fsync);
                 w.push(at, id, Some(inc), Kind::Persisted { token, record });
             }
+            Effect::Charge { .. } => {}
             Effect::Done { .. } => {
                 debug_assert!(false, "Done escaped a client host");
             }

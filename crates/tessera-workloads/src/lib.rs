@@ -6,19 +6,22 @@
 //! * [`ycsb`] — YCSB as COCO runs it (COCO §7.1.1): ten read or
 //!   read-modify-write operations per transaction, home partitions and a
 //!   multi-partition share.
+//! * [`counter`] — NOCC's single-counter reads and increments (NOCC §4).
 //!
-//! Both workloads implement [`tessera_core::workload::Workload`], put their
+//! The workloads implement [`tessera_core::workload::Workload`], put their
 //! rows in table 0 of each shard's store and make one immediate, input-free
 //! piece per shard a transaction touches. A key is
 //! [`Key::in_shard`]`(0, shard, rank)`: the shard in the top 24 bits of the
 //! row, the key's rank within its shard in the low 40 ([`key_shard`] and
 //! [`key_rank`] decode them), so keys are unique across shards.
 
+pub mod counter;
 pub mod error;
 pub mod micro;
 pub mod ycsb;
 pub mod zipf;
 
+pub use counter::{Counter, CounterConfig};
 pub use error::ConfigError;
 pub use micro::{IncrementTxn, Micro, MicroConfig, MicroGenerator};
 pub use ycsb::{Ycsb, YcsbConfig, YcsbGenerator, YcsbOp, YcsbTxn};

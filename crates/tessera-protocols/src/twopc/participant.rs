@@ -3,15 +3,14 @@
 //! It executes pieces against the shard's [`Store`] under a
 //! [`ConcurrencyControl`], buffers their writes until commit, and answers the
 //! coordinator. Live transactions have their state in one map; a finished
-//! transaction leaves a small tombstone (its outcome) in another until its
+//! transaction leaves a tombstone (its outcome) in [`Tombstones`] until its
 //! coordinator's floor passes it, so that duplicated or late messages are
-//! answered, never re-executed. (Tombstones kept for a fixed two seconds
-//! numbered ~800k at 400k txn/s: a 25 MB map whose inserts and removals were
-//! two cache misses per transaction.)
+//! answered, never re-executed.
 
 use super::cc::{Admit, ConcurrencyControl, Priority};
 use super::msg::{Execute, Msg, PieceReply};
 use super::Timeouts;
+use crate::tombstones::Tombstones;
 use std::collections::VecDeque;
 use tessera_core::ids::{Key, NodeId, Time, TimerId, TxnId, Version};
 use tessera_core::node::{Ctx, Node};
@@ -74,15 +73,10 @@ pub struct Participant<C> {
     store: Store,
     timeouts: Timeouts,
     txns: FastMap<TxnId, TxnState>,
-    /// Outcomes of finished transactions (tombstones) and when they ended, so
-    /// that duplicated or late messages are answered, never re-executed.
-    /// Kept apart from `txns` so that the periodic sweep visits live
-    /// transactions only.
-    ended: FastMap<TxnId, (Phase, Time)>,
-    /// Per coordinator incarnation (the id's upper half): its floor, below
-    /// which all of its transactions are over (see the module docs of
-    /// [`super`]).
-    floors: FastMap<u64, TxnId>,
+    /// Outcomes of finished transactions, so that duplicated or late
+    /// messages are answered, never re-executed. Kept apart from `txns` so
+    /// that the periodic sweep visits live transactions only.
+    ended: Tombstones<Phase>,
     /// Transactions granted locks by a release, to resume.
     granted: Vec<TxnId>,
     wounded: Vec<TxnId>,
@@ -92,13 +86,13 @@ const SWEEP: TimerId = TimerId(1);
 
 impl<C: ConcurrencyControl> Participant<C> {
     pub fn new(cc: C, timeouts: Timeouts, env: ServerEnv) -> Self {
+        let ended = Tombstones::new(timeouts.tombstone);
         Participant {
             cc,
             store: env.store,
             timeouts,
             txns: tessera_core::fast_map(),
-            ended: tessera_core::fast_map(),
-            floors: tessera_core::fast_map(),
+            ended,
             granted: Vec::new(),
             wounded: Vec::new(),
         }
@@ -118,12 +112,11 @@ impl<C: ConcurrencyControl> Participant<C> {
             inputs,
         } = req;
         let now = ctx.now();
-        let known = self.floors.entry(txn.0 >> 32).or_insert(floor);
-        *known = (*known).max(floor);
-        if txn < *known && !self.txns.contains_key(&txn) {
+        self.ended.raise_floor(floor);
+        if self.ended.below_floor(txn) && !self.txns.contains_key(&txn) {
             return; // stale: the coordinator is done with it
         }
-        match self.ended.get(&txn).map(|e| e.0) {
+        match self.ended.get(txn).copied() {
             Some(Phase::Aborted(reason)) => {
                 ctx.send(from, Msg::ExecuteFailed { txn, reason });
                 return;
@@ -246,7 +239,7 @@ impl<C: ConcurrencyControl> Participant<C> {
     fn finish(&mut self, now: Time, txn: TxnId) {
         if let Some(st) = self.txns.remove(&txn) {
             debug_assert!(matches!(st.phase, Phase::Committed | Phase::Aborted(_)));
-            self.ended.insert(txn, (st.phase, now));
+            self.ended.insert(txn, st.phase, now);
         }
     }
 
@@ -254,14 +247,14 @@ impl<C: ConcurrencyControl> Participant<C> {
     /// late Execute (overtaken by this message) does not run it.
     fn tombstone(&mut self, now: Time, txn: TxnId) {
         self.ended
-            .insert(txn, (Phase::Aborted(AbortReason::Timeout), now));
+            .insert(txn, Phase::Aborted(AbortReason::Timeout), now);
     }
 
     /// A lock or prepare round reached `txn`. `Err(answer)` when the
     /// transaction has ended here (yes iff committed), or never ran here: it
     /// is then tombstoned and the answer is no.
     fn round_reached(&mut self, now: Time, txn: TxnId) -> Result<(), bool> {
-        if let Some((p, _)) = self.ended.get(&txn) {
+        if let Some(p) = self.ended.get(txn) {
             return Err(*p == Phase::Committed);
         }
         match self.txns.get_mut(&txn) {
@@ -328,7 +321,7 @@ impl<C: ConcurrencyControl> Participant<C> {
     fn commit(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
         let now = ctx.now();
         let Some(st) = self.txns.get_mut(&txn) else {
-            if matches!(self.ended.get(&txn), Some((Phase::Aborted(_), _))) {
+            if matches!(self.ended.get(txn), Some(Phase::Aborted(_))) {
                 tracing::warn!(?txn, "commit for a transaction aborted here");
             }
             return;
@@ -348,11 +341,7 @@ impl<C: ConcurrencyControl> Participant<C> {
 
     fn sweep(&mut self, ctx: &mut Ctx<Msg>) {
         let now = ctx.now();
-        let (floors, keep) = (&self.floors, self.timeouts.tombstone);
-        self.ended.retain(|txn, (_, at)| {
-            let above_floor = floors.get(&(txn.0 >> 32)).is_none_or(|f| *txn >= *f);
-            above_floor && now - *at < keep
-        });
+        self.ended.sweep(now);
         let mut silent = Vec::new();
         let mut ask = Vec::new();
         for (txn, st) in self.txns.iter_mut() {
@@ -488,7 +477,7 @@ impl<C: ConcurrencyControl> Node<Msg> for Participant<C> {
                 // The coordinator decided: no need to tell it.
                 if self.txns.contains_key(&txn) {
                     self.abort_local(ctx, txn, AbortReason::Validation, false);
-                } else if !self.ended.contains_key(&txn) {
+                } else if !self.ended.contains(txn) {
                     self.tombstone(ctx.now(), txn);
                 }
                 self.resume_granted(ctx);
@@ -629,7 +618,7 @@ mod tests {
         // A duplicate while t1 is still the floor: answered from the
         // tombstone, not re-executed.
         assert!(h.deliver(execute(t1, t1)).is_empty());
-        assert!(h.p.ended.contains_key(&t1));
+        assert!(h.p.ended.contains(t1));
         assert!(!h.p.txns.contains_key(&t1));
 
         // t2 raises the floor past t1: the tombstone goes at the next
@@ -641,10 +630,7 @@ mod tests {
         let mut effects = Vec::new();
         let mut ctx = Ctx::new(h.now, NodeId(0), &mut h.rng, &mut effects);
         h.p.sweep(&mut ctx);
-        assert!(
-            !h.p.ended.contains_key(&t1),
-            "tombstone below the floor kept"
-        );
+        assert!(!h.p.ended.contains(t1), "tombstone below the floor kept");
         assert!(h.deliver(execute(t1, t1)).is_empty());
         assert!(!h.p.txns.contains_key(&t1), "stale Execute re-ran t1");
         assert_eq!(
@@ -659,7 +645,7 @@ mod tests {
         let t1 = TxnId::new(NodeId(1), 0, 1);
         h.deliver(execute(t1, t1));
         h.deliver(Msg::Abort { txn: t1 });
-        assert!(h.p.ended.contains_key(&t1));
+        assert!(h.p.ended.contains(t1));
         h.now = Timeouts::default().tombstone + 1;
         let mut effects = Vec::new();
         let mut ctx = Ctx::new(h.now, NodeId(0), &mut h.rng, &mut effects);
