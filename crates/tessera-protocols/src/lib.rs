@@ -11,9 +11,13 @@
 //!   prepare locks the write set and validates the reads, commit writes back
 //!   (Rococo §5.1; COCO §4).
 //!
+//! * [`paxos`] — Multi-Paxos, a replicated log per shard (Janus §5's layered
+//!   baselines), as a component other server roles embed.
+//!
 //! The harness's registry is the one place that maps protocol names to these
 //! types.
 
 pub mod occ;
+pub mod paxos;
 pub mod twopc;
 pub mod twopl;
