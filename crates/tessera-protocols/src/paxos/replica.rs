@@ -977,3 +977,7 @@ impl<C: Command> Replica<C> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "replica_tests.rs"]
+mod tests;
