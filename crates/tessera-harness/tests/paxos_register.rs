@@ -48,6 +48,7 @@ struct Op {
     target: usize,
     retry_at: Time,
     redirected_at: Time,
+    timeouts: u32,
 }
 
 /// A host of closed-loop register clients: each process issues one read or
@@ -96,6 +97,7 @@ impl KvClient {
             target: self.guess,
             retry_at: 0,
             redirected_at: 0,
+            timeouts: 0,
         });
         self.send(ctx, p);
     }
@@ -185,7 +187,10 @@ impl Node<KvMsg> for KvClient {
         for p in 0..self.procs.len() {
             if let Some(op) = &mut self.procs[p] {
                 if now >= op.retry_at {
-                    if now >= op.redirected_at + self.timeout {
+                    // The first timeout may be a lost message: ask the
+                    // same replica again; then try the next one.
+                    op.timeouts += 1;
+                    if op.timeouts % 2 == 0 && now >= op.redirected_at + self.timeout {
                         op.target = (op.target + 1) % n;
                     }
                     self.send(ctx, p);
@@ -324,7 +329,7 @@ fn run(s: &Setup) -> Run {
                         group: group.clone(),
                         keys,
                         stop_at,
-                        timeout: 20 * MS,
+                        timeout: 5 * MS,
                         procs: (0..procs).map(|_| None).collect(),
                         by_id: tessera_core::fast_map(),
                         guess: 0,
@@ -419,7 +424,7 @@ fn register_is_linearizable_and_converges_under_faults() {
         None => (0..seeds()).collect(),
     };
     let started = Instant::now();
-    let (mut ops, mut crashes) = (0, 0);
+    let (mut ops, mut crashes, mut learns, mut snapshots) = (0, 0, 0, 0);
     for &seed in &list {
         let mut s = Setup::new(seed);
         // One seed in four runs a group of five (two faults at a time).
@@ -435,6 +440,19 @@ fn register_is_linearizable_and_converges_under_faults() {
         crashes += s.sim.crashes.len();
         let o = run(&s);
         let what = format!("seed {seed} (replay: PAXOS_SEED={seed} cargo test -p tessera-harness --test paxos_register register_is)");
+        if only.is_some() {
+            eprintln!("{:#?}", s.sim);
+            let mut buckets = vec![0; 20];
+            for t in o
+                .history
+                .txns
+                .iter()
+                .filter(|t| t.outcome == Outcome::Committed)
+            {
+                buckets[(t.end / (50 * MS)) as usize] += 1;
+            }
+            eprintln!("completions per 50 ms: {buckets:?}");
+        }
         let n = assert_linearizable(&o, &what);
         assert!(n > 100, "{what}: only {n} operations completed");
         assert!(
@@ -443,10 +461,19 @@ fn register_is_linearizable_and_converges_under_faults() {
         );
         assert_converged(&o, &servers(&o.topology), &what);
         ops += n;
+        for c in &o.counters {
+            learns += c.learns.load(Ordering::Relaxed);
+            snapshots += c.snapshots.load(Ordering::Relaxed);
+        }
     }
     assert!(crashes > 0, "the plans crashed nobody");
+    if list.len() >= 20 {
+        assert!(learns > 0, "no replica ever caught up through Learn");
+        assert!(snapshots > 0, "no replica ever installed a snapshot");
+    }
     eprintln!(
-        "paxos register: {} seeds, {ops} operations, {:.1} ms per seed",
+        "paxos register: {} seeds, {ops} operations, {crashes} crashes, {learns} Learn and \
+         {snapshots} InstallSnapshot messages received, {:.1} ms per seed",
         list.len(),
         started.elapsed().as_secs_f64() * 1e3 / list.len() as f64
     );

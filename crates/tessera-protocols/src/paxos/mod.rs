@@ -96,16 +96,18 @@ pub struct PaxosConfig {
     pub snapshot_every: u64,
     /// Most slots in one Learn message.
     pub max_learn: usize,
-    /// Top byte of this replica's timer ids and persist tokens.
+    /// Top byte of this replica's timer ids and persist tokens; keep it
+    /// below 0x80 inside a coordinator (the client host owns ids with the
+    /// top bit set) and apart from the embedder's own ids.
     pub id_space: u8,
 }
 
 impl Default for PaxosConfig {
     fn default() -> Self {
         PaxosConfig {
-            heartbeat: 5 * MS,
-            election_timeout: 30 * MS,
-            retransmit: 10 * MS,
+            heartbeat: 2 * MS,
+            election_timeout: 20 * MS,
+            retransmit: 4 * MS,
             max_batch: 256,
             pipeline: 1,
             snapshot_every: 1000,

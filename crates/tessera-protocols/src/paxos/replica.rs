@@ -102,6 +102,10 @@ impl<C: Command> Replica<C> {
     /// A replica of `group` (which must contain `me`, at most 64 members),
     /// rebuilt from this node's durable `records` (empty at first start).
     /// A recovered snapshot comes out first as [`Output::Restore`].
+    ///
+    /// # Panics
+    /// If `me` is not in `group` or the group has more than 64 replicas
+    /// (the embedder's bug: groups come from the topology).
     pub fn new(cfg: PaxosConfig, me: NodeId, group: Vec<NodeId>, records: &[Bytes]) -> Self {
         assert!(group.contains(&me), "paxos: {me:?} is not in its group");
         assert!(group.len() <= 64, "paxos: groups of at most 64 replicas");
