@@ -117,6 +117,22 @@ impl Default for PaxosConfig {
     }
 }
 
+impl PaxosConfig {
+    /// The defaults, with timeouts scaled to a group whose slowest round
+    /// trip between replicas is `rtt` (the defaults suit one data center;
+    /// Janus' three regions need `rtt` = 243 ms): retransmit after two round
+    /// trips, heartbeat every half, stand for election after ten.
+    pub fn for_round_trip(rtt: Time) -> Self {
+        let d = PaxosConfig::default();
+        PaxosConfig {
+            heartbeat: d.heartbeat.max(rtt / 2),
+            retransmit: d.retransmit.max(2 * rtt),
+            election_timeout: d.election_timeout.max(10 * rtt),
+            ..d
+        }
+    }
+}
+
 /// What the replica hands its embedder, in order.
 #[derive(Debug)]
 pub enum Output<C> {

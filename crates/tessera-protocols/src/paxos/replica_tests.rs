@@ -281,3 +281,12 @@ fn a_stale_leader_steps_down_on_a_nack() {
     assert!(!net.leading[0] && net.leading[1]);
     assert!(net.propose(0, cmd(3)).is_err());
 }
+
+#[test]
+fn timeouts_scale_with_the_round_trip() {
+    let lan = PaxosConfig::for_round_trip(MS / 10);
+    assert_eq!(lan.retransmit, PaxosConfig::default().retransmit);
+    let geo = PaxosConfig::for_round_trip(243 * MS);
+    assert!(geo.retransmit > 243 * MS && geo.election_timeout > 4 * geo.retransmit);
+    assert!(geo.heartbeat < geo.election_timeout / 4);
+}
