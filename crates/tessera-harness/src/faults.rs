@@ -4,10 +4,13 @@
 //! partition between a client host and a server, and a crash of a client
 //! host (its coordinator with it) that restarts later — the faults the
 //! foundation protocols must survive. Server crashes come with the
-//! protocols that log enough to recover (Rococo, Janus, COCO, WAL issue).
+//! protocols that log enough to recover (Rococo, Janus, COCO, WAL issue):
+//! [`replica_plan`] crashes and isolates server replicas, leaders
+//! included, never more than a minority of a shard at a time.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use tessera_core::ids::NodeId;
 use tessera_core::ids::{Time, MS};
 use tessera_core::topology::{Role, Topology};
 use tessera_sim::{Crash, Partition, SimConfig};
@@ -48,4 +51,126 @@ pub fn random_plan(seed: u64, topology: &Topology, duration: Time) -> SimConfig 
         });
     }
     cfg
+}
+
+/// A fault plan for replicated shards, drawn from `seed`, whose faults all
+/// end by `until`: loss, duplication and reordering all run long; each
+/// shard's replicas crash (and restart) or are cut off from every other
+/// node, one after another, at most `(r - 1) / 2` of a shard at a time,
+/// the initial leader among the first; and a client
+/// host is cut off from a server for a while.
+pub fn replica_plan(seed: u64, topology: &Topology, until: Time) -> SimConfig {
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x5EED_0FA7);
+    let mut cfg = SimConfig {
+        loss: rng.random_range(0.0..0.02),
+        duplicate: rng.random_range(0.0..0.02),
+        reorder: rng.random_range(0.0..0.1),
+        ..SimConfig::default()
+    };
+    let all: Vec<NodeId> = topology.nodes.iter().map(|n| n.id).collect();
+    for group in &topology.shards {
+        let r = group.replicas.len();
+        let lanes = (r - 1) / 2;
+        // Lane `l` owns the replicas `l, l + lanes, ...`, so lanes never
+        // fault the same replica and at most `lanes` are down at once.
+        for lane in 0..lanes {
+            let mine: Vec<NodeId> = group
+                .replicas
+                .iter()
+                .copied()
+                .skip(lane)
+                .step_by(lanes)
+                .collect();
+            let mut t = until / 10;
+            let mut first = true;
+            loop {
+                let from = t + rng.random_range(5 * MS..40 * MS);
+                let len = rng.random_range(5 * MS..80 * MS);
+                if from + len > until {
+                    break;
+                }
+                let node = if first {
+                    mine[0]
+                } else {
+                    mine[rng.random_range(0..mine.len())]
+                };
+                first = false;
+                if rng.random_bool(0.6) {
+                    cfg.crashes.push(Crash {
+                        node,
+                        at: from,
+                        restart_after: Some(len),
+                    });
+                } else {
+                    cfg.partitions.push(Partition {
+                        from,
+                        until: from + len,
+                        a: vec![node],
+                        b: all.iter().copied().filter(|&n| n != node).collect(),
+                    });
+                }
+                t = from + len;
+            }
+        }
+    }
+    let servers: Vec<NodeId> = topology
+        .shards
+        .iter()
+        .flat_map(|g| g.replicas.iter().copied())
+        .collect();
+    let clients: Vec<NodeId> = topology.client_hosts().map(|n| n.id).collect();
+    if !clients.is_empty() && !servers.is_empty() {
+        let from = rng.random_range(until / 10..until / 2);
+        cfg.partitions.push(Partition {
+            from,
+            until: from + rng.random_range(5 * MS..50 * MS),
+            a: vec![clients[rng.random_range(0..clients.len())]],
+            b: vec![servers[rng.random_range(0..servers.len())]],
+        });
+    }
+    cfg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replica_faults_hit_a_minority_of_each_shard_at_a_time() {
+        for replicas in [3, 5] {
+            let topo = Topology::new(2, replicas, 2);
+            let until = 500 * MS;
+            for seed in 0..50 {
+                let cfg = replica_plan(seed, &topo, until);
+                let mut windows: Vec<(NodeId, Time, Time)> = cfg
+                    .crashes
+                    .iter()
+                    .map(|c| (c.node, c.at, c.at + c.restart_after.unwrap()))
+                    .collect();
+                windows.extend(
+                    cfg.partitions
+                        .iter()
+                        .filter(|p| p.a.len() == 1 && p.b.len() > 1)
+                        .map(|p| (p.a[0], p.from, p.until)),
+                );
+                assert!(windows.iter().all(|w| w.2 <= until));
+                for g in &topo.shards {
+                    for &(_, at, _) in &windows {
+                        let down = windows
+                            .iter()
+                            .filter(|w| g.replicas.contains(&w.0) && w.1 <= at && at < w.2)
+                            .count();
+                        assert!(
+                            down <= (replicas as usize - 1) / 2,
+                            "seed {seed}: {down} down"
+                        );
+                    }
+                    assert!(
+                        windows.iter().any(|w| w.0 == g.leader()),
+                        "seed {seed}: the leader is never faulted"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -10,12 +10,19 @@
 //! * [`occ`] — optimistic concurrency control: execute returning versions,
 //!   prepare locks the write set and validates the reads, commit writes back
 //!   (Rococo §5.1; COCO §4).
+//! * [`nocc`] — NOCC: OCC by compares at one store, with a switch per rack
+//!   that aborts doomed transactions early.
+//! * [`paxos`] — Multi-Paxos, a replicated log per shard (Janus §5's layered
+//!   baselines), as a component other server roles embed.
+//! * [`tombstones`] — remembering finished transactions until their
+//!   coordinator's floor passes them.
 //!
 //! The harness's registry is the one place that maps protocol names to these
 //! types.
 
 pub mod nocc;
 pub mod occ;
+pub mod paxos;
 pub mod tombstones;
 pub mod twopc;
 pub mod twopl;
