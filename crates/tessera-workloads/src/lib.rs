@@ -6,8 +6,11 @@
 //! * [`ycsb`] — YCSB as COCO runs it (COCO §7.1.1): ten read or
 //!   read-modify-write operations per transaction, home partitions and a
 //!   multi-partition share.
+//! * [`tpcc`] — TPC-C, all five transactions, three partitioning schemes
+//!   and the clause-3.3.2 consistency checks (its own key layout: see
+//!   [`tpcc::keys`]).
 //!
-//! Both workloads implement [`tessera_core::workload::Workload`], put their
+//! micro and YCSB implement [`tessera_core::workload::Workload`], put their
 //! rows in table 0 of each shard's store and make one immediate, input-free
 //! piece per shard a transaction touches. A key is
 //! [`Key::in_shard`]`(0, shard, rank)`: the shard in the top 24 bits of the
@@ -16,11 +19,13 @@
 
 pub mod error;
 pub mod micro;
+pub mod tpcc;
 pub mod ycsb;
 pub mod zipf;
 
 pub use error::ConfigError;
 pub use micro::{IncrementTxn, Micro, MicroConfig, MicroGenerator};
+pub use tpcc::{Tpcc, TpccConfig};
 pub use ycsb::{Ycsb, YcsbConfig, YcsbGenerator, YcsbOp, YcsbTxn};
 pub use zipf::Zipf;
 
