@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use tessera_core::ids::{Time, MS};
 use tessera_sim::SimConfig;
-use tessera_workloads::{MicroConfig, YcsbConfig};
+use tessera_workloads::{MicroConfig, TpccConfig, YcsbConfig};
 use thiserror::Error;
 
 /// Which runtime drives the nodes.
@@ -43,15 +43,17 @@ impl RuntimeKind {
 pub enum WorkloadSpec {
     Micro(MicroConfig),
     Ycsb(YcsbConfig),
+    Tpcc(TpccConfig),
 }
 
 impl WorkloadSpec {
-    pub const NAMES: &'static [&'static str] = &["micro", "ycsb"];
+    pub const NAMES: &'static [&'static str] = &["micro", "ycsb", "tpcc"];
 
     pub fn name(&self) -> &'static str {
         match self {
             WorkloadSpec::Micro(_) => "micro",
             WorkloadSpec::Ycsb(_) => "ycsb",
+            WorkloadSpec::Tpcc(_) => "tpcc",
         }
     }
 
@@ -59,13 +61,16 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Micro(c) => c.shards,
             WorkloadSpec::Ycsb(c) => c.partitions,
+            WorkloadSpec::Tpcc(c) => c.shard_count(),
         }
     }
 
+    /// The key-choice skew (0 for TPC-C, whose skew is NURand's).
     pub fn zipf(&self) -> f64 {
         match self {
             WorkloadSpec::Micro(c) => c.zipf_theta,
             WorkloadSpec::Ycsb(c) => c.zipf_theta,
+            WorkloadSpec::Tpcc(_) => 0.0,
         }
     }
 }
@@ -168,6 +173,7 @@ impl BenchSpec {
         let r = match &self.workload {
             WorkloadSpec::Micro(c) => c.validate(),
             WorkloadSpec::Ycsb(c) => c.validate(),
+            WorkloadSpec::Tpcc(c) => c.validate(),
         };
         r.map_err(|e| SpecError::Workload(e.to_string()))?;
         self.sim

@@ -457,20 +457,6 @@ impl Tpcc {
             clock: populate::LOAD_DATE,
         }
     }
-
-    /// Bytes the loaded database takes per warehouse: over every shard's
-    /// freshly loaded store (replicated tables counted on every shard),
-    /// divided by the warehouse count. See [`Store::approx_bytes`].
-    pub fn bytes_per_warehouse(&self) -> u64 {
-        let total: usize = (0..self.layout.shards)
-            .map(|s| {
-                let mut store = Store::new();
-                self.load(ShardId(s), &mut store);
-                store.approx_bytes()
-            })
-            .sum();
-        total as u64 / u64::from(self.cfg.warehouses)
-    }
 }
 
 impl Workload for Tpcc {

@@ -560,12 +560,3 @@ fn static_specs_list_placeholders_of_the_right_tables() {
         }
     }
 }
-
-#[test]
-fn bytes_per_warehouse_is_reported_from_a_fresh_load() {
-    let cfg = small(Partition::Warehouse, 2, 2);
-    let t = Tpcc::new(cfg).unwrap();
-    let b = t.bytes_per_warehouse();
-    // 30 × 4 customers of ~650 bytes at least.
-    assert!(b > 120 * 600, "{b}");
-}
