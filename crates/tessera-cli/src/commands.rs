@@ -14,30 +14,92 @@ use tessera_harness::sweep::{sweep as run_sweep, Vary};
 use tessera_harness::{
     run_bench, BenchOutcome, BenchSpec, ResultRow, RuntimeKind, SpecError, WorkloadSpec,
 };
-use tessera_workloads::{CounterConfig, MicroConfig, YcsbConfig};
+use tessera_workloads::tpcc::{Mix, Partition, RemoteNewOrder};
+use tessera_workloads::{CounterConfig, MicroConfig, TpccConfig, YcsbConfig};
 
 type Result<T> = std::result::Result<T, Failure>;
+
+/// Reject flags set for a workload they do not apply to.
+fn not_for(workload: &str, flags: &[(&str, bool)], applies_to: &str) -> Result<()> {
+    match flags.iter().find(|(_, set)| *set) {
+        Some((flag, _)) => Err(Failure::Usage(format!(
+            "{flag} applies to --workload {applies_to}, not {workload}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The TPC-C flags that are set.
+fn tpcc_flags(a: &RunArgs) -> [(&'static str, bool); 8] {
+    [
+        ("--warehouses", a.warehouses.is_some()),
+        ("--districts", a.districts.is_some()),
+        ("--customers", a.customers.is_some()),
+        ("--items", a.items.is_some()),
+        ("--mix", a.mix.is_some()),
+        ("--partition", a.partition.is_some()),
+        ("--remote-neworder", a.remote_neworder.is_some()),
+        ("--remote-payment", a.remote_payment.is_some()),
+    ]
+}
+
+/// TPC-C's configuration from the flags: the scheme's defaults (the
+/// specification's scale; NOCC's tiny one), then the flags.
+fn tpcc_of(a: &RunArgs) -> Result<TpccConfig> {
+    let partition = match a.partition.as_deref() {
+        None => Partition::Warehouse,
+        Some(p) => Partition::parse(p).ok_or_else(|| SpecError::Invalid {
+            flag: "--partition",
+            value: p.to_string(),
+            allowed: Partition::NAMES.join(", "),
+        })?,
+    };
+    let mut c = match partition {
+        Partition::Tiny => TpccConfig::tiny(),
+        _ => TpccConfig {
+            partition,
+            ..TpccConfig::spec(a.warehouses.unwrap_or(1))
+        },
+    };
+    c.warehouses = a.warehouses.unwrap_or(c.warehouses);
+    c.districts = a.districts.unwrap_or(c.districts);
+    c.customers = a.customers.unwrap_or(c.customers);
+    c.items = a.items.unwrap_or(c.items);
+    c.shards = a.shards.unwrap_or(c.shards);
+    if let Some(m) = &a.mix {
+        c.mix = Mix::parse(m)?;
+    }
+    if let Some(r) = &a.remote_neworder {
+        c.remote_neworder = RemoteNewOrder::parse(r).ok_or_else(|| SpecError::Invalid {
+            flag: "--remote-neworder",
+            value: r.clone(),
+            allowed: "a percentage of NewOrders (e.g. 10), or PCT/line (e.g. 1/line)".into(),
+        })?;
+    }
+    c.remote_payment = a.remote_payment.unwrap_or(c.remote_payment);
+    Ok(c)
+}
 
 /// The spec that `RunArgs` describe (protocol left empty).
 fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     let runtime = RuntimeKind::parse(&a.runtime)?;
+    let tpcc_set = tpcc_flags(a);
     let workload = match a.workload.as_str() {
         "micro" => {
             let mut c = MicroConfig::default();
             c.shards = a.shards.unwrap_or(c.shards);
             c.keys_per_shard = a.keys.unwrap_or(c.keys_per_shard);
             c.zipf_theta = a.zipf.unwrap_or(c.zipf_theta);
-            for (flag, set) in [
-                ("--ops", a.ops.is_some()),
-                ("--read-ratio", a.read_ratio.is_some()),
-                ("--multi-partition", a.multi_partition.is_some()),
-            ] {
-                if set {
-                    return Err(Failure::Usage(format!(
-                        "{flag} applies to --workload ycsb, not micro"
-                    )));
-                }
-            }
+            not_for(
+                "micro",
+                &[
+                    ("--ops", a.ops.is_some()),
+                    ("--read-ratio", a.read_ratio.is_some()),
+                    ("--multi-partition", a.multi_partition.is_some()),
+                ],
+                "ycsb",
+            )?;
+            not_for("micro", &tpcc_set, "tpcc")?;
             WorkloadSpec::Micro(c)
         }
         "ycsb" => {
@@ -51,6 +113,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
             c.ops_per_txn = a.ops.unwrap_or(c.ops_per_txn);
             c.read_ratio = a.read_ratio.unwrap_or(c.read_ratio);
             c.multi_partition = a.multi_partition.unwrap_or(c.multi_partition);
+            not_for("ycsb", &tpcc_set, "tpcc")?;
             WorkloadSpec::Ycsb(c)
         }
         "counter" => {
@@ -71,6 +134,20 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
                 }
             }
             WorkloadSpec::Counter(c)
+        }
+        "tpcc" => {
+            not_for(
+                "tpcc",
+                &[
+                    ("--zipf", a.zipf.is_some()),
+                    ("--keys", a.keys.is_some()),
+                    ("--ops", a.ops.is_some()),
+                    ("--read-ratio", a.read_ratio.is_some()),
+                    ("--multi-partition", a.multi_partition.is_some()),
+                ],
+                "micro or ycsb",
+            )?;
+            WorkloadSpec::Tpcc(tpcc_of(a)?)
         }
         other => {
             return Err(SpecError::Invalid {
@@ -217,22 +294,45 @@ fn run_one(spec: &BenchSpec) -> Result<BenchOutcome> {
             eprintln!("{}: isolation check FAILED: {r}", spec.protocol);
         }
     }
+    if let Some(v) = out.consistency.as_ref().filter(|v| !v.is_empty()) {
+        eprintln!(
+            "{}: consistency check FAILED ({} shown):",
+            spec.protocol,
+            v.len()
+        );
+        for line in v {
+            eprintln!("  {line}");
+        }
+    }
     Ok(out)
 }
 
 fn finish(rows: &[ResultRow]) -> Result<()> {
-    let failed: Vec<_> = rows
-        .iter()
-        .filter(|r| r.check == "fail")
-        .map(|r| r.protocol.as_str())
-        .collect();
-    if failed.is_empty() {
+    let failed = |what: fn(&ResultRow) -> bool| -> Vec<&str> {
+        rows.iter()
+            .filter(|r| what(r))
+            .map(|r| r.protocol.as_str())
+            .collect()
+    };
+    let isolation = failed(|r| r.check == "fail");
+    let consistency = failed(|r| r.tpcc_consistency == "fail");
+    let mut msgs = Vec::new();
+    if !isolation.is_empty() {
+        msgs.push(format!(
+            "isolation check failed for: {}",
+            isolation.join(", ")
+        ));
+    }
+    if !consistency.is_empty() {
+        msgs.push(format!(
+            "TPC-C consistency check failed for: {}",
+            consistency.join(", ")
+        ));
+    }
+    if msgs.is_empty() {
         Ok(())
     } else {
-        Err(Failure::Run(anyhow::anyhow!(
-            "isolation check failed for: {}",
-            failed.join(", ")
-        )))
+        Err(Failure::Run(anyhow::anyhow!(msgs.join("; "))))
     }
 }
 
@@ -386,6 +486,14 @@ pub fn default_comparison() -> Result<()> {
         ops: None,
         read_ratio: None,
         multi_partition: None,
+        warehouses: None,
+        districts: None,
+        customers: None,
+        items: None,
+        mix: None,
+        partition: None,
+        remote_neworder: None,
+        remote_payment: None,
         check: false,
         history: None,
         out: None,

@@ -85,10 +85,11 @@ pub struct RunArgs {
     /// Protocols, comma-separated (see `tessera protocols`).
     #[arg(long, value_delimiter = ',', default_value = "2pl-ww,2pl-nowait,occ")]
     protocol: Vec<String>,
-    /// micro (Janus: 3 counters on 3 shards), ycsb (COCO's YCSB) or counter (NOCC's counters).
+    /// micro (Janus: 3 counters on 3 shards), ycsb (COCO's YCSB), tpcc, or counter (NOCC's counters).
     #[arg(long, default_value = "ycsb")]
     workload: String,
-    /// Shards (micro: default 3; ycsb: partitions, default 2).
+    /// Shards (micro: default 3; ycsb: partitions, default 2; tpcc: one per
+    /// warehouse, or 2 with --partition district).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     shards: Option<u32>,
     /// Closed-loop clients in total (default: 8 per shard on local, 32 on sim).
@@ -120,7 +121,38 @@ pub struct RunArgs {
     /// YCSB: share of multi-partition transactions (default 0).
     #[arg(long, value_parser = parse_ratio, allow_negative_numbers = true)]
     multi_partition: Option<f64>,
-    /// Record the history and check strict serializability.
+    /// TPC-C: warehouses (default 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    warehouses: Option<u32>,
+    /// TPC-C: districts per warehouse (default 10).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    districts: Option<u32>,
+    /// TPC-C: customers per district (default 3000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    customers: Option<u32>,
+    /// TPC-C: items (default 100000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    items: Option<u32>,
+    /// TPC-C: transaction weights, e.g.
+    /// neworder=45,payment=43,orderstatus=4,delivery=4,stocklevel=4 (unnamed: 0).
+    #[arg(long)]
+    mix: Option<String>,
+    /// TPC-C: warehouse (Janus, COCO), district (Rococo §5.4: one warehouse
+    /// split by district and item) or tiny (NOCC §4: 1 warehouse, 2
+    /// districts, 10 customers, 10 items, Payment only).
+    #[arg(long)]
+    partition: Option<String>,
+    /// TPC-C: percent of NewOrders with a line from another warehouse
+    /// (COCO: 10), or PCT/line per order line (the spec: 1/line, the
+    /// default with several warehouses).
+    #[arg(long, allow_negative_numbers = true)]
+    remote_neworder: Option<String>,
+    /// TPC-C: percent of Payments for another warehouse's customer (default
+    /// 15 with several warehouses).
+    #[arg(long, allow_negative_numbers = true)]
+    remote_payment: Option<f64>,
+    /// Record the history and check strict serializability (and, for
+    /// TPC-C, the consistency conditions of clause 3.3.2).
     #[arg(long)]
     check: bool,
     /// Write the history as Elle rw-register JSON lines (one file per protocol).

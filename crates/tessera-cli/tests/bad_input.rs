@@ -80,6 +80,77 @@ fn sim_only_flags_need_sim() {
 }
 
 #[test]
+fn tpcc_knobs_are_checked() {
+    let t = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut v = vec!["bench", "--workload", "tpcc"];
+        v.extend_from_slice(extra);
+        v
+    };
+    rejects(&t(&["--partition", "shelf"]), "--partition");
+    rejects(&t(&["--partition", "shelf"]), "district");
+    rejects(&t(&["--remote-payment", "15"]), "--remote-payment");
+    rejects(&t(&["--remote-neworder", "10"]), "--warehouses");
+    rejects(
+        &t(&["--warehouses", "2", "--remote-neworder", "ten"]),
+        "--remote-neworder",
+    );
+    rejects(
+        &t(&["--warehouses", "2", "--remote-payment", "150"]),
+        "--remote-payment",
+    );
+    rejects(&t(&["--items", "0"]), "--items");
+    rejects(&t(&["--warehouses", "0"]), "--warehouses");
+    rejects(&t(&["--mix", "neworder=45,refund=5"]), "--mix");
+    rejects(&t(&["--mix", "neworder=0"]), "--mix");
+    rejects(&t(&["--partition", "tiny", "--shards", "2"]), "--shards");
+    rejects(&t(&["--zipf", "0.5"]), "--zipf");
+    rejects(
+        &["bench", "--workload", "ycsb", "--warehouses", "2"],
+        "--warehouses",
+    );
+}
+
+#[test]
+fn a_short_tpcc_sim_bench_passes_both_checks() {
+    let dir = std::env::temp_dir().join(format!("tessera-cli-tpcc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("rows.jsonl");
+    let (code, err) = run(&[
+        "bench",
+        "--runtime",
+        "sim",
+        "--workload",
+        "tpcc",
+        "--warehouses",
+        "2",
+        "--districts",
+        "4",
+        "--customers",
+        "30",
+        "--items",
+        "200",
+        "--clients",
+        "8",
+        "--duration",
+        "200ms",
+        "--protocol",
+        "occ",
+        "--check",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let row: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(row["check"], "pass");
+    assert_eq!(row["tpcc_consistency"], "pass");
+    assert!(row["neworder_tps"].as_f64().unwrap() > 0.0);
+    assert!(row["bytes_per_warehouse"].as_u64().unwrap() > 0);
+    assert_eq!(row["by_type"].as_array().unwrap().len(), 5);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn a_short_sim_bench_writes_a_row_and_passes_the_check() {
     let dir = std::env::temp_dir().join(format!("tessera-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -30,4 +30,12 @@ pub trait Workload: Send + Sync {
     /// shard gets the same data).
     fn load(&self, shard: ShardId, store: &mut Store);
     fn generator(&self, client: ClientSlot) -> Box<dyn TxnGenerator>;
+    /// The workload's own invariants over every shard's final store (indexed
+    /// by shard), e.g. TPC-C's consistency conditions (clause 3.3.2): the
+    /// violations found, or `None` when the workload defines none. Meaningful
+    /// only on quiescent stores (no transaction half-committed).
+    fn check_consistency(&self, stores: &[Store]) -> Option<Vec<String>> {
+        let _ = stores;
+        None
+    }
 }

@@ -9,6 +9,7 @@
 
 use crate::spec::{BenchSpec, RuntimeKind, SpecError};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tessera_core::client::{ClientConfig, ClientHost, ClientReport};
 use tessera_core::ids::{NodeId, ShardId, Time, US};
@@ -33,7 +34,15 @@ pub struct RawRun {
     pub counters: BTreeMap<&'static str, u64>,
     /// CPU time of the server nodes (simulator only; 0 elsewhere).
     pub server_busy: Time,
+    /// Bytes of each shard's store right after loading
+    /// ([`Store::approx_bytes`]), summed over shards (first replicas).
+    pub loaded_bytes: u64,
 }
+
+/// Bytes per shard measured right after loading, shared with the server
+/// factories (a restarted server loads the same data and stores the same
+/// number again).
+pub type LoadedBytes = Arc<Vec<AtomicU64>>;
 
 /// Number of worker threads for a `local` run.
 pub fn local_workers(spec: &BenchSpec) -> usize {
@@ -72,7 +81,15 @@ pub fn client_config(spec: &BenchSpec) -> ClientConfig {
     ClientConfig {
         measure_from: spec.warmup,
         measure_until: spec.duration - spec.cooldown,
-        stop_at: spec.duration,
+        // A checked run stops issuing at the end of the window: transactions
+        // in flight finish during the cool-down, so the final stores are
+        // quiescent for the workload's consistency checks and few attempts
+        // end in doubt.
+        stop_at: if spec.check {
+            spec.duration - spec.cooldown
+        } else {
+            spec.duration
+        },
         max_attempts: spec.max_attempts,
         backoff_base: 20 * US,
         backoff_cap: 5_000 * US,
@@ -80,11 +97,13 @@ pub fn client_config(spec: &BenchSpec) -> ClientConfig {
     }
 }
 
-/// Build the deployment of protocol `P` for `spec`.
+/// Build the deployment of protocol `P` for `spec`; servers record their
+/// store's size after loading in `loaded`.
 pub fn deployment<P: Protocol>(
     config: &P::Config,
     spec: &BenchSpec,
     workload: Arc<dyn Workload>,
+    loaded: &LoadedBytes,
 ) -> anyhow::Result<Deployment<P::Msg>> {
     let topology = Arc::new(topology(spec));
     let hosts = topology.client_hosts().count() as u32;
@@ -97,9 +116,15 @@ pub fn deployment<P: Protocol>(
         let wl = workload.clone();
         match info.role {
             Role::Server { shard, replica } => {
+                let loaded = loaded.clone();
                 factories.push(Box::new(move |restart| {
                     let mut store = Store::new();
                     wl.load(shard, &mut store);
+                    if replica == 0 {
+                        if let Some(b) = loaded.get(shard.0 as usize) {
+                            b.store(store.approx_bytes() as u64, Ordering::Relaxed);
+                        }
+                    }
                     Box::new(P::server(
                         &cfg,
                         ServerEnv {
@@ -170,7 +195,12 @@ pub fn run_protocol<P: Protocol>(
     spec: &BenchSpec,
     workload: Arc<dyn Workload>,
 ) -> anyhow::Result<RawRun> {
-    let dep = deployment::<P>(config, spec, workload)?;
+    let loaded: LoadedBytes = Arc::new(
+        (0..spec.workload.shards())
+            .map(|_| AtomicU64::new(0))
+            .collect(),
+    );
+    let dep = deployment::<P>(config, spec, workload, &loaded)?;
     let topology = dep.topology.clone();
     let out: RunOutput<P::Msg> = match spec.runtime {
         RuntimeKind::Sim => tessera_sim::run(dep, &spec.sim)?,
@@ -213,6 +243,7 @@ pub fn run_protocol<P: Protocol>(
         topology,
         counters,
         server_busy,
+        loaded_bytes: loaded.iter().map(|b| b.load(Ordering::Relaxed)).sum(),
     })
 }
 

@@ -12,7 +12,7 @@ use tessera_core::history::History;
 use tessera_core::ids::MS;
 use tessera_core::stats::ClientStats;
 use tessera_core::workload::Workload;
-use tessera_workloads::{Counter, Micro, Ycsb};
+use tessera_workloads::{Counter, Micro, Tpcc, Ycsb};
 
 /// The result of one run.
 pub struct BenchOutcome {
@@ -20,6 +20,9 @@ pub struct BenchOutcome {
     /// The isolation checker's report, when the spec asked for a check.
     pub check: Option<Report>,
     pub history: Option<History>,
+    /// The workload's consistency violations on the final stores, when the
+    /// spec asked for a check and the workload defines conditions.
+    pub consistency: Option<Vec<String>>,
     pub raw: RawRun,
 }
 
@@ -29,6 +32,7 @@ pub fn workload(spec: &WorkloadSpec) -> anyhow::Result<Arc<dyn Workload>> {
         WorkloadSpec::Micro(c) => Arc::new(Micro::new(*c)?),
         WorkloadSpec::Ycsb(c) => Arc::new(Ycsb::new(*c)?),
         WorkloadSpec::Counter(c) => Arc::new(Counter::new(*c)?),
+        WorkloadSpec::Tpcc(c) => Arc::new(Tpcc::new(*c)?),
     })
 }
 
@@ -37,7 +41,7 @@ pub fn run_bench(spec: &BenchSpec) -> anyhow::Result<BenchOutcome> {
     spec.validate()?;
     let entry = registry::find(&spec.protocol)?;
     let wl = workload(&spec.workload)?;
-    let raw = entry.run(spec, wl)?;
+    let raw = entry.run(spec, wl.clone())?;
     let mut stats = ClientStats::default();
     let mut history = History::default();
     for c in &raw.clients {
@@ -55,16 +59,28 @@ pub fn run_bench(spec: &BenchSpec) -> anyhow::Result<BenchOutcome> {
         (Some(h), true) => Some(tessera_checker::check(h, Level::StrictSerializable)),
         _ => None,
     };
-    let row = row(spec, &raw, &stats, check.as_ref());
+    let consistency = if spec.check {
+        wl.check_consistency(&raw.stores)
+    } else {
+        None
+    };
+    let row = row(spec, &raw, &stats, check.as_ref(), consistency.as_deref());
     Ok(BenchOutcome {
         row,
         check,
         history,
+        consistency,
         raw,
     })
 }
 
-fn row(spec: &BenchSpec, raw: &RawRun, s: &ClientStats, check: Option<&Report>) -> ResultRow {
+fn row(
+    spec: &BenchSpec,
+    raw: &RawRun,
+    s: &ClientStats,
+    check: Option<&Report>,
+    consistency: Option<&[String]>,
+) -> ResultRow {
     let cc = &raw.client_config;
     let window_s = (cc.measure_until - cc.measure_from) as f64 / 1e9;
     let per_s = |n: u64| n as f64 / window_s;
@@ -84,6 +100,20 @@ fn row(spec: &BenchSpec, raw: &RawRun, s: &ClientStats, check: Option<&Report>) 
             r.violations.first().map(|v| v.to_string()),
         ),
     };
+    let (consistency_s, consistency_detail) = match consistency {
+        None => ("skipped".to_string(), None),
+        Some([]) => ("pass".to_string(), None),
+        Some(v) => ("fail".to_string(), v.first().cloned()),
+    };
+    let tpcc = match &spec.workload {
+        WorkloadSpec::Tpcc(c) => Some(c),
+        _ => None,
+    };
+    let neworder = s
+        .by_type
+        .iter()
+        .find(|(n, _)| *n == tessera_workloads::tpcc::NEWORDER)
+        .map_or(0, |(_, c)| c.committed);
     ResultRow {
         protocol: spec.protocol.clone(),
         workload: spec.workload.name().to_string(),
@@ -113,6 +143,7 @@ fn row(spec: &BenchSpec, raw: &RawRun, s: &ClientStats, check: Option<&Report>) 
                 name: n.to_string(),
                 throughput_tps: per_s(c.committed),
                 commit_rate: rate(c.committed, c.attempts),
+                user_aborts: c.user_aborts,
             })
             .collect(),
         server_cpu_us_per_txn: (raw.server_busy > 0 && s.run_committed > 0)
@@ -122,6 +153,10 @@ fn row(spec: &BenchSpec, raw: &RawRun, s: &ClientStats, check: Option<&Report>) 
             .iter()
             .map(|(k, v)| (k.to_string(), *v))
             .collect(),
+        tpcc_consistency: consistency_s,
+        tpcc_consistency_detail: consistency_detail,
+        neworder_tps: tpcc.map(|_| per_s(neworder)),
+        bytes_per_warehouse: tpcc.map(|c| raw.loaded_bytes / u64::from(c.warehouses.max(1))),
         extra: serde_json::Map::new(),
     }
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use tessera_core::ids::{Time, MS};
 use tessera_sim::SimConfig;
-use tessera_workloads::{CounterConfig, MicroConfig, YcsbConfig};
+use tessera_workloads::{CounterConfig, MicroConfig, TpccConfig, YcsbConfig};
 use thiserror::Error;
 
 /// Which runtime drives the nodes.
@@ -44,16 +44,18 @@ pub enum WorkloadSpec {
     Micro(MicroConfig),
     Ycsb(YcsbConfig),
     Counter(CounterConfig),
+    Tpcc(TpccConfig),
 }
 
 impl WorkloadSpec {
-    pub const NAMES: &'static [&'static str] = &["micro", "ycsb", "counter"];
+    pub const NAMES: &'static [&'static str] = &["micro", "ycsb", "tpcc", "counter"];
 
     pub fn name(&self) -> &'static str {
         match self {
             WorkloadSpec::Micro(_) => "micro",
             WorkloadSpec::Ycsb(_) => "ycsb",
             WorkloadSpec::Counter(_) => "counter",
+            WorkloadSpec::Tpcc(_) => "tpcc",
         }
     }
 
@@ -62,14 +64,17 @@ impl WorkloadSpec {
             WorkloadSpec::Micro(c) => c.shards,
             WorkloadSpec::Ycsb(c) => c.partitions,
             WorkloadSpec::Counter(_) => 1,
+            WorkloadSpec::Tpcc(c) => c.shard_count(),
         }
     }
 
+    /// The key-choice skew (0 for TPC-C, whose skew is NURand's).
     pub fn zipf(&self) -> f64 {
         match self {
             WorkloadSpec::Micro(c) => c.zipf_theta,
             WorkloadSpec::Ycsb(c) => c.zipf_theta,
             WorkloadSpec::Counter(c) => c.zipf_theta,
+            WorkloadSpec::Tpcc(_) => 0.0,
         }
     }
 }
@@ -218,6 +223,7 @@ impl BenchSpec {
             WorkloadSpec::Micro(c) => c.validate(),
             WorkloadSpec::Ycsb(c) => c.validate(),
             WorkloadSpec::Counter(c) => c.validate(),
+            WorkloadSpec::Tpcc(c) => c.validate(),
         };
         r.map_err(|e| SpecError::Workload(e.to_string()))?;
         self.sim
