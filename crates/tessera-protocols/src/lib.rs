@@ -10,10 +10,14 @@
 //! * [`occ`] — optimistic concurrency control: execute returning versions,
 //!   prepare locks the write set and validates the reads, commit writes back
 //!   (Rococo §5.1; COCO §4).
+//! * [`rococo`] — Rococo (OSDI '14): dependency tracking at start, deferred
+//!   pieces reordered into one deterministic order at commit, no aborts;
+//!   read-only transactions; the offline SC-graph checker.
 //!
 //! The harness's registry is the one place that maps protocol names to these
 //! types.
 
 pub mod occ;
+pub mod rococo;
 pub mod twopc;
 pub mod twopl;
