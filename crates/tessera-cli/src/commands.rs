@@ -523,3 +523,40 @@ pub fn protocols() -> Result<()> {
     }
     Ok(())
 }
+
+/// `tessera check-workload`: print the verdict; true when no piece needs
+/// merging.
+pub fn check_workload(a: &RunArgs, dot: Option<&Path>) -> Result<bool> {
+    let spec = spec_of(a)?;
+    let v = tessera_harness::check_workload(&spec.workload).map_err(Failure::Run)?;
+    let g = &v.graph;
+    println!(
+        "SC-graph of {}: {} transactions x 2 instances, {} pieces, {} edges",
+        spec.workload.name(),
+        g.txns.len(),
+        g.vertices.len(),
+        g.edges.len()
+    );
+    if !v.excluded.is_empty() {
+        println!("read-only, left out (§4.1): {}", v.excluded.join(", "));
+    }
+    for (t, imm) in g.txns.iter().zip(&g.immediate) {
+        let kinds: String = imm.iter().map(|&i| if i { 'I' } else { 'D' }).collect();
+        println!("  {}: pieces {kinds}", t.name);
+    }
+    if let Some(path) = dot {
+        std::fs::write(path, g.to_dot())
+            .map_err(|e| Failure::Run(anyhow::anyhow!("--dot {}: {e}", path.display())))?;
+        println!("SC-graph written to {}", path.display());
+    }
+    if v.merges.is_empty() {
+        println!("ok: every SC-cycle has a D-D edge; no piece needs merging");
+        return Ok(true);
+    }
+    println!("merge needed: SC-cycles whose C-edges are all I-I (§3.1, §4.2):");
+    for m in &v.merges {
+        let pieces: Vec<String> = m.pieces.iter().map(|p| format!("p{p}")).collect();
+        println!("  {}: merge {}", m.txn, pieces.join(" + "));
+    }
+    Ok(false)
+}

@@ -74,6 +74,16 @@ enum Command {
     },
     /// List the protocols.
     Protocols,
+    /// Rococo's offline checker (§3.1): can every conflict of the workload's
+    /// transactions be reordered at runtime? Exit 0 if so; exit 1 and the
+    /// pieces to merge if not. Workload flags as for `bench`.
+    CheckWorkload {
+        #[command(flatten)]
+        run: RunArgs,
+        /// Write the SC-graph in Graphviz DOT to this file.
+        #[arg(long)]
+        dot: Option<PathBuf>,
+    },
 }
 
 /// Flags shared by `bench` and `sweep`.
@@ -267,6 +277,13 @@ fn main() -> ExitCode {
             out_dir,
         }) => commands::experiment(name.as_deref(), list, &out_dir),
         Some(Command::Protocols) => commands::protocols(),
+        Some(Command::CheckWorkload { run, dot }) => {
+            match commands::check_workload(&run, dot.as_deref()) {
+                Ok(true) => Ok(()),
+                Ok(false) => return ExitCode::from(1),
+                Err(e) => Err(e),
+            }
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -194,3 +194,22 @@ fn a_short_sim_bench_writes_a_row_and_passes_the_check() {
     assert!(row["committed"].as_u64().unwrap() > 0);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `check-workload`: exit 0 with a verdict for a workload that needs no
+/// merge, the SC-graph in DOT on request; exit 2 for an unknown workload.
+#[test]
+fn check_workload_verdict_and_dot() {
+    let dot = std::env::temp_dir().join(format!("tessera-sc-{}.dot", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["check-workload", "--workload", "micro", "--dot"])
+        .arg(&dot)
+        .output()
+        .expect("tessera runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("no piece needs merging"), "{stdout}");
+    let graph = std::fs::read_to_string(&dot).expect("DOT written");
+    assert!(graph.starts_with("graph sc {"), "{graph}");
+    let _ = std::fs::remove_file(&dot);
+    rejects(&["check-workload", "--workload", "tpcx"], "--workload");
+}

@@ -10,6 +10,8 @@
 //! * [`topology`] — shards as replica groups, nodes placed on sites.
 //! * [`protocol`] — the trait a concurrency-control protocol implements.
 //! * [`runtime`] — what a runtime is given (a deployment) and returns.
+//! * [`scc`] — Tarjan's strongly connected components, shared by the
+//!   isolation checker and the protocols that order by dependency graphs.
 //! * [`workload`] — the trait a workload implements (load + generate).
 //! * [`client`] — the closed-loop client host that wraps a protocol's
 //!   coordinator: retries with backoff, latency, history recording.
@@ -21,6 +23,7 @@ pub mod ids;
 pub mod node;
 pub mod protocol;
 pub mod runtime;
+pub mod scc;
 pub mod stats;
 pub mod storage;
 pub mod topology;

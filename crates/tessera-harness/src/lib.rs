@@ -20,5 +20,5 @@ pub mod spec;
 pub mod sweep;
 
 pub use result::ResultRow;
-pub use run::{run_bench, BenchOutcome};
+pub use run::{check_workload, run_bench, BenchOutcome};
 pub use spec::{BenchSpec, RuntimeKind, SpecError, WorkloadSpec};

@@ -9,6 +9,7 @@ use tessera_core::protocol::Protocol;
 use tessera_core::workload::Workload;
 use tessera_protocols::nocc::{Nocc, NoccConfig};
 use tessera_protocols::occ::{OccConfig, OccProtocol};
+use tessera_protocols::rococo::{Rococo, RococoConfig};
 use tessera_protocols::twopc::{Timeouts, TwoPcConfig};
 use tessera_protocols::twopl::{Policy, TwoPlConfig, TwoPlProtocol};
 
@@ -99,6 +100,11 @@ pub fn registry() -> Vec<ProtocolEntry> {
             "occ",
             "OCC + 2PC: execute, lock + validate, write back (COCO §4)",
             occ(true),
+        ),
+        ProtocolEntry::new::<Rococo>(
+            "rococo",
+            "Rococo: dependency tracking, deferred pieces reordered at commit, no aborts (OSDI '14)",
+            RococoConfig::default(),
         ),
         ProtocolEntry::new::<OccProtocol>(
             "occ-unsafe",

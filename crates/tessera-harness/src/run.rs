@@ -12,6 +12,7 @@ use tessera_core::history::History;
 use tessera_core::ids::MS;
 use tessera_core::stats::ClientStats;
 use tessera_core::workload::Workload;
+use tessera_protocols::rococo::offline;
 use tessera_workloads::{Counter, Micro, Tpcc, Ycsb};
 
 /// The result of one run.
@@ -34,6 +35,13 @@ pub fn workload(spec: &WorkloadSpec) -> anyhow::Result<Arc<dyn Workload>> {
         WorkloadSpec::Counter(c) => Arc::new(Counter::new(*c)?),
         WorkloadSpec::Tpcc(c) => Arc::new(Tpcc::new(*c)?),
     })
+}
+
+/// Rococo's offline SC-graph check (§3.1) of a workload's transaction
+/// profiles.
+pub fn check_workload(spec: &WorkloadSpec) -> anyhow::Result<offline::Verdict> {
+    let wl = workload(spec)?;
+    offline::check(&wl.profiles()).map_err(|e| anyhow::anyhow!("--workload {}: {e}", spec.name()))
 }
 
 /// Run `spec` to the end and measure it.

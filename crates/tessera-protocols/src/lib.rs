@@ -16,6 +16,9 @@
 //!   baselines), as a component other server roles embed.
 //! * [`tombstones`] — remembering finished transactions until their
 //!   coordinator's floor passes them.
+//! * [`rococo`] — Rococo (OSDI '14): dependency tracking at start, deferred
+//!   pieces reordered into one deterministic order at commit, no aborts;
+//!   read-only transactions; the offline SC-graph checker.
 //!
 //! The harness's registry is the one place that maps protocol names to these
 //! types.
@@ -23,6 +26,7 @@
 pub mod nocc;
 pub mod occ;
 pub mod paxos;
+pub mod rococo;
 pub mod tombstones;
 pub mod twopc;
 pub mod twopl;

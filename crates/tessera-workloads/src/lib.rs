@@ -12,8 +12,9 @@
 //!   [`tpcc::keys`]).
 //!
 //! micro, YCSB and counter implement [`tessera_core::workload::Workload`], put their
-//! rows in table 0 of each shard's store and make one immediate, input-free
-//! piece per shard a transaction touches. A key is
+//! rows in table 0 of each shard's store and make one deferrable, input-free
+//! piece per shard a transaction touches (deferrable: no piece's output
+//! feeds another piece, Rococo §3.1). A key is
 //! [`Key::in_shard`]`(0, shard, rank)`: the shard in the top 24 bits of the
 //! row, the key's rank within its shard in the low 40 ([`key_shard`] and
 //! [`key_rank`] decode them), so keys are unique across shards.

@@ -12,7 +12,8 @@
 //! shard plays no part) and in each a key by zipf rank over
 //! [`MicroConfig::keys_per_shard`] (rank 0 is the hottest); the key is
 //! [`Key::in_shard`]`(TABLE, shard, rank)`, unique across shards.
-//! It has one immediate, input-free piece per shard, each reading and
+//! It has one deferrable, input-free piece per shard (no piece feeds
+//! another, Rococo §3.1), each reading and
 //! writing its one counter; pieces are ordered by shard.
 //!
 //! A counter is a `u64`, 8 bytes little-endian. Every row is loaded with 0
@@ -28,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tessera_core::storage::Store;
 use tessera_core::txn::{Access, PieceKind, PieceResult, PieceSpec, Procedure, Txn, Value};
-use tessera_core::workload::{ClientSlot, TxnGenerator, Workload};
+use tessera_core::workload::{ClientSlot, TxnGenerator, TxnProfile, Workload};
 use tessera_core::{Key, ShardId, TableId};
 
 /// Counters each transaction increments (Janus §6.2: 3).
@@ -183,6 +184,16 @@ impl Workload for Micro {
     fn generator(&self, _client: ClientSlot) -> Box<dyn TxnGenerator> {
         Box::new(self.micro_generator())
     }
+
+    /// One transaction type; any sample shows its shape (the rows differ,
+    /// the tables and columns do not).
+    fn profiles(&self) -> Vec<TxnProfile> {
+        use rand::SeedableRng;
+        let sample = self
+            .micro_generator()
+            .generate(&mut SmallRng::seed_from_u64(0));
+        vec![TxnProfile::of(&sample)]
+    }
 }
 
 /// Generates [`IncrementTxn`]s.
@@ -213,7 +224,7 @@ impl MicroGenerator {
                     shard: ShardId(s),
                     reads: vec![Access::all(key)],
                     writes: vec![Access::all(key)],
-                    kind: PieceKind::Immediate,
+                    kind: PieceKind::Deferrable,
                     inputs: Vec::new(),
                     dynamic: false,
                 }
@@ -333,7 +344,7 @@ mod tests {
             for piece in p {
                 seen[piece.shard.0 as usize] += 1;
                 assert!(piece.shard.0 < 5);
-                assert_eq!(piece.kind, PieceKind::Immediate);
+                assert_eq!(piece.kind, PieceKind::Deferrable);
                 assert!(piece.inputs.is_empty());
                 assert_eq!(piece.reads.len(), 1);
                 assert_eq!(piece.reads, piece.writes);

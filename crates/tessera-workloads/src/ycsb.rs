@@ -35,7 +35,7 @@
 //!   operation's partition among the partitions other than home and does not
 //!   force two; with two partitions that makes its "multi-partition"
 //!   transactions single-partition on the remote shard.)
-//! * **Pieces.** One immediate, input-free piece per partition touched, in
+//! * **Pieces.** One deferrable, input-free piece per partition touched, in
 //!   ascending shard order, reading that partition's keys (in the order the
 //!   operations were drawn) and writing the read-modify-write keys. Reads
 //!   declare all columns; a write declares the one column it changes. Piece
@@ -56,7 +56,7 @@ use tessera_core::storage::Store;
 use tessera_core::txn::{
     Access, Columns, PieceKind, PieceResult, PieceSpec, Procedure, Txn, Value,
 };
-use tessera_core::workload::{ClientSlot, TxnGenerator, Workload};
+use tessera_core::workload::{ClientSlot, PieceProfile, TxnGenerator, TxnProfile, Workload};
 use tessera_core::{Key, ShardId, TableId};
 
 /// The table the records live in.
@@ -257,6 +257,47 @@ impl Workload for Ycsb {
     fn generator(&self, client: ClientSlot) -> Box<dyn TxnGenerator> {
         Box::new(self.ycsb_generator(client.home))
     }
+
+    /// The largest shape: one piece per partition a transaction may touch,
+    /// each reading every column of table 0 and (read-modify-write) writing
+    /// one field; plus the read-only shape when reads are drawn at all.
+    fn profiles(&self) -> Vec<TxnProfile> {
+        let cfg = &self.cfg;
+        let pieces = if cfg.multi_partition > 0.0 {
+            cfg.partitions.min(cfg.ops_per_txn) as usize
+        } else {
+            1
+        };
+        let fields = if cfg.fields >= 64 {
+            Columns::ALL
+        } else {
+            Columns((1 << cfg.fields) - 1)
+        };
+        let piece = |writes: bool| PieceProfile {
+            reads: vec![(TableId(TABLE), Columns::ALL)],
+            writes: if writes {
+                vec![(TableId(TABLE), fields)]
+            } else {
+                Vec::new()
+            },
+            kind: PieceKind::Deferrable,
+            inputs: Vec::new(),
+        };
+        let mut out = Vec::new();
+        if cfg.read_ratio < 1.0 {
+            out.push(TxnProfile {
+                name: PROCEDURE.to_string(),
+                pieces: vec![piece(true); pieces],
+            });
+        }
+        if cfg.read_ratio > 0.0 {
+            out.push(TxnProfile {
+                name: format!("{PROCEDURE} (read-only)"),
+                pieces: vec![piece(false); pieces],
+            });
+        }
+        out
+    }
 }
 
 /// Per-operation metadata, aligned with its piece's reads.
@@ -372,7 +413,7 @@ impl YcsbGenerator {
                 shard: ShardId(run[0].partition),
                 reads,
                 writes,
-                kind: PieceKind::Immediate,
+                kind: PieceKind::Deferrable,
                 inputs: Vec::new(),
                 dynamic: false,
             });

@@ -91,7 +91,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tessera_core::storage::Store;
 use tessera_core::txn::{Access, Columns, PieceKind, PieceSpec, Txn};
-use tessera_core::workload::{ClientSlot, TxnGenerator, Workload};
+use tessera_core::workload::{ClientSlot, TxnGenerator, TxnProfile, Workload};
 use tessera_core::{Key, ShardId};
 
 /// Transaction type names (the procedures' names, the keys of `--mix`).
@@ -478,6 +478,34 @@ impl Workload for Tpcc {
 
     fn check_consistency(&self, stores: &[Store]) -> Option<Vec<String>> {
         Some(consistency::check(&self.layout, stores).violations)
+    }
+
+    /// Every distinct piece structure of the five transactions (by-name and
+    /// by-id Payment and Order-Status, NewOrder's line counts, ...), drawn
+    /// from a fixed-seed sample of each type, for Rococo's offline checker.
+    fn profiles(&self) -> Vec<TxnProfile> {
+        use rand::SeedableRng;
+        let mut g = self.tpcc_generator(ClientSlot {
+            id: 0,
+            home: ShardId(0),
+        });
+        let mut rng = SmallRng::seed_from_u64(0);
+        let mut out: Vec<TxnProfile> = Vec::new();
+        for _ in 0..200 {
+            let samples = [
+                TxnProfile::of(&g.new_order(&mut rng)),
+                TxnProfile::of(&g.payment(&mut rng)),
+                TxnProfile::of(&g.order_status(&mut rng)),
+                TxnProfile::of(&g.delivery(&mut rng)),
+                TxnProfile::of(&g.stock_level(&mut rng)),
+            ];
+            for p in samples {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        out
     }
 }
 
