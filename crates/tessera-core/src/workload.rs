@@ -1,6 +1,7 @@
 //! The trait a workload implements: load each shard, then generate
 //! transactions for each closed-loop client.
 
+use crate::codec::DecodeError;
 use crate::ids::ShardId;
 use crate::storage::Store;
 use crate::txn::Txn;
@@ -30,4 +31,16 @@ pub trait Workload: Send + Sync {
     /// shard gets the same data).
     fn load(&self, shard: ShardId, store: &mut Store);
     fn generator(&self, client: ClientSlot) -> Box<dyn TxnGenerator>;
+    /// Rebuild procedure `name` from the parameters its
+    /// [`crate::txn::Procedure::encode_params`] wrote, validating them
+    /// against this workload's configuration (shards, key ranges): bytes
+    /// from the network must not make a piece panic later. The default
+    /// knows no procedure.
+    fn decode_txn(&self, name: &str, params: &[u8]) -> Result<Txn, DecodeError> {
+        let _ = params;
+        Err(DecodeError::invalid(
+            "procedure",
+            format!("workload '{}' has no wire codec for '{name}'", self.name()),
+        ))
+    }
 }
