@@ -47,6 +47,9 @@ pub struct LocalNode<M> {
     pub id: NodeId,
     pub factory: NodeFactory<M>,
     pub wal: Option<WalSettings>,
+    /// Where the node's incarnation counter lives (one more at each start);
+    /// without one the node always starts as incarnation 0.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 /// When the process stops.
@@ -168,10 +171,14 @@ async fn run<M: Codec + Send + 'static>(
             id,
             mut factory,
             wal,
+            state_dir,
         } = ln;
+        let incarnation = match &state_dir {
+            Some(d) => next_incarnation(d)?,
+            None => 0,
+        };
         let (restart, wal, checkpoint_bytes) = match wal {
             Some(ws) => {
-                let incarnation = next_incarnation(&ws.config.dir)?;
                 let tx = persisted_tx.clone();
                 let (w, rec) = Wal::open(
                     ws.config.clone(),
@@ -193,7 +200,7 @@ async fn run<M: Codec + Send + 'static>(
             }
             None => (
                 Restart {
-                    incarnation: 0,
+                    incarnation,
                     recovered: Vec::new(),
                 },
                 None,

@@ -24,6 +24,7 @@ fn echo_server(addr: SocketAddr, run_for: Duration) -> std::thread::JoinHandle<(
                 id: NodeId(0),
                 factory: Box::new(|_| Box::new(Echo)),
                 wal: None,
+                state_dir: None,
             }],
             listen: Some(addr),
             peers: vec![],
@@ -52,6 +53,7 @@ fn pinger(addr: SocketAddr, id: u32, run_for: Duration, window: u64) -> Arc<Atom
                 })
             }),
             wal: None,
+            state_dir: None,
         }],
         listen: None,
         peers: vec![(NodeId(0), addr)],
