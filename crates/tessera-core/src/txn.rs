@@ -107,6 +107,15 @@ pub trait Procedure: Send + Sync + fmt::Debug {
         let _ = inputs;
         Cow::Borrowed(&self.pieces()[piece])
     }
+    /// Write the procedure's parameters for the wire: everything its
+    /// workload's [`crate::workload::Workload::decode_txn`] needs to rebuild
+    /// it (the code is on both sides). The default says the procedure
+    /// cannot cross processes, so new workloads compile before they have a
+    /// codec and fail clearly on `tcp`.
+    fn encode_params(&self, out: &mut bytes::BytesMut) -> Result<(), crate::codec::EncodeError> {
+        let _ = out;
+        Err(crate::codec::EncodeError::NotEncodable(self.name()))
+    }
     /// True when no piece writes anything.
     fn read_only(&self) -> bool {
         self.pieces().iter().all(|p| p.writes.is_empty())

@@ -55,10 +55,13 @@ pub fn local_workers(spec: &BenchSpec) -> usize {
 
 /// The cluster layout of a spec.
 pub fn topology(spec: &BenchSpec) -> Topology {
+    if let (RuntimeKind::Tcp, Some(c)) = (spec.runtime, &spec.cluster) {
+        return c.topology();
+    }
     let shards = spec.workload.shards();
     let hosts = match spec.runtime {
         RuntimeKind::Local => local_workers(spec) as u32,
-        RuntimeKind::Sim => shards,
+        RuntimeKind::Sim | RuntimeKind::Tcp => shards,
     }
     .min(spec.effective_clients())
     .max(1);
@@ -209,6 +212,10 @@ pub fn run_protocol<P: Protocol>(
             let cfg = tessera_local::LocalConfig::new(&topology, workers);
             tessera_local::run(dep, &cfg)?
         }
+        RuntimeKind::Tcp => anyhow::bail!(
+            "protocol '{}' has no wire codec: it cannot run on --runtime tcp",
+            spec.protocol
+        ),
     };
     let stores = topology
         .shards

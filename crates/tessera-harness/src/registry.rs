@@ -5,6 +5,7 @@ use crate::deploy::{run_protocol, RawRun};
 use crate::spec::BenchSpec;
 use crate::spec::SpecError;
 use std::sync::Arc;
+use tessera_core::codec::Codec;
 use tessera_core::protocol::Protocol;
 use tessera_core::workload::Workload;
 use tessera_protocols::nocc::{Nocc, NoccConfig};
@@ -14,6 +15,13 @@ use tessera_protocols::twopc::{Timeouts, TwoPcConfig};
 use tessera_protocols::twopl::{Policy, TwoPlConfig, TwoPlProtocol};
 
 type Runner = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>) -> anyhow::Result<RawRun> + Send + Sync>;
+type Server = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>, &str) -> anyhow::Result<()> + Send + Sync>;
+
+/// How a protocol whose messages have a wire codec runs on `tcp`.
+struct TcpHooks {
+    bench: Runner,
+    serve: Server,
+}
 
 /// A runnable protocol: name, one-line summary, and how to run it.
 pub struct ProtocolEntry {
@@ -23,6 +31,7 @@ pub struct ProtocolEntry {
     /// and are not listed to users.
     pub hidden: bool,
     run: Runner,
+    tcp: Option<TcpHooks>,
 }
 
 impl ProtocolEntry {
@@ -61,7 +70,40 @@ impl ProtocolEntry {
                 let (config, spec) = configure(spec)?;
                 run_protocol::<P>(&config, &spec, workload)
             }),
+            tcp: None,
         }
+    }
+
+    /// Let the protocol run on `tcp` (its messages have a wire codec).
+    fn with_tcp<P: Protocol>(mut self, config: P::Config) -> Self
+    where
+        P::Msg: Codec,
+    {
+        let c2 = config.clone();
+        self.tcp = Some(TcpHooks {
+            bench: Box::new(move |spec, wl| crate::tcp::bench::<P>(&config, spec, wl)),
+            serve: Box::new(move |spec, wl, node| crate::tcp::serve::<P>(&c2, spec, wl, node)),
+        });
+        self
+    }
+
+    fn tcp_hooks(&self) -> anyhow::Result<&TcpHooks> {
+        self.tcp.as_ref().ok_or_else(|| {
+            anyhow::anyhow!(
+                "protocol '{}' has no wire codec: it cannot run on --runtime tcp",
+                self.name
+            )
+        })
+    }
+
+    /// Serve node `node` of `spec.cluster` until SIGTERM (`tcp` only).
+    pub fn serve(
+        &self,
+        spec: &BenchSpec,
+        workload: Arc<dyn Workload>,
+        node: &str,
+    ) -> anyhow::Result<()> {
+        (self.tcp_hooks()?.serve)(spec, workload, node)
     }
 
     fn hidden(mut self) -> Self {
@@ -70,6 +112,9 @@ impl ProtocolEntry {
     }
 
     pub fn run(&self, spec: &BenchSpec, workload: Arc<dyn Workload>) -> anyhow::Result<RawRun> {
+        if spec.runtime == crate::RuntimeKind::Tcp {
+            return (self.tcp_hooks()?.bench)(spec, workload);
+        }
         (self.run)(spec, workload)
     }
 }
@@ -90,17 +135,20 @@ pub fn registry() -> Vec<ProtocolEntry> {
             "2pl-ww",
             "2PL + 2PC, wound-wait (Spanner; Rococo §5.1)",
             twopl(Policy::WoundWait),
-        ),
+        )
+        .with_tcp::<TwoPlProtocol>(twopl(Policy::WoundWait)),
         ProtocolEntry::new::<TwoPlProtocol>(
             "2pl-nowait",
             "2PL + 2PC, NO_WAIT (COCO §7.1.2)",
             twopl(Policy::NoWait),
-        ),
+        )
+        .with_tcp::<TwoPlProtocol>(twopl(Policy::NoWait)),
         ProtocolEntry::new::<OccProtocol>(
             "occ",
             "OCC + 2PC: execute, lock + validate, write back (COCO §4)",
             occ(true),
-        ),
+        )
+        .with_tcp::<OccProtocol>(occ(true)),
         ProtocolEntry::new::<Rococo>(
             "rococo",
             "Rococo: dependency tracking, deferred pieces reordered at commit, no aborts (OSDI '14)",
@@ -111,6 +159,7 @@ pub fn registry() -> Vec<ProtocolEntry> {
             "OCC + 2PC with validation switched off: broken on purpose, for checker tests",
             occ(false),
         )
+        .with_tcp::<OccProtocol>(occ(false))
         .hidden(),
         ProtocolEntry::configured::<Nocc>(
             "nocc",

@@ -13,15 +13,19 @@ pub enum RuntimeKind {
     Sim,
     /// The embedded multi-threaded cluster (real time).
     Local,
+    /// Client hosts in this process, servers in their own processes over
+    /// TCP, as a cluster file describes ([`BenchSpec::cluster`]).
+    Tcp,
 }
 
 impl RuntimeKind {
-    pub const NAMES: &'static [&'static str] = &["local", "sim"];
+    pub const NAMES: &'static [&'static str] = &["local", "sim", "tcp"];
 
     pub fn name(self) -> &'static str {
         match self {
             RuntimeKind::Sim => "sim",
             RuntimeKind::Local => "local",
+            RuntimeKind::Tcp => "tcp",
         }
     }
 
@@ -29,6 +33,7 @@ impl RuntimeKind {
         match s {
             "sim" => Ok(RuntimeKind::Sim),
             "local" => Ok(RuntimeKind::Local),
+            "tcp" => Ok(RuntimeKind::Tcp),
             _ => Err(SpecError::Invalid {
                 flag: "--runtime",
                 value: s.to_string(),
@@ -108,6 +113,8 @@ pub struct BenchSpec {
     pub switches: Option<u32>,
     /// Knobs of particular protocols, read by their registry entries.
     pub knobs: Knobs,
+    /// The cluster (only for `tcp`).
+    pub cluster: Option<std::sync::Arc<tessera_tcp::ClusterConfig>>,
 }
 
 /// Flags that only some protocols read. Each registry entry takes the ones
@@ -153,7 +160,7 @@ impl BenchSpec {
     pub fn new(runtime: RuntimeKind, protocol: &str, workload: WorkloadSpec) -> Self {
         let duration = match runtime {
             RuntimeKind::Sim => 2_000 * MS,
-            RuntimeKind::Local => 10_000 * MS,
+            RuntimeKind::Local | RuntimeKind::Tcp => 10_000 * MS,
         };
         BenchSpec {
             runtime,
@@ -171,6 +178,7 @@ impl BenchSpec {
             max_attempts: 20,
             switches: None,
             knobs: Knobs::default(),
+            cluster: None,
         }
     }
 
@@ -183,6 +191,10 @@ impl BenchSpec {
                 // In-process clients never wait on a network: a few per
                 // worker keep the pipeline full.
                 RuntimeKind::Local => 8 * self.workload.shards().max(1),
+                RuntimeKind::Tcp => match &self.cluster {
+                    Some(c) if c.clients.clients > 0 => c.clients.clients,
+                    _ => 8 * self.workload.shards().max(1),
+                },
                 RuntimeKind::Sim => Self::DEFAULT_CLIENTS_PER_SHARD * self.workload.shards(),
             }
         } else {
@@ -211,6 +223,23 @@ impl BenchSpec {
                     self.duration / MS
                 ),
             });
+        }
+        if self.runtime == RuntimeKind::Tcp {
+            let Some(c) = &self.cluster else {
+                return Err(SpecError::Invalid {
+                    flag: "--config",
+                    value: "(none)".into(),
+                    allowed: "a cluster file for --runtime tcp".into(),
+                });
+            };
+            if c.shards.len() as u32 != self.workload.shards() {
+                return Err(SpecError::Workload(format!(
+                    "{}: the workload has {} shards but [[shards]] lists {}",
+                    c.path.display(),
+                    self.workload.shards(),
+                    c.shards.len()
+                )));
+            }
         }
         if self.max_attempts == 0 {
             return Err(SpecError::Invalid {
