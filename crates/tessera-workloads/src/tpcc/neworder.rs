@@ -140,9 +140,12 @@ impl NewOrder {
             });
             stock_lines[p].push(n as u16);
         }
+        // Keys in the order Payment's home piece takes them (warehouse,
+        // then district), so that lock-based protocols do not deadlock on
+        // the two pieces.
         let mut home_reads = vec![
-            acc(l.district(w, d), cols(&[col::D_TAX, col::D_NEXT_O_ID])),
             acc(l.warehouse(w, home), cols(&[col::W_TAX])),
+            acc(l.district(w, d), cols(&[col::D_TAX, col::D_NEXT_O_ID])),
             acc(l.cursor(w, d), tessera_core::txn::Columns::ALL),
         ];
         home_reads.extend(items.iter().map(|&i| {
@@ -228,9 +231,9 @@ impl NewOrder {
     fn run_home(&self, reads: &[Option<&Value>]) -> PieceResult {
         let (items, rows) = (&reads[3..], &reads[..3]);
         let mut out = Out::with_capacity(12 + items.len() * 8);
-        let (Some(mut dh), Some(wh), Some(_)) = (
-            District::decode(rows[0]),
-            Warehouse::decode(rows[1]),
+        let (Some(wh), Some(mut dh), Some(_)) = (
+            Warehouse::decode(rows[0]),
+            District::decode(rows[1]),
             Cursor::decode(rows[2]),
         ) else {
             return missing();
@@ -253,7 +256,7 @@ impl NewOrder {
         queue.extend_from_slice(&self.c.to_le_bytes());
         PieceResult {
             writes: vec![
-                (spec.writes[0].key, dh.patch(rows[0].expect("decoded"))),
+                (spec.writes[0].key, dh.patch(rows[1].expect("decoded"))),
                 (spec.writes[1].key, Value::from(queue)),
             ],
             output: out.done(),

@@ -136,10 +136,11 @@ impl Payment {
         let wkey = l.warehouse(w, home);
         let dkey = l.district(w, d);
         let mut pieces = Vec::with_capacity(3);
-        let mut home_writes = vec![acc(dkey, cols(&[col::D_YTD]))];
+        let mut home_writes = Vec::with_capacity(2);
         if !l.partition.by_district() {
             home_writes.push(acc(wkey, cols(&[col::W_YTD])));
         }
+        home_writes.push(acc(dkey, cols(&[col::D_YTD])));
         pieces.push(piece(
             home,
             PieceKind::Immediate,
