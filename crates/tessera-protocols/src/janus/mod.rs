@@ -46,6 +46,8 @@ mod coordinator;
 pub mod msg;
 pub mod quorum;
 mod server;
+#[cfg(test)]
+mod tests;
 mod tracker;
 
 pub use coordinator::JanusCoordinator;
