@@ -35,7 +35,7 @@ struct Incr {
 }
 
 impl Incr {
-    fn new() -> Arc<dyn Procedure> {
+    fn proc() -> Arc<dyn Procedure> {
         Arc::new(Incr {
             pieces: vec![PieceSpec {
                 shard: ShardId(0),
@@ -139,7 +139,7 @@ impl Cluster {
             &mut ctx,
             Attempt {
                 id,
-                txn: Incr::new(),
+                txn: Incr::proc(),
                 since: 0,
             },
         );
