@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tessera_core::codec::Codec;
 use tessera_core::protocol::Protocol;
 use tessera_core::workload::Workload;
+use tessera_protocols::janus::{Janus, JanusConfig};
 use tessera_protocols::nocc::{Nocc, NoccConfig};
 use tessera_protocols::occ::{OccConfig, OccProtocol};
 use tessera_protocols::rococo::{Rococo, RococoConfig};
@@ -154,6 +155,11 @@ pub fn registry() -> Vec<ProtocolEntry> {
             "Rococo: dependency tracking, deferred pieces reordered at commit, no aborts (OSDI '14)",
             RococoConfig::default(),
         ),
+        ProtocolEntry::configured::<Janus>(
+            "janus",
+            "Janus: PreAccept/Accept/Commit over replica groups (3 by default), fast path on identical dependencies, no aborts for conflicts (OSDI '16)",
+            janus,
+        ),
         ProtocolEntry::new::<OccProtocol>(
             "occ-unsafe",
             "OCC + 2PC with validation switched off: broken on purpose, for checker tests",
@@ -253,6 +259,28 @@ pub fn find(name: &str) -> Result<ProtocolEntry, crate::spec::SpecError> {
             value: name.to_string(),
             allowed: names().join(", "),
         })
+}
+
+/// Janus replicates every shard itself (§3.1): groups of three unless the
+/// spec says otherwise.
+fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
+    if let Some(flag) = spec.knobs.set_flags().first() {
+        return Err(SpecError::Invalid {
+            flag,
+            value: "janus".into(),
+            allowed: "protocols that have this knob (see --help)".into(),
+        });
+    }
+    let mut spec = spec.clone();
+    spec.replicas = Some(spec.replicas.unwrap_or(3));
+    if spec.replicas == Some(0) {
+        return Err(SpecError::Invalid {
+            flag: "--replicas",
+            value: "0".into(),
+            allowed: "at least 1 replica per shard".into(),
+        });
+    }
+    Ok((JanusConfig::default(), spec))
 }
 
 #[cfg(test)]

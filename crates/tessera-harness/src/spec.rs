@@ -111,6 +111,9 @@ pub struct BenchSpec {
     /// Switch nodes between the client hosts and the servers (NOCC's
     /// racks). `None`: the protocol's default (see the registry).
     pub switches: Option<u32>,
+    /// Servers per shard (a replica group). `None`: the protocol's default
+    /// (1, or what its registry entry asks for: Janus 3).
+    pub replicas: Option<u32>,
     /// Knobs of particular protocols, read by their registry entries.
     pub knobs: Knobs,
     /// The cluster (only for `tcp`).
@@ -177,6 +180,7 @@ impl BenchSpec {
             workers: 0,
             max_attempts: 20,
             switches: None,
+            replicas: None,
             knobs: Knobs::default(),
             cluster: None,
         }
