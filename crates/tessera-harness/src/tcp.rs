@@ -166,6 +166,7 @@ where
         // The servers load and run in their own processes.
         loaded_bytes: 0,
         server_busy: 0,
+        replica_stores: Vec::new(),
         stores,
         net: out.net,
         events: out.events,
