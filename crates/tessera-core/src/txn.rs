@@ -74,6 +74,21 @@ pub struct PieceSpec {
     pub dynamic: bool,
 }
 
+impl PieceSpec {
+    /// This piece's inputs, once every input piece has produced its output
+    /// (`output(j)` is piece `j`'s, if it ran): what every coordinator needs
+    /// to dispatch pieces as their inputs become ready.
+    pub fn gather_inputs<'a>(
+        &self,
+        output: impl Fn(usize) -> Option<&'a Value>,
+    ) -> Option<Vec<Value>> {
+        self.inputs
+            .iter()
+            .map(|&j| output(j as usize).cloned())
+            .collect()
+    }
+}
+
 /// What a piece's function produced.
 #[derive(Clone, Debug, Default)]
 pub struct PieceResult {
