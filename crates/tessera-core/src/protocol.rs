@@ -24,6 +24,8 @@ pub struct ServerEnv {
     pub store: Store,
     /// This node's durable log from before a crash (empty at first start).
     pub recovered: Vec<Bytes>,
+    /// Whether persisted records survive a crash ([`crate::runtime::Restart::durable`]).
+    pub durable: bool,
 }
 
 /// Where a coordinator starts.

@@ -15,6 +15,10 @@ pub struct Restart {
     pub incarnation: u8,
     /// The node's durable records, in the order they were persisted.
     pub recovered: Vec<Bytes>,
+    /// Whether this runtime keeps persisted records across a crash. When
+    /// it does not (`local` has no disk), a node may skip building log
+    /// records that nobody will ever read back.
+    pub durable: bool,
 }
 
 /// Builds a node; called once at start and again after every crash.

@@ -142,6 +142,7 @@ pub fn deployment<P: Protocol>(
                             topology: topo.clone(),
                             store,
                             recovered: restart.recovered,
+                            durable: restart.durable,
                         },
                     )) as Box<dyn Node<P::Msg>>
                 }));

@@ -251,6 +251,7 @@ pub fn run<M: Send + WireSize + 'static>(
             let node = factory(Restart {
                 incarnation: 0,
                 recovered: Vec::new(),
+                durable: false,
             });
             route[i] = Route {
                 worker: w as u32,

@@ -204,6 +204,7 @@ pub fn run<M: Clone + WireSize + 'static>(
                 let mut n = (s.factory)(Restart {
                     incarnation: s.incarnation.wrapping_add(1),
                     recovered: s.disk.records.clone(),
+                    durable: true,
                 });
                 let _ = n.take_report();
                 tracing::debug!(node = i, "node was down at the end of the run");
@@ -233,6 +234,7 @@ fn start_node<M: Clone + WireSize>(
     let mut node = (s.factory)(Restart {
         incarnation: s.incarnation,
         recovered: s.disk.records.clone(),
+        durable: true,
     });
     s.rng = SmallRng::seed_from_u64(node_seed(w.seed, id, s.incarnation));
     s.busy_until = at;

@@ -193,6 +193,7 @@ async fn run<M: Codec + Send + 'static>(
                     Restart {
                         incarnation,
                         recovered: rec.records,
+                        durable: true,
                     },
                     Some(w),
                     ws.checkpoint_bytes,
@@ -202,6 +203,7 @@ async fn run<M: Codec + Send + 'static>(
                 Restart {
                     incarnation,
                     recovered: Vec::new(),
+                    durable: false,
                 },
                 None,
                 0,

@@ -92,6 +92,7 @@ impl Cluster {
                         topology: topology.clone(),
                         store,
                         recovered: Vec::new(),
+                        durable: true,
                     },
                 )
             })

@@ -182,6 +182,7 @@ impl Cluster {
                         topology: topology.clone(),
                         store,
                         recovered: Vec::new(),
+                        durable: true,
                     },
                 )
             })

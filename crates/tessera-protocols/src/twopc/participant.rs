@@ -87,6 +87,9 @@ pub struct Participant<C> {
     shard: tessera_core::ids::ShardId,
     pending: FastMap<u64, recovery::Pending>,
     log_seq: u64,
+    /// Whether to log at all: off on runtimes whose records do not survive
+    /// a crash (`local`), where the log would be pure cost on the hot path.
+    durable: bool,
 }
 
 const SWEEP: TimerId = TimerId(1);
@@ -105,6 +108,7 @@ impl<C: ConcurrencyControl> Participant<C> {
             shard: env.shard,
             pending: tessera_core::fast_map(),
             log_seq: 0,
+            durable: env.durable,
         };
         p.recover(&env.recovered);
         p
@@ -576,10 +580,16 @@ mod tests {
         p: Participant<Occ>,
         rng: rand::rngs::SmallRng,
         now: Time,
+        /// Log records the participant asked to persist.
+        persisted: usize,
     }
 
     impl Harness {
         fn new() -> Self {
+            Harness::with_durable(true)
+        }
+
+        fn with_durable(durable: bool) -> Self {
             let env = ServerEnv {
                 me: NodeId(0),
                 shard: ShardId(0),
@@ -587,12 +597,14 @@ mod tests {
                 topology: Arc::new(Topology::new(1, 1, 1)),
                 store: Store::new(),
                 recovered: Vec::new(),
+                durable,
             };
             let p = Participant::new(Occ::new(&OccConfig::default()), Timeouts::default(), env);
             Harness {
                 p,
                 rng: rand::rngs::SmallRng::seed_from_u64(1),
                 now: 0,
+                persisted: 0,
             }
         }
 
@@ -608,6 +620,7 @@ mod tests {
                     match e {
                         Effect::Send { msg, .. } => sent.push(msg),
                         Effect::Persist { token, .. } => {
+                            self.persisted += 1;
                             let mut more = Vec::new();
                             let mut ctx = Ctx::new(self.now, NodeId(0), &mut self.rng, &mut more);
                             self.p.on_persisted(&mut ctx, token);
@@ -684,5 +697,26 @@ mod tests {
         let mut ctx = Ctx::new(h.now, NodeId(0), &mut h.rng, &mut effects);
         h.p.sweep(&mut ctx);
         assert!(h.p.ended.is_empty());
+    }
+
+    #[test]
+    fn logs_only_where_records_survive_a_crash() {
+        for durable in [true, false] {
+            let mut h = Harness::with_durable(durable);
+            let t1 = TxnId::new(NodeId(1), 0, 1);
+            h.deliver(execute(t1, t1));
+            assert!(matches!(
+                h.deliver(Msg::CommitOnePhase { txn: t1 })[..],
+                [Msg::OnePhaseDone {
+                    committed: true,
+                    ..
+                }]
+            ));
+            assert_eq!(h.persisted, usize::from(durable), "durable = {durable}");
+            assert_eq!(
+                h.p.store.get(Key::new(0, 7)).unwrap().meta.version,
+                t1.version()
+            );
+        }
     }
 }

@@ -1,7 +1,9 @@
 //! What a participant logs, and how it comes back after a crash.
 //!
 //! The log is the engine's (`Effect::Persist`, the `tcp` runtime's
-//! write-ahead log); what goes in it is decided here. Presumed abort (the
+//! write-ahead log); what goes in it is decided here. On a runtime whose
+//! records do not survive a crash ([`tessera_core::protocol::ServerEnv::durable`] false: `local`)
+//! nothing is logged and replies go out at once. Presumed abort (the
 //! coordinator logs only commit decisions) needs, at a participant:
 //!
 //! * **Prepared** `{txn, writes}` — durable *before* the yes vote leaves
@@ -224,7 +226,8 @@ impl<C: ConcurrencyControl> Participant<C> {
             .is_some_and(|s| s.phase == Phase::Prepared);
         let yes = self.prepare(ctx, txn);
         let st = self.txns.get(&txn);
-        let log = yes && !was_prepared && st.is_some_and(|s| !s.write_keys.is_empty());
+        let log =
+            self.durable && yes && !was_prepared && st.is_some_and(|s| !s.write_keys.is_empty());
         if !log {
             ctx.send(from, Msg::Vote { txn, yes });
             return;
@@ -248,7 +251,7 @@ impl<C: ConcurrencyControl> Participant<C> {
         let writes = self
             .txns
             .get(&txn)
-            .filter(|s| s.phase == Phase::Prepared && !s.write_keys.is_empty());
+            .filter(|s| self.durable && s.phase == Phase::Prepared && !s.write_keys.is_empty());
         match (committed, writes) {
             (true, Some(st)) => {
                 let rec = record(COMMITTED_WITH_WRITES, txn, |o| {
@@ -294,9 +297,11 @@ impl<C: ConcurrencyControl> Participant<C> {
     }
 
     fn logged_prepare(&self, txn: TxnId) -> bool {
-        self.txns
-            .get(&txn)
-            .is_some_and(|s| s.phase == Phase::Prepared && !s.write_keys.is_empty())
+        self.durable
+            && self
+                .txns
+                .get(&txn)
+                .is_some_and(|s| s.phase == Phase::Prepared && !s.write_keys.is_empty())
     }
 
     fn pending_for(&self, txn: TxnId) -> bool {
