@@ -283,6 +283,24 @@ fn the_full_mix_run_serially_stays_consistent() {
 }
 
 #[test]
+fn the_static_s_dist_copy_matches_the_loaded_stock_rows() {
+    let cfg = small(Partition::Warehouse, 1, 1);
+    let (t, stores) = loaded(&cfg);
+    let l = *t.layout();
+    for i in [1, 2, cfg.items] {
+        let v = &stores[0].get(l.stock(1, i)).unwrap().value;
+        for d in 1..=12 {
+            assert_eq!(
+                schema::stock_dist(v, d),
+                populate::stock_dist(1, i, d),
+                "item {i} district {d}"
+            );
+        }
+    }
+    assert_ne!(populate::stock_dist(1, 1, 1), populate::stock_dist(1, 1, 2));
+}
+
+#[test]
 fn neworder_takes_the_next_order_id_and_updates_stock() {
     let cfg = small(Partition::Warehouse, 1, 1);
     let (t, mut stores) = loaded(&cfg);
