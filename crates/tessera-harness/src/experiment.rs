@@ -5,7 +5,7 @@
 use crate::spec::{BenchSpec, RuntimeKind, WorkloadSpec};
 use crate::sweep::Vary;
 use tessera_core::ids::MS;
-use tessera_workloads::{CounterConfig, MicroConfig, YcsbConfig};
+use tessera_workloads::{CounterConfig, MicroConfig, TpccConfig, YcsbConfig};
 
 /// A named sweep.
 pub struct Experiment {
@@ -61,6 +61,19 @@ pub fn experiments() -> Vec<Experiment> {
         s.check = true;
         s
     };
+
+    // NOCC §4 "TPC-C": Payment only on 1 warehouse, 2 districts, 10
+    // customers, 10 items; contention grows with the clients.
+    let mut tpcc_tiny =
+        BenchSpec::new(RuntimeKind::Sim, "", WorkloadSpec::Tpcc(TpccConfig::tiny()));
+    tpcc_tiny.duration = 1_000 * MS;
+    tpcc_tiny.warmup = 100 * MS;
+    tpcc_tiny.cooldown = 50 * MS;
+    tpcc_tiny.check = true;
+    // The default register budget (16 stages × 4 B) holds no TPC-C row, so
+    // the switch would verify nothing; 64 stages (256 B) hold the contended
+    // WAREHOUSE and DISTRICT rows but not CUSTOMER's (C_DATA is 300–500 B).
+    tpcc_tiny.knobs.switch_stages = Some(64);
 
     vec![
         Experiment {
@@ -121,6 +134,19 @@ pub fn experiments() -> Vec<Experiment> {
                 values: vec![0.0, 0.4, 0.8, 1.0, 1.2],
             },
             plot: &["throughput", "commit_rate", "p50"],
+        },
+        Experiment {
+            name: "nocc-tpcc",
+            description: "NOCC Fig. 5 on sim: TPC-C Payment, tiny configuration \
+                          (1 warehouse, 2 districts, 10 customers), 1 → 40 clients, switch \
+                          registers of 256 B; throughput and store CPU per committed txn",
+            protocols: &["nocc", "nocc-off"],
+            base: tpcc_tiny,
+            vary: Vary {
+                name: "clients".into(),
+                values: vec![1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 32.0, 40.0],
+            },
+            plot: &["throughput", "commit_rate", "server_cpu_us_per_txn"],
         },
     ]
 }

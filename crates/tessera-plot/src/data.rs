@@ -42,6 +42,7 @@ const ALIASES: &[(&str, &str)] = &[
     ("p99", "p99_ms"),
     ("msgs", "msgs_per_txn"),
     ("commit", "commit_rate"),
+    ("cpu", "server_cpu_us_per_txn"),
 ];
 
 /// The canonical field an alias stands for (or the name itself).
@@ -63,6 +64,7 @@ pub(crate) fn pretty_label(field: &str) -> String {
         "p90_ms" => "p90 latency (ms)".into(),
         "p99_ms" => "p99 latency (ms)".into(),
         "msgs_per_txn" => "messages / txn".into(),
+        "server_cpu_us_per_txn" => "server CPU per committed txn (µs)".into(),
         other => other.to_string(),
     }
 }
