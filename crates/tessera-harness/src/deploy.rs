@@ -1,8 +1,8 @@
 //! Build a runtime deployment for a protocol type and run it.
 //!
-//! Layout: shard `s` is served by one server (a replica group of one: the
-//! foundation protocols are not replicated); clients are spread over client
-//! hosts. Client `i` prefers shard `i % shards` and lives on host
+//! Layout: shard `s` is served by a replica group of `spec.replicas`
+//! servers (one for the unreplicated protocols); clients are spread over
+//! client hosts. Client `i` prefers shard `i % shards` and lives on host
 //! `(i % shards) % hosts`, so on `local`, where shard `s` and host `h` sit on
 //! workers `s % W` and `h % W`, a client runs on the worker of its home
 //! shard: a single-partition transaction never crosses threads.
@@ -24,6 +24,9 @@ pub struct RawRun {
     pub clients: Vec<ClientReport>,
     /// Each shard's store at the end (its first replica).
     pub stores: Vec<Store>,
+    /// Per shard, a digest of every replica's store at the end (see
+    /// [`store_digest`]): all equal when the replicas converged.
+    pub replica_digests: Vec<Vec<u64>>,
     pub net: NetCounters,
     pub events: u64,
     pub elapsed: Time,
@@ -53,7 +56,8 @@ pub fn topology(spec: &BenchSpec) -> Topology {
     }
     .min(spec.effective_clients())
     .max(1);
-    Topology::new(shards, 1, hosts).with_switches(spec.switches.unwrap_or(0))
+    Topology::new(shards, spec.replicas.unwrap_or(1), hosts)
+        .with_switches(spec.switches.unwrap_or(0))
 }
 
 /// Client slots of host `h`.
@@ -72,7 +76,7 @@ pub fn client_config(spec: &BenchSpec) -> ClientConfig {
     ClientConfig {
         measure_from: spec.warmup,
         measure_until: spec.duration - spec.cooldown,
-        stop_at: spec.duration,
+        stop_at: spec.duration - spec.drain,
         max_attempts: spec.max_attempts,
         backoff_base: 20 * US,
         backoff_cap: 5_000 * US,
@@ -190,6 +194,16 @@ pub fn run_protocol<P: Protocol>(
                 .unwrap_or_default()
         })
         .collect();
+    let replica_digests = topology
+        .shards
+        .iter()
+        .map(|g| {
+            g.replicas
+                .iter()
+                .map(|n| out.nodes[n.0 as usize].store().map_or(0, store_digest))
+                .collect()
+        })
+        .collect();
     let mut counters = BTreeMap::new();
     for r in &out.reports {
         for (name, n) in &r.counters {
@@ -206,6 +220,7 @@ pub fn run_protocol<P: Protocol>(
     Ok(RawRun {
         clients,
         stores,
+        replica_digests,
         net: out.net,
         events: out.events,
         elapsed: out.elapsed,
@@ -214,6 +229,23 @@ pub fn run_protocol<P: Protocol>(
         counters,
         server_busy,
     })
+}
+
+/// A digest of a store's data: every record's key, version and value, in
+/// key order. Lock words are left out (only a leader holds locks), and so
+/// are the empty placeholders OCC locks for inserts (they read as missing).
+pub fn store_digest(store: &Store) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for (k, r) in store.records_sorted() {
+        if r.meta.version == tessera_core::ids::Version::INITIAL && r.value.is_empty() {
+            continue;
+        }
+        k.hash(&mut h);
+        r.meta.version.0.hash(&mut h);
+        r.value.hash(&mut h);
+    }
+    h.finish()
 }
 
 /// The node id of client host `h` (for fault plans).

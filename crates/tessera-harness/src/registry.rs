@@ -7,8 +7,10 @@ use crate::spec::SpecError;
 use std::sync::Arc;
 use tessera_core::protocol::Protocol;
 use tessera_core::workload::Workload;
+use tessera_protocols::layered::{OccPaxos, PaxosLogConfig, TwoPlPaxos};
 use tessera_protocols::nocc::{Nocc, NoccConfig};
 use tessera_protocols::occ::{OccConfig, OccProtocol};
+use tessera_protocols::paxos::PaxosConfig;
 use tessera_protocols::twopc::{Timeouts, TwoPcConfig};
 use tessera_protocols::twopl::{Policy, TwoPlConfig, TwoPlProtocol};
 
@@ -38,6 +40,7 @@ impl ProtocolEntry {
                     allowed: "protocols that have this knob (see --help)".into(),
                 });
             }
+            unreplicated(name, spec)?;
             Ok((config.clone(), spec.clone()))
         })
     }
@@ -79,10 +82,12 @@ pub fn registry() -> Vec<ProtocolEntry> {
     let twopl = |policy| TwoPcConfig {
         cc: TwoPlConfig { policy },
         timeouts: timeouts.clone(),
+        log: (),
     };
     let occ = |validate| TwoPcConfig {
         cc: OccConfig { validate },
         timeouts: timeouts.clone(),
+        log: (),
     };
     vec![
         ProtocolEntry::new::<TwoPlProtocol>(
@@ -106,6 +111,23 @@ pub fn registry() -> Vec<ProtocolEntry> {
             occ(false),
         )
         .hidden(),
+        ProtocolEntry::configured::<TwoPlPaxos>(
+            "2pl-paxos",
+            "2PL (wound-wait) + 2PC over Multi-Paxos per shard: Janus §5's layered baseline",
+            |spec| {
+                layered(
+                    spec,
+                    TwoPlConfig {
+                        policy: Policy::WoundWait,
+                    },
+                )
+            },
+        ),
+        ProtocolEntry::configured::<OccPaxos>(
+            "occ-paxos",
+            "OCC + 2PC over Multi-Paxos per shard: Janus §5's layered baseline",
+            |spec| layered(spec, OccConfig { validate: true }),
+        ),
         ProtocolEntry::configured::<Nocc>(
             "nocc",
             "NOCC: OCC by compares at one store, verified early by a switch per rack (NOCC §2)",
@@ -129,6 +151,68 @@ pub fn registry() -> Vec<ProtocolEntry> {
     ]
 }
 
+/// Refuse a replica group larger than one for a protocol that does not
+/// replicate (its extra servers would sit idle, holding stale data).
+fn unreplicated(name: &str, spec: &BenchSpec) -> Result<(), SpecError> {
+    match spec.replicas {
+        None | Some(1) => Ok(()),
+        Some(r) => Err(SpecError::Invalid {
+            flag: "--replicas",
+            value: r.to_string(),
+            allowed: format!("1 for {name}, which does not replicate its shards"),
+        }),
+    }
+}
+
+/// The slowest round trip between two nodes of the spec's simulated world
+/// (for timeouts that must cover a wide-area round trip).
+fn slowest_round_trip(spec: &BenchSpec) -> tessera_core::ids::Time {
+    let one_way = spec
+        .sim
+        .latency
+        .iter()
+        .flatten()
+        .copied()
+        .max()
+        .unwrap_or(0);
+    2 * one_way + spec.sim.jitter
+}
+
+/// A layered protocol's configuration: 2PC with concurrency control `cc`
+/// over a Paxos group per shard, three replicas unless told; timeouts cover
+/// the slowest round trip of the world (geo sites).
+fn layered<X>(
+    spec: &BenchSpec,
+    cc: X,
+) -> Result<(TwoPcConfig<X, PaxosLogConfig>, BenchSpec), SpecError> {
+    if let Some(flag) = spec.knobs.set_flags().first() {
+        return Err(SpecError::Invalid {
+            flag,
+            value: spec.protocol.clone(),
+            allowed: "protocols that have this knob (see --help)".into(),
+        });
+    }
+    let rtt = slowest_round_trip(spec);
+    let mut timeouts = Timeouts::default();
+    timeouts.retransmit = timeouts.retransmit.max(2 * rtt);
+    timeouts.inquire = timeouts.inquire.max(4 * rtt);
+    timeouts.participant = timeouts.participant.max(20 * rtt);
+    timeouts.tombstone = timeouts.tombstone.max(40 * rtt);
+    let paxos = PaxosConfig {
+        // A snapshot copies the whole store: rarely, on big stores.
+        snapshot_every: 4096,
+        ..PaxosConfig::for_round_trip(rtt)
+    };
+    let config = TwoPcConfig {
+        cc,
+        timeouts,
+        log: PaxosLogConfig { paxos },
+    };
+    let mut spec = spec.clone();
+    spec.replicas = Some(spec.replicas.unwrap_or(3));
+    Ok((config, spec))
+}
+
 /// NOCC's configuration from the spec's knobs; one switch unless told.
 fn nocc(spec: &BenchSpec, verify: bool) -> Result<(NoccConfig, BenchSpec), SpecError> {
     if spec.workload.shards() != 1 {
@@ -149,6 +233,7 @@ fn nocc(spec: &BenchSpec, verify: bool) -> Result<(NoccConfig, BenchSpec), SpecE
         Some(v) => Ok(v),
         None => Ok(default),
     };
+    unreplicated(&spec.protocol, spec)?;
     let config = NoccConfig {
         verify,
         validate: true,

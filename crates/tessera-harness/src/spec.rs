@@ -101,6 +101,13 @@ pub struct BenchSpec {
     /// Switch nodes between the client hosts and the servers (NOCC's
     /// racks). `None`: the protocol's default (see the registry).
     pub switches: Option<u32>,
+    /// Servers per shard (a replica group). `None`: the protocol's default
+    /// (1, or 3 for the replicated protocols; see the registry).
+    pub replicas: Option<u32>,
+    /// Clients start no transaction in the last `drain` of the run, so that
+    /// replicas settle before it ends (convergence checks). Must not exceed
+    /// the cool-down, which it then lies in: it costs no measurement.
+    pub drain: Time,
     /// Knobs of particular protocols, read by their registry entries.
     pub knobs: Knobs,
 }
@@ -165,6 +172,8 @@ impl BenchSpec {
             workers: 0,
             max_attempts: 20,
             switches: None,
+            replicas: None,
+            drain: 0,
             knobs: Knobs::default(),
         }
     }
@@ -205,6 +214,20 @@ impl BenchSpec {
                     "warm-up + cool-down shorter than --duration ({}ms)",
                     self.duration / MS
                 ),
+            });
+        }
+        if self.drain > self.cooldown {
+            return Err(SpecError::Invalid {
+                flag: "--drain",
+                value: format!("{}ms", self.drain / MS),
+                allowed: format!("at most the cool-down ({}ms)", self.cooldown / MS),
+            });
+        }
+        if self.replicas == Some(0) {
+            return Err(SpecError::Invalid {
+                flag: "--replicas",
+                value: "0".into(),
+                allowed: "1 or more".into(),
             });
         }
         if self.max_attempts == 0 {

@@ -14,12 +14,16 @@
 //!   that aborts doomed transactions early.
 //! * [`paxos`] — Multi-Paxos, a replicated log per shard (Janus §5's layered
 //!   baselines), as a component other server roles embed.
+//! * [`layered`] — the layered baselines of Janus §5: 2PL and OCC whose
+//!   participants replicate their prepare and commit records through their
+//!   shard's Paxos log before they answer.
 //! * [`tombstones`] — remembering finished transactions until their
 //!   coordinator's floor passes them.
 //!
 //! The harness's registry is the one place that maps protocol names to these
 //! types.
 
+pub mod layered;
 pub mod nocc;
 pub mod occ;
 pub mod paxos;

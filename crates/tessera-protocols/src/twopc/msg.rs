@@ -1,6 +1,8 @@
 //! The messages of 2PC over pieces.
 
-use tessera_core::ids::{Key, Time, TxnId};
+use super::log::LogRecord;
+use crate::paxos::PaxosMsg;
+use tessera_core::ids::{Key, NodeId, Time, TxnId};
 use tessera_core::node::WireSize;
 use tessera_core::txn::{AbortReason, ReadObs, Txn, Value};
 
@@ -77,11 +79,35 @@ pub enum Msg {
     Inquire {
         txn: TxnId,
     },
+    /// Replica → coordinator: this replica does not lead its shard; ask
+    /// `leader` (if known) about `txn` instead.
+    NotLeader {
+        txn: TxnId,
+        leader: Option<NodeId>,
+    },
+    /// Replica → coordinator, in answer to a resent request: this replica
+    /// leads and holds the request (a piece waits for locks, or the replica
+    /// is taking over); the answer will come. Keeps the coordinator from
+    /// taking a wait for a failure.
+    Busy {
+        txn: TxnId,
+    },
+    /// Between the replicas of a shard whose participant log is a Paxos
+    /// group (the layered baselines).
+    Paxos(PaxosMsg<LogRecord>),
+}
+
+impl From<PaxosMsg<LogRecord>> for Msg {
+    fn from(m: PaxosMsg<LogRecord>) -> Self {
+        Msg::Paxos(m)
+    }
 }
 
 impl Msg {
-    pub fn txn(&self) -> TxnId {
-        match self {
+    /// The transaction a 2PC message is about (`None` for replication
+    /// messages).
+    pub fn txn(&self) -> Option<TxnId> {
+        Some(match self {
             Msg::Execute(Execute { txn, .. })
             | Msg::ExecuteOk { txn, .. }
             | Msg::ExecuteFailed { txn, .. }
@@ -94,8 +120,11 @@ impl Msg {
             | Msg::Commit { txn }
             | Msg::Abort { txn }
             | Msg::Ack { txn }
-            | Msg::Inquire { txn } => *txn,
-        }
+            | Msg::Inquire { txn }
+            | Msg::NotLeader { txn, .. }
+            | Msg::Busy { txn } => *txn,
+            Msg::Paxos(_) => return None,
+        })
     }
 }
 
@@ -104,6 +133,9 @@ impl Msg {
 impl WireSize for Msg {
     fn wire_size(&self) -> usize {
         const HEADER: usize = 1 + 8;
+        if let Msg::Paxos(m) = self {
+            return 1 + m.wire_size();
+        }
         HEADER
             + match self {
                 Msg::Execute(Execute { pieces, inputs, .. }) => {
@@ -124,6 +156,8 @@ impl WireSize for Msg {
                 | Msg::Vote { .. }
                 | Msg::OnePhaseDone { .. }
                 | Msg::Locked { .. } => 1,
+                Msg::NotLeader { .. } => 5,
+                Msg::Busy { .. } => 0,
                 _ => 0,
             }
     }

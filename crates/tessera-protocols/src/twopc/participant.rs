@@ -6,8 +6,16 @@
 //! transaction leaves a tombstone (its outcome) in [`Tombstones`] until its
 //! coordinator's floor passes it, so that duplicated or late messages are
 //! answered, never re-executed.
+//!
+//! Prepare and decision records go through a [`ParticipantLog`] before the
+//! participant votes or acknowledges (see [`super::log`]): at once when
+//! unreplicated, once chosen when the shard is a Paxos group. Every replica
+//! applies the records that come back the same way, so followers hold the
+//! leader's store and prepared set, and a new leader re-takes the locks of
+//! the prepared transactions it inherits.
 
 use super::cc::{Admit, ConcurrencyControl, Priority};
+use super::log::{LogEvent, LogRecord, ParticipantLog, Serving, Unlogged};
 use super::msg::{Execute, Msg, PieceReply};
 use super::Timeouts;
 use crate::tombstones::Tombstones;
@@ -47,6 +55,22 @@ struct TxnState {
     last_heard: Time,
     /// When we last asked the coordinator about this transaction.
     inquired_at: Time,
+    /// Its Prepare record is back from the log.
+    logged: bool,
+    /// The record of this transaction appended and not yet back.
+    awaiting: Awaiting,
+    /// Whom to answer when the awaited record is back.
+    reply_to: Option<NodeId>,
+    /// Prepared by CommitOnePhase (answered with OnePhaseDone).
+    one_phase: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Awaiting {
+    Nothing,
+    Prepare,
+    Commit,
+    Abort,
 }
 
 impl TxnState {
@@ -63,13 +87,24 @@ impl TxnState {
             write_values: Vec::new(),
             last_heard: now,
             inquired_at: now,
+            logged: false,
+            awaiting: Awaiting::Nothing,
+            reply_to: None,
+            one_phase: false,
         }
     }
 }
 
+/// An answer to a coordinator: now, or when a record is back from the log.
+enum Answer {
+    Now(bool),
+    Later,
+}
+
 /// The server role of [`super::TwoPc`].
-pub struct Participant<C> {
+pub struct Participant<C, L = Unlogged> {
     cc: C,
+    log: L,
     store: Store,
     timeouts: Timeouts,
     txns: FastMap<TxnId, TxnState>,
@@ -84,11 +119,12 @@ pub struct Participant<C> {
 
 const SWEEP: TimerId = TimerId(1);
 
-impl<C: ConcurrencyControl> Participant<C> {
-    pub fn new(cc: C, timeouts: Timeouts, env: ServerEnv) -> Self {
+impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
+    pub fn new(cc: C, log: L, timeouts: Timeouts, env: ServerEnv) -> Self {
         let ended = Tombstones::new(timeouts.tombstone);
         Participant {
             cc,
+            log,
             store: env.store,
             timeouts,
             txns: tessera_core::fast_map(),
@@ -136,12 +172,19 @@ impl<C: ConcurrencyControl> Participant<C> {
             st.proc = Some(proc);
         }
         let mut resend = Vec::new();
+        let mut queued = false;
         for (piece, inputs) in pieces.into_iter().zip(inputs) {
             if let Some(r) = st.done.iter().find(|r| r.piece == piece) {
                 resend.push(r.clone());
             } else if !st.waiting.iter().any(|(p, _)| *p == piece) {
                 st.waiting.push_back((piece, inputs));
+            } else {
+                queued = true;
             }
+        }
+        if queued {
+            // A resend of a piece that waits for locks: say we are alive.
+            ctx.send(from, Msg::Busy { txn });
         }
         if !resend.is_empty() {
             ctx.send(
@@ -269,32 +312,59 @@ impl<C: ConcurrencyControl> Participant<C> {
         }
     }
 
-    /// 2PC phase one. True when the transaction is (now) prepared.
-    fn prepare(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) -> bool {
+    /// 2PC phase one (or, with `one_phase`, the only participant's
+    /// prepare and commit). A transaction that validates is prepared at
+    /// once, and its Prepare record appended: the yes answer goes to `from`
+    /// when the record is back from the log.
+    fn prepare(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, one_phase: bool) -> Answer {
         let now = ctx.now();
         if let Err(answer) = self.round_reached(now, txn) {
-            return answer;
+            return Answer::Now(answer);
         }
         let st = self.txns.get_mut(&txn).expect("live");
         match st.phase {
-            Phase::Prepared | Phase::Committed => return true,
-            Phase::Aborted(_) => return false,
+            Phase::Prepared if st.logged && !one_phase => return Answer::Now(true),
+            Phase::Prepared => {
+                if st.awaiting == Awaiting::Prepare {
+                    st.reply_to = Some(from);
+                    // A resend while the record is on its way: alive.
+                    ctx.send(from, Msg::Busy { txn });
+                }
+                return Answer::Later;
+            }
+            Phase::Committed => return Answer::Now(true),
+            Phase::Aborted(_) => return Answer::Now(false),
             Phase::Active | Phase::Locked => {}
         }
         let ok = st.waiting.is_empty()
             && self
                 .cc
                 .prepare(&mut self.store, txn, &st.reads, &st.write_keys);
-        if ok {
-            st.phase = Phase::Prepared;
-        } else {
+        if !ok {
             st.phase = Phase::Aborted(AbortReason::Validation);
             st.waiting.clear();
             self.cc
                 .release(&mut self.store, txn, &st.write_keys, &mut self.granted);
             self.finish(now, txn);
+            return Answer::Now(false);
         }
-        ok
+        st.phase = Phase::Prepared;
+        st.one_phase = one_phase;
+        st.awaiting = Awaiting::Prepare;
+        st.reply_to = Some(from);
+        let rec = LogRecord::Prepare {
+            txn,
+            coord: st.coord,
+            writes: st
+                .write_keys
+                .iter()
+                .copied()
+                .zip(st.write_values.iter().cloned())
+                .collect(),
+            one_phase,
+        };
+        self.log.append(ctx, rec);
+        Answer::Later
     }
 
     /// The lock round (OCC with several participants).
@@ -318,18 +388,65 @@ impl<C: ConcurrencyControl> Participant<C> {
         }
     }
 
-    fn commit(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
-        let now = ctx.now();
+    /// 2PC phase two: append the Commit record; the Ack goes to `from`
+    /// when it is back. Acknowledge at once a transaction known committed
+    /// here, or one this participant does not know when its state is the
+    /// shard's only copy (then it finished long ago). A replica of a
+    /// replicated shard that does not know it stays silent: it may be a
+    /// deposed leader that has not heard of the transaction, and an ack
+    /// from it would let the coordinator forget a decision the real leader
+    /// still needs.
+    fn commit(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) -> Answer {
         let Some(st) = self.txns.get_mut(&txn) else {
-            if matches!(self.ended.get(txn), Some(Phase::Aborted(_))) {
-                tracing::warn!(?txn, "commit for a transaction aborted here");
+            return match self.ended.get(txn) {
+                Some(Phase::Committed) => Answer::Now(true),
+                Some(_) => {
+                    tracing::warn!(?txn, "commit for a transaction aborted here");
+                    Answer::Now(self.log.single_copy())
+                }
+                None => Answer::Now(self.log.single_copy()),
+            };
+        };
+        if st.phase != Phase::Prepared || !st.logged {
+            tracing::warn!(?txn, phase = ?st.phase, "commit for a transaction that is not prepared");
+            return Answer::Now(self.log.single_copy());
+        }
+        st.reply_to = Some(from);
+        if st.awaiting == Awaiting::Commit {
+            ctx.send(from, Msg::Busy { txn });
+        } else {
+            st.awaiting = Awaiting::Commit;
+            self.log.append(ctx, LogRecord::Commit { txn });
+        }
+        Answer::Later
+    }
+
+    /// The coordinator's abort. A prepared transaction (its Prepare record
+    /// possibly still on its way) aborts through the log, after that
+    /// record; any other aborts here and now.
+    fn abort(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
+        match self.txns.get_mut(&txn) {
+            Some(st)
+                if st.phase == Phase::Prepared
+                    && st.awaiting != Awaiting::Abort
+                    && st.awaiting != Awaiting::Commit =>
+            {
+                st.awaiting = Awaiting::Abort;
+                st.reply_to = None;
+                self.log.append(ctx, LogRecord::Abort { txn });
             }
+            Some(st) if st.phase == Phase::Prepared => {}
+            Some(_) => self.abort_local(ctx, txn, AbortReason::Validation, false),
+            None if !self.ended.contains(txn) => self.tombstone(ctx.now(), txn),
+            None => {}
+        }
+    }
+
+    /// Install a prepared transaction's writes and end it.
+    fn install(&mut self, now: Time, txn: TxnId) {
+        let Some(st) = self.txns.get_mut(&txn) else {
             return;
         };
-        if st.phase != Phase::Prepared {
-            tracing::warn!(?txn, phase = ?st.phase, "commit for a transaction that is not prepared");
-            return;
-        }
         st.phase = Phase::Committed;
         for (&k, v) in st.write_keys.iter().zip(st.write_values.drain(..)) {
             self.store.install(k, v, txn.version());
@@ -339,9 +456,222 @@ impl<C: ConcurrencyControl> Participant<C> {
         self.finish(now, txn);
     }
 
+    // ----- records back from the log -----
+
+    /// Act on everything the log has for us, then resume what it freed.
+    fn drain_log(&mut self, ctx: &mut Ctx<Msg>) {
+        while let Some(ev) = self.log.poll() {
+            match ev {
+                LogEvent::Chosen(rec) => self.apply(ctx, rec),
+                LogEvent::Leading => self.leading(ctx),
+                LogEvent::Following { leader } => self.following(ctx, leader),
+                LogEvent::Restore(data) => self.restore(data),
+                LogEvent::SnapshotDue => {
+                    let data = self.snapshot();
+                    self.log.compact(ctx, data);
+                }
+            }
+        }
+        self.resume_granted(ctx);
+    }
+
+    /// Apply a record that is back from the log. On the replica that
+    /// appended it, finish what the record stood for and answer; on the
+    /// others (followers), rebuild the same state from the record.
+    fn apply(&mut self, ctx: &mut Ctx<Msg>, rec: LogRecord) {
+        let now = ctx.now();
+        match rec {
+            LogRecord::Prepare {
+                txn,
+                coord,
+                writes,
+                one_phase,
+            } => {
+                let mine = self
+                    .txns
+                    .get(&txn)
+                    .is_some_and(|st| st.phase == Phase::Prepared && !st.logged);
+                if !mine {
+                    // The log overrides what this replica decided alone: a
+                    // stale leader may have aborted (or refused) the
+                    // transaction that the real leader prepared. Only a
+                    // commit comes from the log itself (a duplicate).
+                    match self.ended.get(txn) {
+                        Some(Phase::Committed) => return,
+                        Some(_) => self.ended.remove(txn),
+                        None => {}
+                    }
+                    if let Some(old) = self.txns.remove(&txn) {
+                        self.cc
+                            .release(&mut self.store, txn, &old.write_keys, &mut self.granted);
+                    }
+                    let prio = Priority { since: 0, txn };
+                    let mut st = TxnState::new(coord, prio, Phase::Prepared, now);
+                    (st.write_keys, st.write_values) = writes.into_iter().unzip();
+                    st.logged = true;
+                    if self.log.serving() == Serving::Yes {
+                        self.cc.relock(&mut self.store, txn, &st.write_keys);
+                    }
+                    self.txns.insert(txn, st);
+                    if one_phase {
+                        self.install(now, txn);
+                    }
+                    return;
+                }
+                let st = self.txns.get_mut(&txn).expect("mine");
+                st.logged = true;
+                st.awaiting = Awaiting::Nothing;
+                let to = st.reply_to.take();
+                if one_phase {
+                    self.install(now, txn);
+                }
+                if let Some(to) = to {
+                    let msg = if one_phase {
+                        Msg::OnePhaseDone {
+                            txn,
+                            committed: true,
+                        }
+                    } else {
+                        Msg::Vote { txn, yes: true }
+                    };
+                    ctx.send(to, msg);
+                }
+            }
+            LogRecord::Commit { txn } => {
+                let Some(st) = self.txns.get_mut(&txn) else {
+                    return; // applied before: a duplicate record
+                };
+                let to = st.reply_to.take();
+                self.install(now, txn);
+                if let Some(to) = to {
+                    ctx.send(to, Msg::Ack { txn });
+                }
+            }
+            LogRecord::Abort { txn } => {
+                if let Some(st) = self.txns.get_mut(&txn) {
+                    st.phase = Phase::Aborted(AbortReason::Validation);
+                    self.cc
+                        .release(&mut self.store, txn, &st.write_keys, &mut self.granted);
+                    self.finish(now, txn);
+                }
+            }
+        }
+    }
+
+    /// This replica took over: the transactions it holds are the prepared
+    /// ones of the log. Take their write locks again (strict 2PL's read
+    /// locks are not needed past the lock point, and OCC's reads were
+    /// validated), and hear from their coordinators afresh.
+    fn leading(&mut self, ctx: &mut Ctx<Msg>) {
+        let now = ctx.now();
+        let mut ids: Vec<TxnId> = self.txns.keys().copied().collect();
+        ids.sort_unstable();
+        for txn in ids {
+            let st = self.txns.get_mut(&txn).expect("listed");
+            debug_assert!(st.logged, "a follower holds only logged transactions");
+            st.last_heard = now;
+            st.inquired_at = now;
+            self.cc.relock(&mut self.store, txn, &st.write_keys);
+        }
+    }
+
+    /// This replica stopped leading: drop every lock, forget transactions
+    /// the log does not know as prepared (telling the coordinators of those
+    /// still executing), and keep the prepared ones as a follower does.
+    fn following(&mut self, ctx: &mut Ctx<Msg>, leader: Option<NodeId>) {
+        tracing::debug!(?leader, "participant: no longer the leader");
+        let mut ids: Vec<TxnId> = self.txns.keys().copied().collect();
+        ids.sort_unstable();
+        for txn in ids {
+            let st = self.txns.get_mut(&txn).expect("listed");
+            self.cc
+                .release(&mut self.store, txn, &st.write_keys, &mut self.granted);
+            st.reply_to = None;
+            st.awaiting = Awaiting::Nothing;
+            if st.logged {
+                continue;
+            }
+            // A Prepare record still on its way may yet be chosen: then it
+            // comes back and rebuilds the transaction like any follower's.
+            let st = self.txns.remove(&txn).expect("listed");
+            if matches!(st.phase, Phase::Active | Phase::Locked) {
+                ctx.send(
+                    st.coord,
+                    Msg::ExecuteFailed {
+                        txn,
+                        reason: AbortReason::LockConflict,
+                    },
+                );
+            }
+        }
+        self.granted.clear();
+    }
+
+    /// The applied state (store and prepared transactions), as of the last
+    /// record handed out, for compaction. Lock words and the placeholders
+    /// OCC locks for inserts are a leader's, not the log's: left out.
+    fn snapshot(&self) -> bytes::Bytes {
+        use crate::paxos::codec::{put_bytes, put_u32, put_u64};
+        let mut out = Vec::new();
+        let recs: Vec<_> = self
+            .store
+            .records_sorted()
+            .into_iter()
+            .filter(|(_, r)| !is_placeholder(r))
+            .collect();
+        put_u64(&mut out, recs.len() as u64);
+        for (k, r) in recs {
+            super::log::put_key(&mut out, k);
+            put_u64(&mut out, r.meta.version.0);
+            put_bytes(&mut out, &r.value);
+        }
+        let mut prepared: Vec<(&TxnId, &TxnState)> =
+            self.txns.iter().filter(|(_, st)| st.logged).collect();
+        prepared.sort_unstable_by_key(|(t, _)| **t);
+        put_u64(&mut out, prepared.len() as u64);
+        for (txn, st) in prepared {
+            put_u64(&mut out, txn.0);
+            put_u32(&mut out, st.coord.0);
+            put_u32(&mut out, st.write_keys.len() as u32);
+            for (k, v) in st.write_keys.iter().zip(&st.write_values) {
+                super::log::put_key(&mut out, *k);
+                put_bytes(&mut out, v);
+            }
+        }
+        bytes::Bytes::from(out)
+    }
+
+    /// Replace the applied state by a snapshot (a replica too far behind).
+    fn restore(&mut self, data: bytes::Bytes) {
+        match decode_snapshot(&data) {
+            Ok((store, prepared)) => {
+                for (txn, st) in self.txns.drain() {
+                    self.cc
+                        .release(&mut self.store, txn, &st.write_keys, &mut self.granted);
+                }
+                self.granted.clear();
+                self.store = store;
+                for (txn, coord, keys, values) in prepared {
+                    let prio = Priority { since: 0, txn };
+                    let mut st = TxnState::new(coord, prio, Phase::Prepared, 0);
+                    st.write_keys = keys;
+                    st.write_values = values;
+                    st.logged = true;
+                    self.txns.insert(txn, st);
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "participant: unreadable snapshot"),
+        }
+    }
+
     fn sweep(&mut self, ctx: &mut Ctx<Msg>) {
         let now = ctx.now();
         self.ended.sweep(now);
+        let period = self.sweep_period();
+        ctx.set_timer(period, SWEEP);
+        if self.log.serving() != Serving::Yes {
+            return; // followers hold what the log says; its leader decides
+        }
         let mut silent = Vec::new();
         let mut ask = Vec::new();
         for (txn, st) in self.txns.iter_mut() {
@@ -371,9 +701,43 @@ impl<C: ConcurrencyControl> Participant<C> {
             self.abort_local(ctx, txn, AbortReason::Timeout, true);
         }
         self.resume_granted(ctx);
-        let period = self.sweep_period();
-        ctx.set_timer(period, SWEEP);
     }
+}
+
+/// A record OCC created to lock a key that does not exist yet: it reads as
+/// missing, and no replica but the leader has it.
+fn is_placeholder(r: &tessera_core::storage::Record) -> bool {
+    r.meta.version == Version::INITIAL && r.value.is_empty()
+}
+
+/// A prepared transaction in a snapshot: id, coordinator, write keys and
+/// values.
+type PreparedEntry = (TxnId, NodeId, Vec<Key>, Vec<Value>);
+
+fn decode_snapshot(
+    mut input: &[u8],
+) -> Result<(Store, Vec<PreparedEntry>), crate::paxos::DecodeError> {
+    use crate::paxos::codec::{get_bytes, get_u32, get_u64};
+    let r = &mut input;
+    let mut store = Store::new();
+    for _ in 0..get_u64(r)? {
+        let k = super::log::get_key(r)?;
+        let v = Version(get_u64(r)?);
+        store.install(k, get_bytes(r)?, v);
+    }
+    let mut prepared = Vec::new();
+    for _ in 0..get_u64(r)? {
+        let txn = TxnId(get_u64(r)?);
+        let coord = NodeId(get_u32(r)?);
+        let n = get_u32(r)? as usize;
+        let (mut keys, mut values) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for _ in 0..n {
+            keys.push(super::log::get_key(r)?);
+            values.push(get_bytes(r)?);
+        }
+        prepared.push((txn, coord, keys, values));
+    }
+    Ok((store, prepared))
 }
 
 /// Run one piece on the store and this transaction's own buffered writes.
@@ -441,63 +805,100 @@ fn execute_piece(
     }
 }
 
-impl<C: ConcurrencyControl> Node<Msg> for Participant<C> {
-    fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
-        let period = self.sweep_period();
-        ctx.set_timer(period, SWEEP);
-    }
-
-    fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
+    /// A coordinator's request: handle it if this replica serves, else
+    /// redirect the coordinator (or drop it while taking over).
+    fn on_request(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        match self.log.serving() {
+            Serving::Yes => {}
+            Serving::NotYet => {
+                // Taking over: the coordinator should wait for us.
+                if let Some(txn) = msg.txn() {
+                    ctx.send(from, Msg::Busy { txn });
+                }
+                return;
+            }
+            Serving::Elsewhere(leader) => {
+                if !matches!(msg, Msg::Abort { .. }) {
+                    if let Some(txn) = msg.txn() {
+                        ctx.send(from, Msg::NotLeader { txn, leader });
+                    }
+                }
+                return;
+            }
+        }
         match msg {
             Msg::Execute(req) => self.on_execute(ctx, from, req),
             Msg::Lock { txn } => {
                 let ok = self.lock(ctx, txn);
                 ctx.send(from, Msg::Locked { txn, ok });
-                self.resume_granted(ctx);
             }
             Msg::Prepare { txn } => {
-                let yes = self.prepare(ctx, txn);
-                ctx.send(from, Msg::Vote { txn, yes });
-                self.resume_granted(ctx);
+                if let Answer::Now(yes) = self.prepare(ctx, from, txn, false) {
+                    ctx.send(from, Msg::Vote { txn, yes });
+                }
             }
             Msg::CommitOnePhase { txn } => {
-                let committed = self.prepare(ctx, txn);
-                if committed {
-                    self.commit(ctx, txn);
+                if let Answer::Now(committed) = self.prepare(ctx, from, txn, true) {
+                    ctx.send(from, Msg::OnePhaseDone { txn, committed });
                 }
-                ctx.send(from, Msg::OnePhaseDone { txn, committed });
-                self.resume_granted(ctx);
             }
             Msg::Commit { txn } => {
-                self.commit(ctx, txn);
-                ctx.send(from, Msg::Ack { txn });
-                self.resume_granted(ctx);
-            }
-            Msg::Abort { txn } => {
-                // The coordinator decided: no need to tell it.
-                if self.txns.contains_key(&txn) {
-                    self.abort_local(ctx, txn, AbortReason::Validation, false);
-                } else if !self.ended.contains(txn) {
-                    self.tombstone(ctx.now(), txn);
+                if let Answer::Now(true) = self.commit(ctx, from, txn) {
+                    ctx.send(from, Msg::Ack { txn });
                 }
-                self.resume_granted(ctx);
             }
+            // The coordinator decided: no need to tell it.
+            Msg::Abort { txn } => self.abort(ctx, txn),
+            _ => unreachable!("only requests are passed here"),
+        }
+    }
+}
+
+impl<C: ConcurrencyControl, L: ParticipantLog> Node<Msg> for Participant<C, L> {
+    fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
+        let period = self.sweep_period();
+        ctx.set_timer(period, SWEEP);
+        self.log.start(ctx);
+        self.drain_log(ctx);
+    }
+
+    fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        match msg {
+            Msg::Paxos(m) => self.log.on_message(ctx, from, m),
+            Msg::Execute(_)
+            | Msg::Lock { .. }
+            | Msg::Prepare { .. }
+            | Msg::CommitOnePhase { .. }
+            | Msg::Commit { .. }
+            | Msg::Abort { .. } => self.on_request(ctx, from, msg),
             Msg::ExecuteOk { .. }
             | Msg::ExecuteFailed { .. }
             | Msg::Locked { .. }
             | Msg::Vote { .. }
             | Msg::OnePhaseDone { .. }
             | Msg::Ack { .. }
-            | Msg::Inquire { .. } => {
+            | Msg::Inquire { .. }
+            | Msg::NotLeader { .. }
+            | Msg::Busy { .. } => {
                 tracing::warn!(?from, ?msg, "participant got a coordinator's message");
             }
         }
+        self.drain_log(ctx);
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
         if id == SWEEP {
             self.sweep(ctx);
+        } else {
+            self.log.on_timer(ctx, id);
         }
+        self.drain_log(ctx);
+    }
+
+    fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
+        self.log.on_persisted(ctx, token);
+        self.drain_log(ctx);
     }
 
     fn store(&self) -> Option<&Store> {
@@ -550,7 +951,7 @@ mod tests {
     }
 
     struct Harness {
-        p: Participant<Occ>,
+        p: Participant<Occ, Unlogged>,
         rng: rand::rngs::SmallRng,
         now: Time,
     }
@@ -565,7 +966,12 @@ mod tests {
                 store: Store::new(),
                 recovered: Vec::new(),
             };
-            let p = Participant::new(Occ::new(&OccConfig::default()), Timeouts::default(), env);
+            let p = Participant::new(
+                Occ::new(&OccConfig::default()),
+                Unlogged::default(),
+                Timeouts::default(),
+                env,
+            );
             Harness {
                 p,
                 rng: rand::rngs::SmallRng::seed_from_u64(1),
