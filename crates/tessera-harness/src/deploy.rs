@@ -56,8 +56,15 @@ pub fn topology(spec: &BenchSpec) -> Topology {
     }
     .min(spec.effective_clients())
     .max(1);
-    Topology::new(shards, spec.replicas.unwrap_or(1), hosts)
-        .with_switches(spec.switches.unwrap_or(0))
+    let topo = Topology::new(shards, spec.replicas.unwrap_or(1), hosts)
+        .with_switches(spec.switches.unwrap_or(0));
+    match &spec.sites {
+        Some(sites) => topo.on_sites(
+            sites.len() as u32,
+            spec.client_sites == Some(crate::sites::ClientSites::Leaders),
+        ),
+        None => topo,
+    }
 }
 
 /// Client slots of host `h`.
@@ -177,7 +184,7 @@ pub fn run_protocol<P: Protocol>(
     let dep = deployment::<P>(config, spec, workload)?;
     let topology = dep.topology.clone();
     let out: RunOutput<P::Msg> = match spec.runtime {
-        RuntimeKind::Sim => tessera_sim::run(dep, &spec.sim)?,
+        RuntimeKind::Sim => tessera_sim::run(dep, &spec.sim_config())?,
         RuntimeKind::Local => {
             let workers = local_workers(spec);
             let cfg = tessera_local::LocalConfig::new(&topology, workers);

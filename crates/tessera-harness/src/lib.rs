@@ -8,6 +8,8 @@
 //! * [`run`] — runs a spec on its runtime, aggregates the client reports
 //!   into a [`ResultRow`], checks isolation.
 //! * [`faults`] — random fault plans for simulator seeds.
+//! * [`sites`] — site presets (one data center, Janus' three regions) and
+//!   the placement of replicas and clients on them.
 //! * [`experiment`] — named, checked-in sweeps.
 
 pub mod deploy;
@@ -16,6 +18,7 @@ pub mod faults;
 pub mod registry;
 pub mod result;
 pub mod run;
+pub mod sites;
 pub mod spec;
 pub mod sweep;
 

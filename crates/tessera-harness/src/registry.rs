@@ -2,6 +2,7 @@
 //! type and default configuration. Nothing else matches on protocol names.
 
 use crate::deploy::{run_protocol, RawRun};
+use crate::sites::ClientSites;
 use crate::spec::BenchSpec;
 use crate::spec::SpecError;
 use std::sync::Arc;
@@ -168,7 +169,7 @@ fn unreplicated(name: &str, spec: &BenchSpec) -> Result<(), SpecError> {
 /// (for timeouts that must cover a wide-area round trip).
 fn slowest_round_trip(spec: &BenchSpec) -> tessera_core::ids::Time {
     let one_way = spec
-        .sim
+        .sim_config()
         .latency
         .iter()
         .flatten()
@@ -201,6 +202,7 @@ fn layered<X>(
     let paxos = PaxosConfig {
         // A snapshot copies the whole store: rarely, on big stores.
         snapshot_every: 4096,
+        pipeline: 4,
         ..PaxosConfig::for_round_trip(rtt)
     };
     let config = TwoPcConfig {
@@ -210,6 +212,7 @@ fn layered<X>(
     };
     let mut spec = spec.clone();
     spec.replicas = Some(spec.replicas.unwrap_or(3));
+    spec.client_sites = Some(spec.client_sites.unwrap_or(ClientSites::Leaders));
     Ok((config, spec))
 }
 

@@ -1,5 +1,6 @@
 //! What one benchmark run is.
 
+use crate::sites::{ClientSites, Sites};
 use std::path::PathBuf;
 use tessera_core::ids::{Time, MS};
 use tessera_sim::SimConfig;
@@ -104,6 +105,12 @@ pub struct BenchSpec {
     /// Servers per shard (a replica group). `None`: the protocol's default
     /// (1, or 3 for the replicated protocols; see the registry).
     pub replicas: Option<u32>,
+    /// Sites of the simulated world (`None`: one data center with the
+    /// simulator's own latency). See [`crate::sites`].
+    pub sites: Option<Sites>,
+    /// Where client hosts sit when there are sites. `None`: the protocol's
+    /// default (with the leaders for the layered baselines, else spread).
+    pub client_sites: Option<ClientSites>,
     /// Clients start no transaction in the last `drain` of the run, so that
     /// replicas settle before it ends (convergence checks). Must not exceed
     /// the cool-down, which it then lies in: it costs no measurement.
@@ -173,6 +180,8 @@ impl BenchSpec {
             max_attempts: 20,
             switches: None,
             replicas: None,
+            sites: None,
+            client_sites: None,
             drain: 0,
             knobs: Knobs::default(),
         }
@@ -192,6 +201,15 @@ impl BenchSpec {
         } else {
             self.clients
         }
+    }
+
+    /// The simulated world: `sim` with the sites' latency matrix.
+    pub fn sim_config(&self) -> SimConfig {
+        let mut c = self.sim.clone();
+        if let Some(s) = &self.sites {
+            c.latency = s.one_way();
+        }
+        c
     }
 
     pub fn validate(&self) -> Result<(), SpecError> {
@@ -223,6 +241,13 @@ impl BenchSpec {
                 allowed: format!("at most the cool-down ({}ms)", self.cooldown / MS),
             });
         }
+        if self.sites.is_some() && self.runtime != RuntimeKind::Sim {
+            return Err(SpecError::Invalid {
+                flag: "--sites",
+                value: self.sites.as_ref().map_or("", |s| &s.name).to_string(),
+                allowed: "one with --runtime local (sites exist in the simulator only)".into(),
+            });
+        }
         if self.replicas == Some(0) {
             return Err(SpecError::Invalid {
                 flag: "--replicas",
@@ -243,7 +268,7 @@ impl BenchSpec {
             WorkloadSpec::Counter(c) => c.validate(),
         };
         r.map_err(|e| SpecError::Workload(e.to_string()))?;
-        self.sim
+        self.sim_config()
             .validate()
             .map_err(|e| SpecError::Workload(e.to_string()))?;
         Ok(())
