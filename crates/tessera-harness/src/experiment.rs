@@ -82,8 +82,8 @@ pub fn experiments() -> Vec<Experiment> {
         Experiment {
             name: "replicated-micro",
             description: "Janus §6.2 on sim: micro-benchmark, 3 shards x 3 replicas, zipf 0.5, \
-                          30 → 900 clients; the layered baselines (Paxos leaders the bottleneck)",
-            protocols: &["2pl-paxos", "occ-paxos"],
+                          30 → 900 clients; the layered baselines vs TAPIR",
+            protocols: &["2pl-paxos", "occ-paxos", "tapir"],
             base: replicated,
             vary: Vary {
                 name: "clients".into(),

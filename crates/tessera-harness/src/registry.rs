@@ -12,6 +12,7 @@ use tessera_protocols::layered::{OccPaxos, PaxosLogConfig, TwoPlPaxos};
 use tessera_protocols::nocc::{Nocc, NoccConfig};
 use tessera_protocols::occ::{OccConfig, OccProtocol};
 use tessera_protocols::paxos::PaxosConfig;
+use tessera_protocols::tapir::{Tapir, TapirConfig};
 use tessera_protocols::twopc::{Timeouts, TwoPcConfig};
 use tessera_protocols::twopl::{Policy, TwoPlConfig, TwoPlProtocol};
 
@@ -129,6 +130,11 @@ pub fn registry() -> Vec<ProtocolEntry> {
             "OCC + 2PC over Multi-Paxos per shard: Janus §5's layered baseline",
             |spec| layered(spec, OccConfig { validate: true }),
         ),
+        ProtocolEntry::configured::<Tapir>(
+            "tapir",
+            "TAPIR: OCC at every replica over inconsistent replication, no leader (Janus §5-6)",
+            tapir,
+        ),
         ProtocolEntry::configured::<Nocc>(
             "nocc",
             "NOCC: OCC by compares at one store, verified early by a switch per rack (NOCC §2)",
@@ -213,6 +219,23 @@ fn layered<X>(
     let mut spec = spec.clone();
     spec.replicas = Some(spec.replicas.unwrap_or(3));
     spec.client_sites = Some(spec.client_sites.unwrap_or(ClientSites::Leaders));
+    Ok((config, spec))
+}
+
+/// TAPIR's configuration: three replicas and clients spread over the sites
+/// unless told; timeouts cover the slowest round trip of the world.
+fn tapir(spec: &BenchSpec) -> Result<(TapirConfig, BenchSpec), SpecError> {
+    if let Some(flag) = spec.knobs.set_flags().first() {
+        return Err(SpecError::Invalid {
+            flag,
+            value: spec.protocol.clone(),
+            allowed: "protocols that have this knob (see --help)".into(),
+        });
+    }
+    let config = TapirConfig::for_round_trip(slowest_round_trip(spec));
+    let mut spec = spec.clone();
+    spec.replicas = Some(spec.replicas.unwrap_or(3));
+    spec.client_sites = Some(spec.client_sites.unwrap_or(ClientSites::Spread));
     Ok((config, spec))
 }
 

@@ -1,5 +1,5 @@
-//! The layered baselines (2PL/OCC + Multi-Paxos) under the simulator's
-//! faults: every shard a group of three, message loss, duplication,
+//! The replicated protocols — the layered baselines (2PL/OCC +
+//! Multi-Paxos) and TAPIR — under the simulator's faults: every shard a group of three, message loss, duplication,
 //! reordering, partitions, and crashes of leaders and followers (a minority
 //! of each shard at a time, [`replica_plan`]). Every history must be
 //! strictly serializable, and once the faults end and the clients stop,
@@ -118,6 +118,11 @@ fn occ_over_paxos_survives_replica_faults() {
     many_seeds("occ-paxos");
 }
 
+#[test]
+fn tapir_survives_replica_faults() {
+    many_seeds("tapir");
+}
+
 /// Janus §5's scenario for the layered designs: the Paxos leader of a
 /// shard crashes while distributed transactions are in their 2PC. A new
 /// leader takes over from the log; transactions caught in the middle end
@@ -182,5 +187,16 @@ fn leader_crash_in_the_middle_of_two_phase_commit() {
             );
             assert!(matches!(topo.role(leader), Role::Server { replica: 0, .. }));
         }
+    }
+}
+
+/// One seed replays one run, faults and all.
+#[test]
+fn same_seed_gives_identical_runs() {
+    for protocol in ["2pl-paxos", "occ-paxos", "tapir"] {
+        let s = faulty_spec(protocol, 11);
+        let (a, b) = (run_bench(&s).unwrap(), run_bench(&s).unwrap());
+        assert_eq!(a.row, b.row, "{protocol}");
+        assert_eq!(a.raw.replica_digests, b.raw.replica_digests, "{protocol}");
     }
 }

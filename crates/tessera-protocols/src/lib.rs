@@ -17,6 +17,9 @@
 //! * [`layered`] — the layered baselines of Janus §5: 2PL and OCC whose
 //!   participants replicate their prepare and commit records through their
 //!   shard's Paxos log before they answer.
+//! * [`tapir`] — TAPIR: OCC validated at every replica over inconsistent
+//!   replication, fast path on a super-majority (Janus §5–6's unified
+//!   baseline).
 //! * [`tombstones`] — remembering finished transactions until their
 //!   coordinator's floor passes them.
 //!
@@ -27,6 +30,7 @@ pub mod layered;
 pub mod nocc;
 pub mod occ;
 pub mod paxos;
+pub mod tapir;
 pub mod tombstones;
 pub mod twopc;
 pub mod twopl;
