@@ -59,6 +59,8 @@ impl Lane {
 /// Writes `history` as an Elle rw-register history, one JSON object per
 /// line.
 pub fn write_elle<W: Write>(history: &History, out: W) -> Result<(), ExportError> {
+    // In-doubt attempts write what committed readers saw them write.
+    let history = crate::with_observed_writes(history);
     let txns = &history.txns;
     let mut out = BufWriter::new(out);
 

@@ -11,6 +11,7 @@
 //! start time; the real-time edges rely on that order.
 
 use crate::report::Violation;
+use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use tessera_core::history::{History, HistoryTxn, Outcome};
 use tessera_core::{fast_map, FastMap, Key, Version};
@@ -30,6 +31,49 @@ pub(crate) enum Writer<'h> {
     Aborted(&'h HistoryTxn),
     /// Nobody wrote this version of this key.
     Missing,
+}
+
+/// `history` with every in-doubt attempt's write list completed by what
+/// committed transactions saw it write.
+///
+/// An in-doubt attempt (its client crashed) is recorded with the writes its
+/// client knew of in advance: a piece whose keys depend on earlier pieces'
+/// outputs (TPC-C's order rows, keyed by the order id a district piece
+/// hands out) is only known by a placeholder. A committed transaction that
+/// read version `v` of key `k`, where `v` is an in-doubt attempt's id, is
+/// proof that the attempt committed and wrote `k` (versions are unique
+/// attempt ids), so `k` joins its writes. Borrowed when nothing is missing.
+pub fn with_observed_writes(history: &History) -> Cow<'_, History> {
+    let all = &history.txns;
+    let unknown: FastMap<u64, usize> = all
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.outcome == Outcome::Unknown)
+        .map(|(i, t)| (t.id.0, i))
+        .collect();
+    if unknown.is_empty() {
+        return Cow::Borrowed(history);
+    }
+    let mut missing: Vec<(usize, Key)> = Vec::new();
+    for t in all.iter().filter(|t| t.outcome == Outcome::Committed) {
+        for r in &t.reads {
+            if let Some(&i) = unknown.get(&r.version.0) {
+                if !all[i].writes.contains(&r.key) {
+                    missing.push((i, r.key));
+                }
+            }
+        }
+    }
+    if missing.is_empty() {
+        return Cow::Borrowed(history);
+    }
+    missing.sort_unstable();
+    missing.dedup();
+    let mut h = history.clone();
+    for (i, k) in missing {
+        h.txns[i].writes.push(k);
+    }
+    Cow::Owned(h)
 }
 
 pub(crate) struct TxnIndex<'h> {

@@ -7,7 +7,9 @@
 //!
 //! The pipeline, one module per step:
 //! 1. `index` — which attempts are committed (in-doubt ones count iff a
-//!    committed transaction read their writes); node numbering by start time.
+//!    committed transaction read their writes, and every key it saw them
+//!    write is theirs: [`with_observed_writes`]); node numbering by start
+//!    time.
 //! 2. `versions` — resolve each read to its writer (G1a if there is none),
 //!    and infer each key's version order from read-modify-writes (lost
 //!    updates if a version has two successors).
@@ -44,6 +46,7 @@ mod testkit;
 mod tests;
 
 pub use elle::{write_elle, ExportError};
+pub use index::with_observed_writes;
 pub use report::{CycleEdge, EdgeKind, Level, Report, Violation};
 
 use cycle::CycleFinder;
@@ -60,7 +63,7 @@ use versions::Versions;
 /// # Panics
 /// If the history has 2^28 attempts or more.
 pub fn check(history: &History, level: Level) -> Report {
-    Checker::new(history).check(level)
+    Checker::new(&with_observed_writes(history)).check(level)
 }
 
 /// A history prepared for checking: committed set, read resolution and
@@ -74,6 +77,9 @@ pub struct Checker<'h> {
 }
 
 impl<'h> Checker<'h> {
+    /// Takes in-doubt attempts' write lists as recorded; [`check`] first
+    /// completes them with [`with_observed_writes`].
+    ///
     /// # Panics
     /// If the history has 2^28 attempts or more.
     pub fn new(history: &'h History) -> Self {

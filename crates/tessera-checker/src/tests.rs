@@ -189,6 +189,27 @@ fn in_doubt_writes_count_only_when_observed() {
     assert_eq!(r.unordered_writes, [(tid(1), key(1))]);
 }
 
+/// An in-doubt attempt whose recorded writes miss a key (a dynamic piece's
+/// placeholder stood for it) still wrote what committed readers saw.
+#[test]
+fn in_doubt_writes_include_what_readers_observed() {
+    // Attempt 1 recorded only key 9 (its placeholder) but installed key 1.
+    let mut u = txn(1, 0, Time::MAX, &[], &[9]);
+    u.outcome = Outcome::Unknown;
+    let h = history(vec![u, txn(2, 20, 30, &[(1, 1)], &[1])]);
+    let r = check(&h, Level::StrictSerializable);
+    assert!(r.ok, "{r}");
+    assert_eq!(r.committed, 2);
+    // Without the completion, the read has no writer: a garbage read.
+    let raw = Checker::new(&h).check(Level::StrictSerializable);
+    assert_eq!(raw.violations[0].name(), "G1a", "{raw}");
+    // An aborted attempt is not in doubt: reading its write stays G1a.
+    let mut a = txn(1, 0, 10, &[], &[9]);
+    a.outcome = Outcome::Aborted;
+    let h = history(vec![a, txn(2, 20, 30, &[(1, 1)], &[1])]);
+    assert!(!check(&h, Level::StrictSerializable).ok);
+}
+
 #[test]
 fn duplicate_ids_are_reported() {
     let h = history(vec![

@@ -16,30 +16,102 @@ use tessera_harness::sweep::{sweep as run_sweep, Vary};
 use tessera_harness::{
     run_bench, BenchOutcome, BenchSpec, ResultRow, RuntimeKind, SpecError, WorkloadSpec,
 };
-use tessera_workloads::{CounterConfig, MicroConfig, YcsbConfig};
+use tessera_workloads::tpcc::{Mix, Partition, RemoteNewOrder};
+use tessera_workloads::{CounterConfig, MicroConfig, TpccConfig, YcsbConfig};
 
 type Result<T> = std::result::Result<T, Failure>;
+
+/// Reject flags set for a workload they do not apply to.
+fn not_for(workload: &str, flags: &[(&str, bool)], applies_to: &str) -> Result<()> {
+    match flags.iter().find(|(_, set)| *set) {
+        Some((flag, _)) => Err(Failure::Usage(format!(
+            "{flag} applies to --workload {applies_to}, not {workload}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The TPC-C flags that are set.
+fn tpcc_flags(a: &RunArgs) -> [(&'static str, bool); 8] {
+    [
+        ("--warehouses", a.warehouses.is_some()),
+        ("--districts", a.districts.is_some()),
+        ("--customers", a.customers.is_some()),
+        ("--items", a.items.is_some()),
+        ("--mix", a.mix.is_some()),
+        ("--partition", a.partition.is_some()),
+        ("--remote-neworder", a.remote_neworder.is_some()),
+        ("--remote-payment", a.remote_payment.is_some()),
+    ]
+}
+
+/// TPC-C's configuration from the flags: the scheme's defaults (the
+/// specification's scale; NOCC's tiny one), then the flags.
+fn tpcc_of(a: &RunArgs) -> Result<TpccConfig> {
+    let partition = match a.partition.as_deref() {
+        None => Partition::Warehouse,
+        Some(p) => Partition::parse(p).ok_or_else(|| SpecError::Invalid {
+            flag: "--partition",
+            value: p.to_string(),
+            allowed: Partition::NAMES.join(", "),
+        })?,
+    };
+    let mut c = match partition {
+        Partition::Tiny => TpccConfig::tiny(),
+        _ => TpccConfig {
+            partition,
+            ..TpccConfig::spec(a.warehouses.unwrap_or(1))
+        },
+    };
+    c.warehouses = a.warehouses.unwrap_or(c.warehouses);
+    c.districts = a.districts.unwrap_or(c.districts);
+    c.customers = a.customers.unwrap_or(c.customers);
+    c.items = a.items.unwrap_or(c.items);
+    c.shards = a.shards.unwrap_or(c.shards);
+    if let Some(m) = &a.mix {
+        c.mix = Mix::parse(m)?;
+    }
+    if let Some(r) = &a.remote_neworder {
+        c.remote_neworder = RemoteNewOrder::parse(r).ok_or_else(|| SpecError::Invalid {
+            flag: "--remote-neworder",
+            value: r.clone(),
+            allowed: "a percentage of NewOrders (e.g. 10), or PCT/line (e.g. 1/line)".into(),
+        })?;
+    }
+    c.remote_payment = a.remote_payment.unwrap_or(c.remote_payment);
+    Ok(c)
+}
 
 /// The spec that `RunArgs` describe (protocol left empty).
 fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     let runtime = RuntimeKind::parse(&a.runtime)?;
+    match (runtime, &a.config) {
+        (RuntimeKind::Tcp, Some(path)) => return tcp_spec_of(a, path),
+        (RuntimeKind::Tcp, None) => {
+            return Err(Failure::Usage(
+                "--runtime tcp needs --config CLUSTER.toml".into(),
+            ))
+        }
+        (_, Some(_)) => return Err(Failure::Usage("--config applies to --runtime tcp".into())),
+        _ => {}
+    }
+    let tpcc_set = tpcc_flags(a);
     let workload = match a.workload.as_str() {
         "micro" => {
             let mut c = MicroConfig::default();
             c.shards = a.shards.unwrap_or(c.shards);
             c.keys_per_shard = a.keys.unwrap_or(c.keys_per_shard);
             c.zipf_theta = a.zipf.unwrap_or(c.zipf_theta);
-            for (flag, set) in [
-                ("--ops", a.ops.is_some()),
-                ("--read-ratio", a.read_ratio.is_some()),
-                ("--multi-partition", a.multi_partition.is_some()),
-            ] {
-                if set {
-                    return Err(Failure::Usage(format!(
-                        "{flag} applies to --workload ycsb, not micro"
-                    )));
-                }
-            }
+            not_for(
+                "micro",
+                &[
+                    ("--ops", a.ops.is_some()),
+                    ("--read-ratio", a.read_ratio.is_some()),
+                    ("--multi-partition", a.multi_partition.is_some()),
+                ],
+                "ycsb",
+            )?;
+            not_for("micro", &tpcc_set, "tpcc")?;
             WorkloadSpec::Micro(c)
         }
         "ycsb" => {
@@ -53,6 +125,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
             c.ops_per_txn = a.ops.unwrap_or(c.ops_per_txn);
             c.read_ratio = a.read_ratio.unwrap_or(c.read_ratio);
             c.multi_partition = a.multi_partition.unwrap_or(c.multi_partition);
+            not_for("ycsb", &tpcc_set, "tpcc")?;
             WorkloadSpec::Ycsb(c)
         }
         "counter" => {
@@ -73,6 +146,20 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
                 }
             }
             WorkloadSpec::Counter(c)
+        }
+        "tpcc" => {
+            not_for(
+                "tpcc",
+                &[
+                    ("--zipf", a.zipf.is_some()),
+                    ("--keys", a.keys.is_some()),
+                    ("--ops", a.ops.is_some()),
+                    ("--read-ratio", a.read_ratio.is_some()),
+                    ("--multi-partition", a.multi_partition.is_some()),
+                ],
+                "micro or ycsb",
+            )?;
+            WorkloadSpec::Tpcc(tpcc_of(a)?)
         }
         other => {
             return Err(SpecError::Invalid {
@@ -150,6 +237,44 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     s.sim.loss = a.loss.unwrap_or(s.sim.loss);
     s.sim.duplicate = a.duplicate.unwrap_or(s.sim.duplicate);
     s.sim.reorder = a.reorder.unwrap_or(s.sim.reorder);
+    s.validate()?;
+    Ok(s)
+}
+
+/// A tcp run: the workload and protocol come from the cluster file (the
+/// servers already run them); run-length and client flags apply.
+fn tcp_spec_of(a: &RunArgs, path: &Path) -> Result<BenchSpec> {
+    let c = std::sync::Arc::new(tessera_tcp::ClusterConfig::load(path)?);
+    for (flag, set) in [
+        ("--workload", a.workload != "ycsb"),
+        ("--shards", a.shards.is_some()),
+        ("--zipf", a.zipf.is_some()),
+        ("--keys", a.keys.is_some()),
+        ("--ops", a.ops.is_some()),
+        ("--read-ratio", a.read_ratio.is_some()),
+        ("--multi-partition", a.multi_partition.is_some()),
+        ("--workers", a.workers.is_some()),
+        ("--faults", a.faults),
+    ] {
+        if set {
+            return Err(Failure::Usage(format!(
+                "{flag} does not apply to --runtime tcp: the servers run the workload of {}",
+                path.display()
+            )));
+        }
+    }
+    let mut s = tessera_harness::tcp::spec_of(c)?;
+    if let Some(d) = a.duration {
+        s.duration = d;
+        s.warmup = d / 10;
+        s.cooldown = d / 20;
+    }
+    s.warmup = a.warmup.unwrap_or(s.warmup);
+    s.cooldown = a.cooldown.unwrap_or(s.cooldown);
+    s.clients = a.clients.unwrap_or(0);
+    s.seed = a.seed;
+    s.check = a.check;
+    s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
     s.validate()?;
     Ok(s)
 }
@@ -247,27 +372,64 @@ fn run_one(spec: &BenchSpec) -> Result<BenchOutcome> {
             eprintln!("{}: isolation check FAILED: {r}", spec.protocol);
         }
     }
+    if let Some(v) = out.consistency.as_ref().filter(|v| !v.is_empty()) {
+        eprintln!(
+            "{}: consistency check FAILED ({} shown):",
+            spec.protocol,
+            v.len()
+        );
+        for line in v {
+            eprintln!("  {line}");
+        }
+    }
     Ok(out)
 }
 
 fn finish(rows: &[ResultRow]) -> Result<()> {
-    let failed: Vec<_> = rows
-        .iter()
-        .filter(|r| r.check == "fail")
-        .map(|r| r.protocol.as_str())
-        .collect();
-    if failed.is_empty() {
+    let failed = |what: fn(&ResultRow) -> bool| -> Vec<&str> {
+        rows.iter()
+            .filter(|r| what(r))
+            .map(|r| r.protocol.as_str())
+            .collect()
+    };
+    let isolation = failed(|r| r.check == "fail");
+    let consistency = failed(|r| r.tpcc_consistency == "fail");
+    let mut msgs = Vec::new();
+    if !isolation.is_empty() {
+        msgs.push(format!(
+            "isolation check failed for: {}",
+            isolation.join(", ")
+        ));
+    }
+    if !consistency.is_empty() {
+        msgs.push(format!(
+            "TPC-C consistency check failed for: {}",
+            consistency.join(", ")
+        ));
+    }
+    if msgs.is_empty() {
         Ok(())
     } else {
-        Err(Failure::Run(anyhow::anyhow!(
-            "isolation check failed for: {}",
-            failed.join(", ")
-        )))
+        Err(Failure::Run(anyhow::anyhow!(msgs.join("; "))))
     }
 }
 
 pub fn bench(a: &RunArgs) -> Result<()> {
     let base = spec_of(a)?;
+    let mut a = a.clone();
+    if let Some(c) = &base.cluster {
+        // The servers run the cluster file's protocol.
+        let theirs = &c.cluster.protocol;
+        if a.protocol != RunArgs::default_protocols() && a.protocol != [theirs.clone()] {
+            return Err(Failure::Usage(format!(
+                "--protocol {}: the servers of {} run '{theirs}'",
+                a.protocol.join(","),
+                c.path.display()
+            )));
+        }
+        a.protocol = vec![theirs.clone()];
+    }
+    let a = &a;
     check_protocols(&a.protocol)?;
     if let Some(h) = &a.history {
         check_history_path(h)?;
@@ -316,6 +478,11 @@ pub fn bench(a: &RunArgs) -> Result<()> {
 
 pub fn sweep(a: &RunArgs, vary: &str) -> Result<()> {
     let base = spec_of(a)?;
+    if base.runtime == RuntimeKind::Tcp {
+        return Err(Failure::Usage(
+            "sweep does not support --runtime tcp: the servers' workload is fixed by the cluster file".into(),
+        ));
+    }
     check_protocols(&a.protocol)?;
     let vary = Vary::parse(vary)?;
     let mut out = open_out(a.out.as_deref())?;
@@ -403,6 +570,7 @@ pub fn experiment(name: Option<&str>, list: bool, out_dir: &Path) -> Result<()> 
 pub fn default_comparison() -> Result<()> {
     let a = RunArgs {
         runtime: "local".into(),
+        config: None,
         protocol: registry::names().iter().map(|s| s.to_string()).collect(),
         workload: "ycsb".into(),
         shards: None,
@@ -416,6 +584,14 @@ pub fn default_comparison() -> Result<()> {
         ops: None,
         read_ratio: None,
         multi_partition: None,
+        warehouses: None,
+        districts: None,
+        customers: None,
+        items: None,
+        mix: None,
+        partition: None,
+        remote_neworder: None,
+        remote_payment: None,
         check: false,
         history: None,
         out: None,
@@ -449,4 +625,41 @@ pub fn protocols() -> Result<()> {
         println!("{:<12} {}", e.name, e.summary);
     }
     Ok(())
+}
+
+/// `tessera check-workload`: print the verdict; true when no piece needs
+/// merging.
+pub fn check_workload(a: &RunArgs, dot: Option<&Path>) -> Result<bool> {
+    let spec = spec_of(a)?;
+    let v = tessera_harness::check_workload(&spec.workload).map_err(Failure::Run)?;
+    let g = &v.graph;
+    println!(
+        "SC-graph of {}: {} transactions x 2 instances, {} pieces, {} edges",
+        spec.workload.name(),
+        g.txns.len(),
+        g.vertices.len(),
+        g.edges.len()
+    );
+    if !v.excluded.is_empty() {
+        println!("read-only, left out (§4.1): {}", v.excluded.join(", "));
+    }
+    for (t, imm) in g.txns.iter().zip(&g.immediate) {
+        let kinds: String = imm.iter().map(|&i| if i { 'I' } else { 'D' }).collect();
+        println!("  {}: pieces {kinds}", t.name);
+    }
+    if let Some(path) = dot {
+        std::fs::write(path, g.to_dot())
+            .map_err(|e| Failure::Run(anyhow::anyhow!("--dot {}: {e}", path.display())))?;
+        println!("SC-graph written to {}", path.display());
+    }
+    if v.merges.is_empty() {
+        println!("ok: every SC-cycle has a D-D edge; no piece needs merging");
+        return Ok(true);
+    }
+    println!("merge needed: SC-cycles whose C-edges are all I-I (§3.1, §4.2):");
+    for m in &v.merges {
+        let pieces: Vec<String> = m.pieces.iter().map(|p| format!("p{p}")).collect();
+        println!("  {}: merge {}", m.txn, pieces.join(" + "));
+    }
+    Ok(false)
 }

@@ -4,6 +4,7 @@
 //! check); 2 bad input (flags, values, paths), with a one-line error that
 //! names the flag and what is allowed.
 
+mod cluster;
 mod commands;
 mod duration;
 mod table;
@@ -74,21 +75,79 @@ enum Command {
     },
     /// List the protocols.
     Protocols,
+    /// Rococo's offline checker (§3.1): can every conflict of the workload's
+    /// transactions be reordered at runtime? Exit 0 if so; exit 1 and the
+    /// pieces to merge if not. Workload flags as for `bench`.
+    CheckWorkload {
+        #[command(flatten)]
+        run: RunArgs,
+        /// Write the SC-graph in Graphviz DOT to this file.
+        #[arg(long)]
+        dot: Option<PathBuf>,
+    },
+    /// Run one node of a cluster file until SIGTERM (one process per node).
+    Server {
+        /// The cluster file (see examples/cluster-3.toml).
+        #[arg(long)]
+        config: PathBuf,
+        /// The node's name in [[nodes]].
+        #[arg(long)]
+        node: String,
+    },
+    /// Start or stop every server of a cluster file as local processes.
+    Cluster {
+        #[command(subcommand)]
+        action: ClusterAction,
+    },
+    /// Null-RPC round trips between two processes over loopback TCP: the
+    /// transport's ceiling.
+    BenchNet {
+        /// How long to measure, e.g. 5s.
+        #[arg(long, value_parser = duration::parse, default_value = "5s")]
+        duration: Time,
+        /// Requests in flight.
+        #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..100_000))]
+        window: u64,
+        /// Internal: serve echo on this address (the child process).
+        #[arg(long, hide = true)]
+        serve: Option<std::net::SocketAddr>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ClusterAction {
+    /// Start a `tessera server` per node (pid files and logs in the run dir)
+    /// and wait until every one accepts connections.
+    Up {
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Stop the servers started by `up` (SIGTERM, then SIGKILL after 10 s).
+    Down {
+        #[arg(long)]
+        config: PathBuf,
+    },
 }
 
 /// Flags shared by `bench` and `sweep`.
 #[derive(Args, Clone, Debug)]
 pub struct RunArgs {
-    /// local (embedded multi-threaded cluster, real time) or sim (deterministic simulator).
+    /// local (embedded multi-threaded cluster, real time), sim (deterministic
+    /// simulator) or tcp (servers of --config in their own processes).
     #[arg(long, default_value = "local")]
     runtime: String,
+    /// tcp: the cluster file; its protocol, workload and clients are the
+    /// defaults of this run.
+    #[arg(long)]
+    config: Option<PathBuf>,
     /// Protocols, comma-separated (see `tessera protocols`).
     #[arg(long, value_delimiter = ',', default_value = "2pl-ww,2pl-nowait,occ")]
     protocol: Vec<String>,
-    /// micro (Janus: 3 counters on 3 shards), ycsb (COCO's YCSB) or counter (NOCC's counters).
+    /// micro (Janus: 3 counters on 3 shards), ycsb (COCO's YCSB), tpcc, or counter (NOCC's counters).
     #[arg(long, default_value = "ycsb")]
     workload: String,
-    /// Shards (micro: default 3; ycsb: partitions, default 2).
+    /// Shards (micro: default 3; ycsb: partitions, default 2; tpcc: one per
+    /// warehouse, or 2 with --partition district).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     shards: Option<u32>,
     /// Closed-loop clients in total (default: 8 per shard on local, 32 on sim).
@@ -120,7 +179,38 @@ pub struct RunArgs {
     /// YCSB: share of multi-partition transactions (default 0).
     #[arg(long, value_parser = parse_ratio, allow_negative_numbers = true)]
     multi_partition: Option<f64>,
-    /// Record the history and check strict serializability.
+    /// TPC-C: warehouses (default 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    warehouses: Option<u32>,
+    /// TPC-C: districts per warehouse (default 10).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    districts: Option<u32>,
+    /// TPC-C: customers per district (default 3000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    customers: Option<u32>,
+    /// TPC-C: items (default 100000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    items: Option<u32>,
+    /// TPC-C: transaction weights, e.g.
+    /// neworder=45,payment=43,orderstatus=4,delivery=4,stocklevel=4 (unnamed: 0).
+    #[arg(long)]
+    mix: Option<String>,
+    /// TPC-C: warehouse (Janus, COCO), district (Rococo §5.4: one warehouse
+    /// split by district and item) or tiny (NOCC §4: 1 warehouse, 2
+    /// districts, 10 customers, 10 items, Payment only).
+    #[arg(long)]
+    partition: Option<String>,
+    /// TPC-C: percent of NewOrders with a line from another warehouse
+    /// (COCO: 10), or PCT/line per order line (the spec: 1/line, the
+    /// default with several warehouses).
+    #[arg(long, allow_negative_numbers = true)]
+    remote_neworder: Option<String>,
+    /// TPC-C: percent of Payments for another warehouse's customer (default
+    /// 15 with several warehouses).
+    #[arg(long, allow_negative_numbers = true)]
+    remote_payment: Option<f64>,
+    /// Record the history and check strict serializability (and, for
+    /// TPC-C, the consistency conditions of clause 3.3.2).
     #[arg(long)]
     check: bool,
     /// Write the history as Elle rw-register JSON lines (one file per protocol).
@@ -199,6 +289,13 @@ pub struct RunArgs {
     max_attempts: Option<u32>,
 }
 
+impl RunArgs {
+    /// The default of --protocol.
+    pub fn default_protocols() -> Vec<String> {
+        ["2pl-ww", "2pl-nowait", "occ"].map(String::from).to_vec()
+    }
+}
+
 fn parse_zipf(s: &str) -> Result<f64, String> {
     let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number"))?;
     if (0.0..1.5).contains(&v) {
@@ -229,7 +326,8 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
     fn from(e: E) -> Self {
         let e = e.into();
         let usage = e.downcast_ref::<tessera_harness::SpecError>().is_some()
-            || e.downcast_ref::<tessera_workloads::ConfigError>().is_some();
+            || e.downcast_ref::<tessera_workloads::ConfigError>().is_some()
+            || e.downcast_ref::<tessera_tcp::ConfigError>().is_some();
         if usage {
             Failure::Usage(e.to_string())
         } else {
@@ -245,6 +343,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -258,6 +357,25 @@ fn main() -> ExitCode {
             out_dir,
         }) => commands::experiment(name.as_deref(), list, &out_dir),
         Some(Command::Protocols) => commands::protocols(),
+        Some(Command::CheckWorkload { run, dot }) => {
+            match commands::check_workload(&run, dot.as_deref()) {
+                Ok(true) => Ok(()),
+                Ok(false) => return ExitCode::from(1),
+                Err(e) => Err(e),
+            }
+        }
+        Some(Command::Server { config, node }) => cluster::server(&config, &node),
+        Some(Command::Cluster {
+            action: ClusterAction::Up { config },
+        }) => cluster::up(&config),
+        Some(Command::Cluster {
+            action: ClusterAction::Down { config },
+        }) => cluster::down(&config),
+        Some(Command::BenchNet {
+            duration,
+            window,
+            serve,
+        }) => cluster::bench_net(duration, window, serve),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -12,6 +12,10 @@ pub fn render(rows: &[ResultRow], param: Option<&str>) -> String {
     header.extend([
         "txn/s", "commit%", "p50 ms", "p90 ms", "p99 ms", "msgs/txn", "failed", "check",
     ]);
+    let tpcc = rows.iter().any(|r| r.neworder_tps.is_some());
+    if tpcc {
+        header.extend(["new-orders/s", "consistency"]);
+    }
     let mut lines: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for r in rows {
         let mut l = vec![r.protocol.clone()];
@@ -29,6 +33,10 @@ pub fn render(rows: &[ResultRow], param: Option<&str>) -> String {
             r.failed.to_string(),
             r.check.clone(),
         ]);
+        if tpcc {
+            l.push(format!("{:.0}", r.neworder_tps.unwrap_or(0.0)));
+            l.push(r.tpcc_consistency.clone());
+        }
         lines.push(l);
     }
     let cols = lines[0].len();
@@ -54,6 +62,35 @@ pub fn render(rows: &[ResultRow], param: Option<&str>) -> String {
             out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (cols - 1)));
             out.push('\n');
         }
+    }
+    if tpcc {
+        out.push_str(&by_type(rows));
+    }
+    out
+}
+
+/// Per transaction type: committed per second and commit rate; the loaded
+/// size per warehouse.
+fn by_type(rows: &[ResultRow]) -> String {
+    let mut out = String::from("\nper type (txn/s, commit%, user aborts):\n");
+    for r in rows {
+        let types: Vec<String> = r
+            .by_type
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} {:.0} ({:.1}%, {})",
+                    t.name,
+                    t.throughput_tps,
+                    t.commit_rate * 100.0,
+                    t.user_aborts
+                )
+            })
+            .collect();
+        out.push_str(&format!("  {}: {}\n", r.protocol, types.join(", ")));
+    }
+    if let Some(b) = rows.iter().find_map(|r| r.bytes_per_warehouse) {
+        out.push_str(&format!("loaded: {:.1} MB per warehouse\n", b as f64 / 1e6));
     }
     out
 }

@@ -80,6 +80,77 @@ fn sim_only_flags_need_sim() {
 }
 
 #[test]
+fn tpcc_knobs_are_checked() {
+    let t = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut v = vec!["bench", "--workload", "tpcc"];
+        v.extend_from_slice(extra);
+        v
+    };
+    rejects(&t(&["--partition", "shelf"]), "--partition");
+    rejects(&t(&["--partition", "shelf"]), "district");
+    rejects(&t(&["--remote-payment", "15"]), "--remote-payment");
+    rejects(&t(&["--remote-neworder", "10"]), "--warehouses");
+    rejects(
+        &t(&["--warehouses", "2", "--remote-neworder", "ten"]),
+        "--remote-neworder",
+    );
+    rejects(
+        &t(&["--warehouses", "2", "--remote-payment", "150"]),
+        "--remote-payment",
+    );
+    rejects(&t(&["--items", "0"]), "--items");
+    rejects(&t(&["--warehouses", "0"]), "--warehouses");
+    rejects(&t(&["--mix", "neworder=45,refund=5"]), "--mix");
+    rejects(&t(&["--mix", "neworder=0"]), "--mix");
+    rejects(&t(&["--partition", "tiny", "--shards", "2"]), "--shards");
+    rejects(&t(&["--zipf", "0.5"]), "--zipf");
+    rejects(
+        &["bench", "--workload", "ycsb", "--warehouses", "2"],
+        "--warehouses",
+    );
+}
+
+#[test]
+fn a_short_tpcc_sim_bench_passes_both_checks() {
+    let dir = std::env::temp_dir().join(format!("tessera-cli-tpcc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("rows.jsonl");
+    let (code, err) = run(&[
+        "bench",
+        "--runtime",
+        "sim",
+        "--workload",
+        "tpcc",
+        "--warehouses",
+        "2",
+        "--districts",
+        "4",
+        "--customers",
+        "30",
+        "--items",
+        "200",
+        "--clients",
+        "8",
+        "--duration",
+        "200ms",
+        "--protocol",
+        "occ",
+        "--check",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let row: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(row["check"], "pass");
+    assert_eq!(row["tpcc_consistency"], "pass");
+    assert!(row["neworder_tps"].as_f64().unwrap() > 0.0);
+    assert!(row["bytes_per_warehouse"].as_u64().unwrap() > 0);
+    assert_eq!(row["by_type"].as_array().unwrap().len(), 5);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn a_short_sim_bench_writes_a_row_and_passes_the_check() {
     let dir = std::env::temp_dir().join(format!("tessera-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -149,4 +220,45 @@ fn replica_and_site_flags_are_checked() {
     let mut args = sim.to_vec();
     args.extend(["--sites", bad.to_str().unwrap()]);
     rejects(&args, "--sites");
+}
+
+/// `check-workload`: exit 0 with a verdict for a workload that needs no
+/// merge, the SC-graph in DOT on request; exit 2 for an unknown workload.
+#[test]
+fn check_workload_verdict_and_dot() {
+    let dot = std::env::temp_dir().join(format!("tessera-sc-{}.dot", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["check-workload", "--workload", "micro", "--dot"])
+        .arg(&dot)
+        .output()
+        .expect("tessera runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("no piece needs merging"), "{stdout}");
+    let graph = std::fs::read_to_string(&dot).expect("DOT written");
+    assert!(graph.starts_with("graph sc {"), "{graph}");
+    let _ = std::fs::remove_file(&dot);
+    rejects(&["check-workload", "--workload", "tpcx"], "--workload");
+}
+
+/// TPC-C passes Rococo's offline checker with its read-only transactions
+/// left out (Rococo §4.1, Fig. 13), in every partition scheme: exit 0.
+#[test]
+fn check_workload_tpcc_needs_no_merge() {
+    for partition in ["warehouse", "district", "tiny"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args([
+                "check-workload",
+                "--workload",
+                "tpcc",
+                "--partition",
+                partition,
+            ])
+            .output()
+            .expect("tessera runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{partition}: {stdout}{stderr}");
+        assert!(stdout.contains("no piece needs merging"), "{stdout}");
+    }
 }

@@ -1,5 +1,7 @@
 //! tessera-core: the vocabulary every other crate speaks.
 //!
+//! * [`codec`] — the hand-written binary wire codec (messages, procedures,
+//!   store images) that never panics on bad bytes.
 //! * [`ids`] — node, shard, transaction and version identifiers; virtual time.
 //! * [`node`] — the sans-IO node model: a node is stepped with events
 //!   (message, timer, durable-write completion) through a [`node::Ctx`] and
@@ -10,17 +12,21 @@
 //! * [`topology`] — shards as replica groups, nodes placed on sites.
 //! * [`protocol`] — the trait a concurrency-control protocol implements.
 //! * [`runtime`] — what a runtime is given (a deployment) and returns.
+//! * [`scc`] — Tarjan's strongly connected components, shared by the
+//!   isolation checker and the protocols that order by dependency graphs.
 //! * [`workload`] — the trait a workload implements (load + generate).
 //! * [`client`] — the closed-loop client host that wraps a protocol's
 //!   coordinator: retries with backoff, latency, history recording.
 //! * [`history`] / [`stats`] — what a run observed.
 
 pub mod client;
+pub mod codec;
 pub mod history;
 pub mod ids;
 pub mod node;
 pub mod protocol;
 pub mod runtime;
+pub mod scc;
 pub mod stats;
 pub mod storage;
 pub mod topology;

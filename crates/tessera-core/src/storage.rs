@@ -122,6 +122,37 @@ impl Store {
         self.len() == 0
     }
 
+    /// The rows of table `t`, in no particular order.
+    pub fn rows(&self, t: TableId) -> impl Iterator<Item = (Key, &Record)> + '_ {
+        self.tables
+            .get(t.0 as usize)
+            .into_iter()
+            .flat_map(move |tab| {
+                tab.rows.iter().map(move |(row, r)| {
+                    (
+                        Key {
+                            table: t,
+                            row: *row,
+                        },
+                        r,
+                    )
+                })
+            })
+    }
+
+    /// Approximate heap bytes the store takes: every hash slot allocated
+    /// (row number + record: value handle and metadata) plus every value's
+    /// bytes. Values shared between records are counted once per record.
+    pub fn approx_bytes(&self) -> usize {
+        let slot = std::mem::size_of::<(u64, Record)>();
+        self.tables
+            .iter()
+            .map(|t| {
+                t.rows.capacity() * slot + t.rows.values().map(|r| r.value.len()).sum::<usize>()
+            })
+            .sum()
+    }
+
     /// Every record, in a deterministic order (for convergence checks and
     /// end-of-run consistency checks).
     pub fn records_sorted(&self) -> Vec<(Key, &Record)> {

@@ -1,14 +1,16 @@
 //! Build a runtime deployment for a protocol type and run it.
 //!
-//! Layout: shard `s` is served by a replica group of `spec.replicas`
-//! servers (one for the unreplicated protocols); clients are spread over
-//! client hosts. Client `i` prefers shard `i % shards` and lives on host
+//! Layout: shard `s` is served by a replica group of
+//! [`BenchSpec::replicas`] servers (one unless the protocol's registry entry
+//! asks for more: the foundation protocols are not replicated); clients are
+//! spread over client hosts. Client `i` prefers shard `i % shards` and lives on host
 //! `(i % shards) % hosts`, so on `local`, where shard `s` and host `h` sit on
 //! workers `s % W` and `h % W`, a client runs on the worker of its home
 //! shard: a single-partition transaction never crosses threads.
 
 use crate::spec::{BenchSpec, RuntimeKind, SpecError};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tessera_core::client::{ClientConfig, ClientHost, ClientReport};
 use tessera_core::ids::{NodeId, ShardId, Time, US};
@@ -24,9 +26,9 @@ pub struct RawRun {
     pub clients: Vec<ClientReport>,
     /// Each shard's store at the end (its first replica).
     pub stores: Vec<Store>,
-    /// Per shard, a digest of every replica's store at the end (see
-    /// [`store_digest`]): all equal when the replicas converged.
-    pub replica_digests: Vec<Vec<u64>>,
+    /// Every replica's store at the end, per shard, when shards have more
+    /// than one replica (for convergence checks); empty otherwise.
+    pub replica_stores: Vec<Vec<Store>>,
     pub net: NetCounters,
     pub events: u64,
     pub elapsed: Time,
@@ -36,7 +38,15 @@ pub struct RawRun {
     pub counters: BTreeMap<&'static str, u64>,
     /// CPU time of the server nodes (simulator only; 0 elsewhere).
     pub server_busy: Time,
+    /// Bytes of each shard's store right after loading
+    /// ([`Store::approx_bytes`]), summed over shards (first replicas).
+    pub loaded_bytes: u64,
 }
+
+/// Bytes per shard measured right after loading, shared with the server
+/// factories (a restarted server loads the same data and stores the same
+/// number again).
+pub type LoadedBytes = Arc<Vec<AtomicU64>>;
 
 /// Number of worker threads for a `local` run.
 pub fn local_workers(spec: &BenchSpec) -> usize {
@@ -49,14 +59,17 @@ pub fn local_workers(spec: &BenchSpec) -> usize {
 
 /// The cluster layout of a spec.
 pub fn topology(spec: &BenchSpec) -> Topology {
+    if let (RuntimeKind::Tcp, Some(c)) = (spec.runtime, &spec.cluster) {
+        return c.topology();
+    }
     let shards = spec.workload.shards();
     let hosts = match spec.runtime {
         RuntimeKind::Local => local_workers(spec) as u32,
-        RuntimeKind::Sim => shards,
+        RuntimeKind::Sim | RuntimeKind::Tcp => shards,
     }
     .min(spec.effective_clients())
     .max(1);
-    let topo = Topology::new(shards, spec.replicas.unwrap_or(1), hosts)
+    let topo = Topology::new(shards, spec.replicas.unwrap_or(1).max(1), hosts)
         .with_switches(spec.switches.unwrap_or(0));
     match &spec.sites {
         Some(sites) => topo.on_sites(
@@ -83,7 +96,17 @@ pub fn client_config(spec: &BenchSpec) -> ClientConfig {
     ClientConfig {
         measure_from: spec.warmup,
         measure_until: spec.duration - spec.cooldown,
-        stop_at: spec.duration - spec.drain,
+        // A checked run stops issuing at the end of the window: transactions
+        // in flight finish during the cool-down, so the final stores are
+        // quiescent for the workload's consistency checks and few attempts
+        // end in doubt. Otherwise `--drain` (at most the cool-down) stops
+        // them that much before the end, so that replicas settle.
+        stop_at: spec.duration
+            - if spec.check {
+                spec.cooldown
+            } else {
+                spec.drain
+            },
         max_attempts: spec.max_attempts,
         backoff_base: 20 * US,
         backoff_cap: 5_000 * US,
@@ -91,11 +114,13 @@ pub fn client_config(spec: &BenchSpec) -> ClientConfig {
     }
 }
 
-/// Build the deployment of protocol `P` for `spec`.
+/// Build the deployment of protocol `P` for `spec`; servers record their
+/// store's size after loading in `loaded`.
 pub fn deployment<P: Protocol>(
     config: &P::Config,
     spec: &BenchSpec,
     workload: Arc<dyn Workload>,
+    loaded: &LoadedBytes,
 ) -> anyhow::Result<Deployment<P::Msg>> {
     let topology = Arc::new(topology(spec));
     let hosts = topology.client_hosts().count() as u32;
@@ -108,9 +133,15 @@ pub fn deployment<P: Protocol>(
         let wl = workload.clone();
         match info.role {
             Role::Server { shard, replica } => {
+                let loaded = loaded.clone();
                 factories.push(Box::new(move |restart| {
                     let mut store = Store::new();
                     wl.load(shard, &mut store);
+                    if replica == 0 {
+                        if let Some(b) = loaded.get(shard.0 as usize) {
+                            b.store(store.approx_bytes() as u64, Ordering::Relaxed);
+                        }
+                    }
                     Box::new(P::server(
                         &cfg,
                         ServerEnv {
@@ -181,7 +212,12 @@ pub fn run_protocol<P: Protocol>(
     spec: &BenchSpec,
     workload: Arc<dyn Workload>,
 ) -> anyhow::Result<RawRun> {
-    let dep = deployment::<P>(config, spec, workload)?;
+    let loaded: LoadedBytes = Arc::new(
+        (0..spec.workload.shards())
+            .map(|_| AtomicU64::new(0))
+            .collect(),
+    );
+    let dep = deployment::<P>(config, spec, workload, &loaded)?;
     let topology = dep.topology.clone();
     let out: RunOutput<P::Msg> = match spec.runtime {
         RuntimeKind::Sim => tessera_sim::run(dep, &spec.sim_config())?,
@@ -190,6 +226,10 @@ pub fn run_protocol<P: Protocol>(
             let cfg = tessera_local::LocalConfig::new(&topology, workers);
             tessera_local::run(dep, &cfg)?
         }
+        RuntimeKind::Tcp => anyhow::bail!(
+            "protocol '{}' has no wire codec: it cannot run on --runtime tcp",
+            spec.protocol
+        ),
     };
     let stores = topology
         .shards
@@ -201,16 +241,20 @@ pub fn run_protocol<P: Protocol>(
                 .unwrap_or_default()
         })
         .collect();
-    let replica_digests = topology
-        .shards
-        .iter()
-        .map(|g| {
-            g.replicas
-                .iter()
-                .map(|n| out.nodes[n.0 as usize].store().map_or(0, store_digest))
-                .collect()
-        })
-        .collect();
+    let replica_stores = if topology.shards.iter().any(|g| g.replicas.len() > 1) {
+        topology
+            .shards
+            .iter()
+            .map(|g| {
+                g.replicas
+                    .iter()
+                    .map(|r| out.nodes[r.0 as usize].store().cloned().unwrap_or_default())
+                    .collect()
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut counters = BTreeMap::new();
     for r in &out.reports {
         for (name, n) in &r.counters {
@@ -227,7 +271,7 @@ pub fn run_protocol<P: Protocol>(
     Ok(RawRun {
         clients,
         stores,
-        replica_digests,
+        replica_stores,
         net: out.net,
         events: out.events,
         elapsed: out.elapsed,
@@ -235,7 +279,20 @@ pub fn run_protocol<P: Protocol>(
         topology,
         counters,
         server_busy,
+        loaded_bytes: loaded.iter().map(|b| b.load(Ordering::Relaxed)).sum(),
     })
+}
+
+impl RawRun {
+    /// Per shard, a digest of every replica's store at the end (see
+    /// [`store_digest`]): all equal when the replicas converged. Empty
+    /// when shards are not replicated.
+    pub fn replica_digests(&self) -> Vec<Vec<u64>> {
+        self.replica_stores
+            .iter()
+            .map(|g| g.iter().map(store_digest).collect())
+            .collect()
+    }
 }
 
 /// A digest of a store's data: every record's key, version and value, in

@@ -7,6 +7,7 @@
 //!   protocol type.
 //! * [`run`] — runs a spec on its runtime, aggregates the client reports
 //!   into a [`ResultRow`], checks isolation.
+//! * [`tcp`] — the `tcp` runtime's server processes and bench driver.
 //! * [`faults`] — random fault plans for simulator seeds.
 //! * [`sites`] — site presets (one data center, Janus' three regions) and
 //!   the placement of replicas and clients on them.
@@ -21,7 +22,8 @@ pub mod run;
 pub mod sites;
 pub mod spec;
 pub mod sweep;
+pub mod tcp;
 
 pub use result::ResultRow;
-pub use run::{run_bench, BenchOutcome};
+pub use run::{check_workload, run_bench, BenchOutcome};
 pub use spec::{BenchSpec, RuntimeKind, SpecError, WorkloadSpec};

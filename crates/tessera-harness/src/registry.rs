@@ -6,17 +6,27 @@ use crate::sites::ClientSites;
 use crate::spec::BenchSpec;
 use crate::spec::SpecError;
 use std::sync::Arc;
+use tessera_core::codec::Codec;
 use tessera_core::protocol::Protocol;
 use tessera_core::workload::Workload;
+use tessera_protocols::janus::{Janus, JanusConfig};
 use tessera_protocols::layered::{OccPaxos, PaxosLogConfig, TwoPlPaxos};
 use tessera_protocols::nocc::{Nocc, NoccConfig};
 use tessera_protocols::occ::{OccConfig, OccProtocol};
 use tessera_protocols::paxos::PaxosConfig;
+use tessera_protocols::rococo::{Rococo, RococoConfig};
 use tessera_protocols::tapir::{Tapir, TapirConfig};
 use tessera_protocols::twopc::{Timeouts, TwoPcConfig};
 use tessera_protocols::twopl::{Policy, TwoPlConfig, TwoPlProtocol};
 
 type Runner = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>) -> anyhow::Result<RawRun> + Send + Sync>;
+type Server = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>, &str) -> anyhow::Result<()> + Send + Sync>;
+
+/// How a protocol whose messages have a wire codec runs on `tcp`.
+struct TcpHooks {
+    bench: Runner,
+    serve: Server,
+}
 
 /// A runnable protocol: name, one-line summary, and how to run it.
 pub struct ProtocolEntry {
@@ -26,6 +36,7 @@ pub struct ProtocolEntry {
     /// and are not listed to users.
     pub hidden: bool,
     run: Runner,
+    tcp: Option<TcpHooks>,
 }
 
 impl ProtocolEntry {
@@ -65,7 +76,40 @@ impl ProtocolEntry {
                 let (config, spec) = configure(spec)?;
                 run_protocol::<P>(&config, &spec, workload)
             }),
+            tcp: None,
         }
+    }
+
+    /// Let the protocol run on `tcp` (its messages have a wire codec).
+    fn with_tcp<P: Protocol>(mut self, config: P::Config) -> Self
+    where
+        P::Msg: Codec,
+    {
+        let c2 = config.clone();
+        self.tcp = Some(TcpHooks {
+            bench: Box::new(move |spec, wl| crate::tcp::bench::<P>(&config, spec, wl)),
+            serve: Box::new(move |spec, wl, node| crate::tcp::serve::<P>(&c2, spec, wl, node)),
+        });
+        self
+    }
+
+    fn tcp_hooks(&self) -> anyhow::Result<&TcpHooks> {
+        self.tcp.as_ref().ok_or_else(|| {
+            anyhow::anyhow!(
+                "protocol '{}' has no wire codec: it cannot run on --runtime tcp",
+                self.name
+            )
+        })
+    }
+
+    /// Serve node `node` of `spec.cluster` until SIGTERM (`tcp` only).
+    pub fn serve(
+        &self,
+        spec: &BenchSpec,
+        workload: Arc<dyn Workload>,
+        node: &str,
+    ) -> anyhow::Result<()> {
+        (self.tcp_hooks()?.serve)(spec, workload, node)
     }
 
     fn hidden(mut self) -> Self {
@@ -74,6 +118,9 @@ impl ProtocolEntry {
     }
 
     pub fn run(&self, spec: &BenchSpec, workload: Arc<dyn Workload>) -> anyhow::Result<RawRun> {
+        if spec.runtime == crate::RuntimeKind::Tcp {
+            return (self.tcp_hooks()?.bench)(spec, workload);
+        }
         (self.run)(spec, workload)
     }
 }
@@ -96,22 +143,36 @@ pub fn registry() -> Vec<ProtocolEntry> {
             "2pl-ww",
             "2PL + 2PC, wound-wait (Spanner; Rococo §5.1)",
             twopl(Policy::WoundWait),
-        ),
+        )
+        .with_tcp::<TwoPlProtocol>(twopl(Policy::WoundWait)),
         ProtocolEntry::new::<TwoPlProtocol>(
             "2pl-nowait",
             "2PL + 2PC, NO_WAIT (COCO §7.1.2)",
             twopl(Policy::NoWait),
-        ),
+        )
+        .with_tcp::<TwoPlProtocol>(twopl(Policy::NoWait)),
         ProtocolEntry::new::<OccProtocol>(
             "occ",
             "OCC + 2PC: execute, lock + validate, write back (COCO §4)",
             occ(true),
+        )
+        .with_tcp::<OccProtocol>(occ(true)),
+        ProtocolEntry::new::<Rococo>(
+            "rococo",
+            "Rococo: dependency tracking, deferred pieces reordered at commit, no aborts (OSDI '14)",
+            RococoConfig::default(),
+        ),
+        ProtocolEntry::configured::<Janus>(
+            "janus",
+            "Janus: PreAccept/Accept/Commit over replica groups (3 by default), fast path on identical dependencies, no aborts for conflicts (OSDI '16)",
+            janus,
         ),
         ProtocolEntry::new::<OccProtocol>(
             "occ-unsafe",
             "OCC + 2PC with validation switched off: broken on purpose, for checker tests",
             occ(false),
         )
+        .with_tcp::<OccProtocol>(occ(false))
         .hidden(),
         ProtocolEntry::configured::<TwoPlPaxos>(
             "2pl-paxos",
@@ -309,6 +370,28 @@ pub fn find(name: &str) -> Result<ProtocolEntry, crate::spec::SpecError> {
             value: name.to_string(),
             allowed: names().join(", "),
         })
+}
+
+/// Janus replicates every shard itself (§3.1): groups of three unless the
+/// spec says otherwise.
+fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
+    if let Some(flag) = spec.knobs.set_flags().first() {
+        return Err(SpecError::Invalid {
+            flag,
+            value: "janus".into(),
+            allowed: "protocols that have this knob (see --help)".into(),
+        });
+    }
+    let mut spec = spec.clone();
+    spec.replicas = Some(spec.replicas.unwrap_or(3));
+    if spec.replicas == Some(0) {
+        return Err(SpecError::Invalid {
+            flag: "--replicas",
+            value: "0".into(),
+            allowed: "at least 1 replica per shard".into(),
+        });
+    }
+    Ok((JanusConfig::default(), spec))
 }
 
 #[cfg(test)]

@@ -43,9 +43,28 @@ pub struct ResultRow {
     /// at the switch and at the store).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty", default)]
     pub counters: std::collections::BTreeMap<String, u64>,
+    /// The workload's own consistency conditions on the final stores (TPC-C
+    /// clause 3.3.2): `pass`, `fail` or `skipped` (no `--check`, or a
+    /// workload without conditions).
+    #[serde(default = "skipped")]
+    pub tpcc_consistency: String,
+    /// The first violated condition when `tpcc_consistency` is `fail`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tpcc_consistency_detail: Option<String>,
+    /// TPC-C: committed NewOrders per second (the papers' new-orders/s).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub neworder_tps: Option<f64>,
+    /// TPC-C: bytes of the loaded database per warehouse (all shards'
+    /// stores right after loading, replicated tables included).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub bytes_per_warehouse: Option<u64>,
     /// The swept parameter's name and value, when part of a sweep.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+fn skipped() -> String {
+    "skipped".into()
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -53,4 +72,8 @@ pub struct TypeRow {
     pub name: String,
     pub throughput_tps: f64,
     pub commit_rate: f64,
+    /// Rolled back by the procedure itself (TPC-C's invalid item), in the
+    /// window; counted in the attempts, never retried.
+    #[serde(default)]
+    pub user_aborts: u64,
 }

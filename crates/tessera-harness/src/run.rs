@@ -12,7 +12,8 @@ use tessera_core::history::History;
 use tessera_core::ids::MS;
 use tessera_core::stats::ClientStats;
 use tessera_core::workload::Workload;
-use tessera_workloads::{Counter, Micro, Ycsb};
+use tessera_protocols::rococo::offline;
+use tessera_workloads::{Counter, Micro, Tpcc, Ycsb};
 
 /// The result of one run.
 pub struct BenchOutcome {
@@ -20,6 +21,9 @@ pub struct BenchOutcome {
     /// The isolation checker's report, when the spec asked for a check.
     pub check: Option<Report>,
     pub history: Option<History>,
+    /// The workload's consistency violations on the final stores, when the
+    /// spec asked for a check and the workload defines conditions.
+    pub consistency: Option<Vec<String>>,
     pub raw: RawRun,
 }
 
@@ -29,7 +33,15 @@ pub fn workload(spec: &WorkloadSpec) -> anyhow::Result<Arc<dyn Workload>> {
         WorkloadSpec::Micro(c) => Arc::new(Micro::new(*c)?),
         WorkloadSpec::Ycsb(c) => Arc::new(Ycsb::new(*c)?),
         WorkloadSpec::Counter(c) => Arc::new(Counter::new(*c)?),
+        WorkloadSpec::Tpcc(c) => Arc::new(Tpcc::new(*c)?),
     })
+}
+
+/// Rococo's offline SC-graph check (§3.1) of a workload's transaction
+/// profiles.
+pub fn check_workload(spec: &WorkloadSpec) -> anyhow::Result<offline::Verdict> {
+    let wl = workload(spec)?;
+    offline::check(&wl.profiles()).map_err(|e| anyhow::anyhow!("--workload {}: {e}", spec.name()))
 }
 
 /// Run `spec` to the end and measure it.
@@ -37,7 +49,7 @@ pub fn run_bench(spec: &BenchSpec) -> anyhow::Result<BenchOutcome> {
     spec.validate()?;
     let entry = registry::find(&spec.protocol)?;
     let wl = workload(&spec.workload)?;
-    let raw = entry.run(spec, wl)?;
+    let raw = entry.run(spec, wl.clone())?;
     let mut stats = ClientStats::default();
     let mut history = History::default();
     for c in &raw.clients {
@@ -55,16 +67,38 @@ pub fn run_bench(spec: &BenchSpec) -> anyhow::Result<BenchOutcome> {
         (Some(h), true) => Some(tessera_checker::check(h, Level::StrictSerializable)),
         _ => None,
     };
-    let row = row(spec, &raw, &stats, check.as_ref());
+    let consistency = if spec.check {
+        wl.check_consistency(&raw.stores)
+    } else {
+        None
+    };
+    let mut row = row(spec, &raw, &stats, check.as_ref(), consistency.as_deref());
+    // Across real processes a lost write is a durability bug the
+    // isolation checker cannot see (nobody may read the key again).
+    let lost = match (&history, spec.check, spec.runtime) {
+        (Some(h), true, crate::RuntimeKind::Tcp) => lost_writes(h, &raw.stores),
+        _ => Vec::new(),
+    };
+    if let Some(first) = lost.first() {
+        row.check = "fail".into();
+        row.check_detail = Some(format!("{} lost writes; first: {first}", lost.len()));
+    }
     Ok(BenchOutcome {
         row,
         check,
         history,
+        consistency,
         raw,
     })
 }
 
-fn row(spec: &BenchSpec, raw: &RawRun, s: &ClientStats, check: Option<&Report>) -> ResultRow {
+fn row(
+    spec: &BenchSpec,
+    raw: &RawRun,
+    s: &ClientStats,
+    check: Option<&Report>,
+    consistency: Option<&[String]>,
+) -> ResultRow {
     let cc = &raw.client_config;
     let window_s = (cc.measure_until - cc.measure_from) as f64 / 1e9;
     let per_s = |n: u64| n as f64 / window_s;
@@ -84,6 +118,20 @@ fn row(spec: &BenchSpec, raw: &RawRun, s: &ClientStats, check: Option<&Report>) 
             r.violations.first().map(|v| v.to_string()),
         ),
     };
+    let (consistency_s, consistency_detail) = match consistency {
+        None => ("skipped".to_string(), None),
+        Some([]) => ("pass".to_string(), None),
+        Some(v) => ("fail".to_string(), v.first().cloned()),
+    };
+    let tpcc = match &spec.workload {
+        WorkloadSpec::Tpcc(c) => Some(c),
+        _ => None,
+    };
+    let neworder = s
+        .by_type
+        .iter()
+        .find(|(n, _)| *n == tessera_workloads::tpcc::NEWORDER)
+        .map_or(0, |(_, c)| c.committed);
     ResultRow {
         protocol: spec.protocol.clone(),
         workload: spec.workload.name().to_string(),
@@ -113,6 +161,7 @@ fn row(spec: &BenchSpec, raw: &RawRun, s: &ClientStats, check: Option<&Report>) 
                 name: n.to_string(),
                 throughput_tps: per_s(c.committed),
                 commit_rate: rate(c.committed, c.attempts),
+                user_aborts: c.user_aborts,
             })
             .collect(),
         server_cpu_us_per_txn: (raw.server_busy > 0 && s.run_committed > 0)
@@ -122,8 +171,69 @@ fn row(spec: &BenchSpec, raw: &RawRun, s: &ClientStats, check: Option<&Report>) 
             .iter()
             .map(|(k, v)| (k.to_string(), *v))
             .collect(),
+        tpcc_consistency: consistency_s,
+        tpcc_consistency_detail: consistency_detail,
+        neworder_tps: tpcc.map(|_| per_s(neworder)),
+        bytes_per_warehouse: tpcc.map(|c| raw.loaded_bytes / u64::from(c.warehouses.max(1))),
         extra: serde_json::Map::new(),
     }
+}
+
+/// Writes of committed transactions missing from the final stores.
+///
+/// For every key a committed transaction wrote, the store's final version
+/// must be the write of a committed (or unknown-outcome) attempt `W` — not
+/// the initial version, not an aborted attempt's — and no committed writer
+/// of the key may have started after `W` ended: strict serializability
+/// would order that writer after `W`, so its write would be the final one.
+pub fn lost_writes(history: &History, stores: &[tessera_core::storage::Store]) -> Vec<String> {
+    use tessera_core::history::Outcome;
+    use tessera_core::ids::{Key, TxnId, Version};
+    let mut writers: std::collections::BTreeMap<Key, Vec<usize>> = Default::default();
+    let mut by_id: tessera_core::FastMap<TxnId, usize> = tessera_core::fast_map();
+    for (i, t) in history.txns.iter().enumerate() {
+        if t.outcome == Outcome::Aborted {
+            continue;
+        }
+        by_id.insert(t.id, i);
+        for k in &t.writes {
+            writers.entry(*k).or_default().push(i);
+        }
+    }
+    let mut lost = Vec::new();
+    for (key, ws) in writers {
+        let committed = || {
+            ws.iter()
+                .map(|&i| &history.txns[i])
+                .filter(|t| t.outcome == Outcome::Committed)
+        };
+        if committed().next().is_none() {
+            continue;
+        }
+        let version = stores
+            .iter()
+            .find_map(|s| s.get(key))
+            .map_or(Version::INITIAL, |r| r.meta.version);
+        let last = by_id
+            .get(&TxnId(version.0))
+            .map(|&i| &history.txns[i])
+            .filter(|w| w.writes.contains(&key));
+        match last {
+            None => lost.push(format!(
+                "key {key}: final version {version:?} is no committed write (committed writers: {:?})",
+                committed().map(|t| t.id).collect::<Vec<_>>()
+            )),
+            Some(w) => {
+                if let Some(t) = committed().find(|t| t.start > w.end) {
+                    lost.push(format!(
+                        "key {key}: {:?} committed after {:?} ended, but the store holds {:?}'s write",
+                        t.id, w.id, w.id
+                    ));
+                }
+            }
+        }
+    }
+    lost
 }
 
 /// A duration in milliseconds, for messages.

@@ -4,7 +4,7 @@ use crate::sites::{ClientSites, Sites};
 use std::path::PathBuf;
 use tessera_core::ids::{Time, MS};
 use tessera_sim::SimConfig;
-use tessera_workloads::{CounterConfig, MicroConfig, YcsbConfig};
+use tessera_workloads::{CounterConfig, MicroConfig, TpccConfig, YcsbConfig};
 use thiserror::Error;
 
 /// Which runtime drives the nodes.
@@ -14,15 +14,19 @@ pub enum RuntimeKind {
     Sim,
     /// The embedded multi-threaded cluster (real time).
     Local,
+    /// Client hosts in this process, servers in their own processes over
+    /// TCP, as a cluster file describes ([`BenchSpec::cluster`]).
+    Tcp,
 }
 
 impl RuntimeKind {
-    pub const NAMES: &'static [&'static str] = &["local", "sim"];
+    pub const NAMES: &'static [&'static str] = &["local", "sim", "tcp"];
 
     pub fn name(self) -> &'static str {
         match self {
             RuntimeKind::Sim => "sim",
             RuntimeKind::Local => "local",
+            RuntimeKind::Tcp => "tcp",
         }
     }
 
@@ -30,6 +34,7 @@ impl RuntimeKind {
         match s {
             "sim" => Ok(RuntimeKind::Sim),
             "local" => Ok(RuntimeKind::Local),
+            "tcp" => Ok(RuntimeKind::Tcp),
             _ => Err(SpecError::Invalid {
                 flag: "--runtime",
                 value: s.to_string(),
@@ -45,16 +50,18 @@ pub enum WorkloadSpec {
     Micro(MicroConfig),
     Ycsb(YcsbConfig),
     Counter(CounterConfig),
+    Tpcc(TpccConfig),
 }
 
 impl WorkloadSpec {
-    pub const NAMES: &'static [&'static str] = &["micro", "ycsb", "counter"];
+    pub const NAMES: &'static [&'static str] = &["micro", "ycsb", "tpcc", "counter"];
 
     pub fn name(&self) -> &'static str {
         match self {
             WorkloadSpec::Micro(_) => "micro",
             WorkloadSpec::Ycsb(_) => "ycsb",
             WorkloadSpec::Counter(_) => "counter",
+            WorkloadSpec::Tpcc(_) => "tpcc",
         }
     }
 
@@ -63,14 +70,17 @@ impl WorkloadSpec {
             WorkloadSpec::Micro(c) => c.shards,
             WorkloadSpec::Ycsb(c) => c.partitions,
             WorkloadSpec::Counter(_) => 1,
+            WorkloadSpec::Tpcc(c) => c.shard_count(),
         }
     }
 
+    /// The key-choice skew (0 for TPC-C, whose skew is NURand's).
     pub fn zipf(&self) -> f64 {
         match self {
             WorkloadSpec::Micro(c) => c.zipf_theta,
             WorkloadSpec::Ycsb(c) => c.zipf_theta,
             WorkloadSpec::Counter(c) => c.zipf_theta,
+            WorkloadSpec::Tpcc(_) => 0.0,
         }
     }
 }
@@ -103,7 +113,8 @@ pub struct BenchSpec {
     /// racks). `None`: the protocol's default (see the registry).
     pub switches: Option<u32>,
     /// Servers per shard (a replica group). `None`: the protocol's default
-    /// (1, or 3 for the replicated protocols; see the registry).
+    /// (1, or 3 for the replicated protocols: Janus, the layered baselines
+    /// and TAPIR; see the registry).
     pub replicas: Option<u32>,
     /// Sites of the simulated world (`None`: one data center with the
     /// simulator's own latency). See [`crate::sites`].
@@ -117,6 +128,8 @@ pub struct BenchSpec {
     pub drain: Time,
     /// Knobs of particular protocols, read by their registry entries.
     pub knobs: Knobs,
+    /// The cluster (only for `tcp`).
+    pub cluster: Option<std::sync::Arc<tessera_tcp::ClusterConfig>>,
 }
 
 /// Flags that only some protocols read. Each registry entry takes the ones
@@ -162,7 +175,7 @@ impl BenchSpec {
     pub fn new(runtime: RuntimeKind, protocol: &str, workload: WorkloadSpec) -> Self {
         let duration = match runtime {
             RuntimeKind::Sim => 2_000 * MS,
-            RuntimeKind::Local => 10_000 * MS,
+            RuntimeKind::Local | RuntimeKind::Tcp => 10_000 * MS,
         };
         BenchSpec {
             runtime,
@@ -184,6 +197,7 @@ impl BenchSpec {
             client_sites: None,
             drain: 0,
             knobs: Knobs::default(),
+            cluster: None,
         }
     }
 
@@ -196,6 +210,10 @@ impl BenchSpec {
                 // In-process clients never wait on a network: a few per
                 // worker keep the pipeline full.
                 RuntimeKind::Local => 8 * self.workload.shards().max(1),
+                RuntimeKind::Tcp => match &self.cluster {
+                    Some(c) if c.clients.clients > 0 => c.clients.clients,
+                    _ => 8 * self.workload.shards().max(1),
+                },
                 RuntimeKind::Sim => Self::DEFAULT_CLIENTS_PER_SHARD * self.workload.shards(),
             }
         } else {
@@ -255,6 +273,23 @@ impl BenchSpec {
                 allowed: "1 or more".into(),
             });
         }
+        if self.runtime == RuntimeKind::Tcp {
+            let Some(c) = &self.cluster else {
+                return Err(SpecError::Invalid {
+                    flag: "--config",
+                    value: "(none)".into(),
+                    allowed: "a cluster file for --runtime tcp".into(),
+                });
+            };
+            if c.shards.len() as u32 != self.workload.shards() {
+                return Err(SpecError::Workload(format!(
+                    "{}: the workload has {} shards but [[shards]] lists {}",
+                    c.path.display(),
+                    self.workload.shards(),
+                    c.shards.len()
+                )));
+            }
+        }
         if self.max_attempts == 0 {
             return Err(SpecError::Invalid {
                 flag: "--max-attempts",
@@ -266,6 +301,7 @@ impl BenchSpec {
             WorkloadSpec::Micro(c) => c.validate(),
             WorkloadSpec::Ycsb(c) => c.validate(),
             WorkloadSpec::Counter(c) => c.validate(),
+            WorkloadSpec::Tpcc(c) => c.validate(),
         };
         r.map_err(|e| SpecError::Workload(e.to_string()))?;
         self.sim_config()

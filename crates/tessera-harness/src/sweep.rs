@@ -74,6 +74,7 @@ impl Vary {
             ("clients", _) => spec.clients = count(v)?,
             ("shards", WorkloadSpec::Micro(c)) => c.shards = count(v)?,
             ("shards", WorkloadSpec::Ycsb(c)) => c.partitions = count(v)?,
+            ("shards", WorkloadSpec::Tpcc(c)) => c.shards = count(v)?,
             ("multi-partition", WorkloadSpec::Ycsb(c)) => c.multi_partition = v,
             ("read-ratio", WorkloadSpec::Ycsb(c)) => c.read_ratio = v,
             ("loss", _) => spec.sim.loss = v,

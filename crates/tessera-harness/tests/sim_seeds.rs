@@ -64,11 +64,17 @@ fn replay(s: &BenchSpec) -> String {
 }
 
 fn many_seeds(protocol: &str) {
+    many_seeds_then(protocol, |_, _| {});
+}
+
+/// [`many_seeds`], with `extra` asserting more of each run.
+fn many_seeds_then(protocol: &str, extra: impl Fn(&BenchSpec, &tessera_harness::BenchOutcome)) {
     let mut crashed_runs = 0;
     for seed in 0..seeds() {
         let s = faulty_spec(protocol, seed);
         let out =
             run_bench(&s).unwrap_or_else(|e| panic!("seed {seed}: {e:#}\nreplay: {}", replay(&s)));
+        extra(&s, &out);
         let report = out.check.as_ref().expect("checked");
         assert!(
             report.ok,
@@ -106,6 +112,68 @@ fn two_phase_locking_no_wait_survives_faults() {
 #[test]
 fn occ_survives_faults() {
     many_seeds("occ");
+}
+
+/// An attempt in flight this long at the end of a run is stuck: under this
+/// fault plan an attempt may wait for ancestors ~200 ms and lose a reply
+/// to the resend cap (160 ms).
+const STUCK: u64 = 350 * MS;
+
+/// Rococo reorders conflicts instead of aborting them (§2.2), and its
+/// servers finish the transactions of a crashed coordinator (§3.5): no
+/// attempt ever aborts, faults or not. The only attempts that do not end
+/// committed are those in flight on a client host when it crashed; their
+/// outcome is unknown to the client, which crashed with them.
+#[test]
+fn rococo_survives_faults_and_never_aborts() {
+    many_seeds_then("rococo", |s, out| {
+        let h = out.history.as_ref().expect("recorded");
+        let crash = s
+            .sim
+            .crashes
+            .first()
+            .expect("the plan crashes a client host");
+        for t in &h.txns {
+            match t.outcome {
+                Outcome::Committed => {}
+                Outcome::Aborted => panic!(
+                    "rococo seed {}: {:?} aborted\nreplay: {}",
+                    s.seed,
+                    t.id,
+                    replay(s)
+                ),
+                Outcome::Unknown => assert!(
+                    (t.id.node() == crash.node && t.id.incarnation() == 0 && t.start <= crash.at)
+                        || t.start + STUCK > s.duration,
+                    "rococo seed {}: {:?} in doubt since {} ms: stuck\nreplay: {}",
+                    s.seed,
+                    t.id,
+                    t.start / MS,
+                    replay(s)
+                ),
+            }
+        }
+        assert_eq!(
+            out.row.committed,
+            out.row.attempts,
+            "rococo seed {}: commit rate must be 100%\nreplay: {}",
+            s.seed,
+            replay(s)
+        );
+        assert_eq!(out.row.failed, 0);
+        // Progress goes on to the end: faults do not wedge the graph.
+        let late = h
+            .txns
+            .iter()
+            .filter(|t| t.outcome == Outcome::Committed && t.end + 100 * MS > s.duration)
+            .count();
+        assert!(
+            late > 0,
+            "rococo seed {}: no commit in the last 100 ms\nreplay: {}",
+            s.seed,
+            replay(s)
+        );
+    });
 }
 
 /// The checker is real: OCC with validation switched off loses updates under

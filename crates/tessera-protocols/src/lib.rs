@@ -22,14 +22,25 @@
 //!   baseline).
 //! * [`tombstones`] — remembering finished transactions until their
 //!   coordinator's floor passes them.
+//! * [`depgraph`] — the dependency graph, SCCs and deterministic order
+//!   that Rococo and Janus share.
+//! * [`janus`] — Janus (OSDI '16): PreAccept / Accept / Commit over replica
+//!   groups, fast path with identical dependencies, no aborts for
+//!   conflicts.
+//! * [`rococo`] — Rococo (OSDI '14): dependency tracking at start, deferred
+//!   pieces reordered into one deterministic order at commit, no aborts;
+//!   read-only transactions; the offline SC-graph checker.
 //!
 //! The harness's registry is the one place that maps protocol names to these
 //! types.
 
+pub mod depgraph;
+pub mod janus;
 pub mod layered;
 pub mod nocc;
 pub mod occ;
 pub mod paxos;
+pub mod rococo;
 pub mod tapir;
 pub mod tombstones;
 pub mod twopc;

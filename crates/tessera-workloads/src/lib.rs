@@ -7,23 +7,31 @@
 //!   read-modify-write operations per transaction, home partitions and a
 //!   multi-partition share.
 //! * [`counter`] — NOCC's single-counter reads and increments (NOCC §4).
+//! * [`tpcc`] — TPC-C, all five transactions, three partitioning schemes
+//!   and the clause-3.3.2 consistency checks (its own key layout: see
+//!   [`tpcc::keys`]).
 //!
-//! The workloads implement [`tessera_core::workload::Workload`], put their
-//! rows in table 0 of each shard's store and make one immediate, input-free
-//! piece per shard a transaction touches. A key is
+//! micro, YCSB and counter implement [`tessera_core::workload::Workload`], put their
+//! rows in table 0 of each shard's store and make one deferrable, input-free
+//! piece per shard a transaction touches (deferrable: no piece's output
+//! feeds another piece, Rococo §3.1). A key is
 //! [`Key::in_shard`]`(0, shard, rank)`: the shard in the top 24 bits of the
 //! row, the key's rank within its shard in the low 40 ([`key_shard`] and
 //! [`key_rank`] decode them), so keys are unique across shards.
 
+#[cfg(test)]
+mod codec_tests;
 pub mod counter;
 pub mod error;
 pub mod micro;
+pub mod tpcc;
 pub mod ycsb;
 pub mod zipf;
 
 pub use counter::{Counter, CounterConfig};
 pub use error::ConfigError;
 pub use micro::{IncrementTxn, Micro, MicroConfig, MicroGenerator};
+pub use tpcc::{Tpcc, TpccConfig};
 pub use ycsb::{Ycsb, YcsbConfig, YcsbGenerator, YcsbOp, YcsbTxn};
 pub use zipf::Zipf;
 

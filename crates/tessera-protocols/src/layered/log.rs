@@ -97,6 +97,10 @@ impl ParticipantLog for PaxosLog {
         false
     }
 
+    fn in_order(&self) -> bool {
+        false
+    }
+
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: PaxosMsg<LogRecord>) {
         self.replica.on_message(ctx, from, msg);
         self.pump();

@@ -26,10 +26,10 @@
 //! * Read-only pieces are not served by followers: every transaction,
 //!   reads included, goes through the leader and its Prepare record, which
 //!   also proves the leader was still leading when it voted.
-//! * Snapshots carry the store and the prepared transactions, not the
-//!   tombstones: a replica restored from one answers a late duplicate of a
-//!   finished transaction as a stranger (no, or a fresh execution that
-//!   times out), which the coordinator ignores.
+//! * Snapshots carry the store, the prepared transactions and the commits
+//!   still remembered, not the aborts: a replica restored from one answers
+//!   a late duplicate of an aborted transaction as a stranger (no, or a
+//!   fresh execution that times out), which the coordinator ignores.
 
 mod log;
 

@@ -3,10 +3,13 @@
 //!
 //! The 2PC participant does not care how a record is made safe, only that
 //! it comes back, in log order, once it is: then it votes or acknowledges.
-//! [`ParticipantLog`] is that hook. Two logs exist:
+//! [`ParticipantLog`] is that hook; one participant code path runs over
+//! either log:
 //!
-//! * [`Unlogged`] — a group of one that keeps nothing (the foundation 2PL
-//!   and OCC): every record comes back at once, in the same step.
+//! * [`super::WalLog`] — the durable local log of an unreplicated shard
+//!   (the foundation 2PL and OCC): a record comes back once the node's
+//!   write-ahead log made it durable, and a restarted participant replays
+//!   it ([`ParticipantLog::replay`]).
 //! * [`crate::layered::PaxosLog`] — the shard's Multi-Paxos log (Janus §5's
 //!   layered baselines, Table 1: "2PL/OCC + MultiPaxos"): a record comes
 //!   back when it is chosen, at the leader and at every follower alike, so
@@ -21,7 +24,6 @@ use crate::paxos::codec::{get_bytes, get_u32, get_u64, get_u8, put_bytes, put_u3
 use crate::paxos::codec::{put_u8, Command, DecodeError};
 use crate::paxos::PaxosMsg;
 use bytes::Bytes;
-use std::collections::VecDeque;
 use tessera_core::ids::{Key, NodeId, TimerId, TxnId};
 use tessera_core::node::{Ctx, WireSize};
 use tessera_core::protocol::ServerEnv;
@@ -170,6 +172,17 @@ pub enum Serving {
     Elsewhere(Option<NodeId>),
 }
 
+/// What a log rebuilt from the node's durable records at
+/// [`ParticipantLog::open`]: the participant restores the snapshot and
+/// applies the records before it starts.
+#[derive(Debug, Default)]
+pub struct Replay {
+    /// The last snapshot's image (see [`super::image`]).
+    pub snapshot: Option<Bytes>,
+    /// The records after it, in log order.
+    pub records: Vec<LogRecord>,
+}
+
 /// Where a participant makes its records safe before it answers. See the
 /// module docs.
 pub trait ParticipantLog: Send + 'static {
@@ -178,6 +191,13 @@ pub trait ParticipantLog: Send + 'static {
     /// The log of the server `env` describes, rebuilt from its durable
     /// records.
     fn open(config: &Self::Config, env: &ServerEnv) -> Self;
+
+    /// The state [`Self::open`] recovered, to apply before the start (once;
+    /// empty afterwards). A replicated log recovers through its group
+    /// instead: its records come back through [`Self::poll`].
+    fn replay(&mut self) -> Replay {
+        Replay::default()
+    }
 
     /// Arm timers; called from the participant's `on_start`.
     fn start(&mut self, _ctx: &mut Ctx<Msg>) {}
@@ -194,11 +214,20 @@ pub trait ParticipantLog: Send + 'static {
     }
 
     /// This replica's state is its shard's only copy, so a transaction it
-    /// does not know has finished (true unless replicated: a replica may
-    /// lag, or have been deposed without knowing).
-    fn single_copy(&self) -> bool {
-        true
-    }
+    /// does not know has finished: true for a local log, false for a
+    /// replicated one (a replica may lag, or have been deposed without
+    /// knowing). No default: every log must say.
+    fn single_copy(&self) -> bool;
+
+    /// Records become safe in the order they were appended: a later record
+    /// is never safe before an earlier one (a local write-ahead log). The
+    /// participant then installs a commit at once and only its Ack waits
+    /// for the record, since nothing appended later can survive without
+    /// it. A Paxos log may choose slots out of order and lose a hole at a
+    /// change of leader, so there a commit is installed only once its record
+    /// is back: until then its write locks keep later transactions from
+    /// preparing on top of it. No default: every log must say.
+    fn in_order(&self) -> bool;
 
     /// A message between the replicas of the log.
     fn on_message(&mut self, _ctx: &mut Ctx<Msg>, from: NodeId, _msg: PaxosMsg<LogRecord>) {
@@ -218,28 +247,13 @@ pub trait ParticipantLog: Send + 'static {
     /// The participant's state after every record handed out so far, for
     /// compaction (answer to [`LogEvent::SnapshotDue`]).
     fn compact(&mut self, _ctx: &mut Ctx<Msg>, _state: Bytes) {}
-}
 
-/// The log of an unreplicated participant: keeps nothing, hands every
-/// record back at once.
-#[derive(Default)]
-pub struct Unlogged {
-    ready: VecDeque<LogRecord>,
-}
-
-impl ParticipantLog for Unlogged {
-    type Config = ();
-
-    fn open(_: &(), _: &ServerEnv) -> Self {
-        Unlogged::default()
-    }
-
-    fn append(&mut self, _ctx: &mut Ctx<Msg>, rec: LogRecord) {
-        self.ready.push_back(rec);
-    }
-
-    fn poll(&mut self) -> Option<LogEvent> {
-        self.ready.pop_front().map(LogEvent::Chosen)
+    /// The runtime's checkpoint record (`Node::snapshot`), if this log
+    /// lives in the node's write-ahead log; `image(true)` is the
+    /// participant's state after every record appended so far (the runtime
+    /// writes the checkpoint once they are all durable).
+    fn checkpoint(&self, _image: &dyn Fn(bool) -> Bytes) -> Option<Bytes> {
+        None
     }
 }
 

@@ -30,24 +30,29 @@
 //! prepared one; a restarted coordinator answers from its log, and aborts
 //! what it does not find there.
 //!
-//! Replication is a configured difference, not a copy: the participant
-//! puts its prepare and decision records into a [`ParticipantLog`] and
-//! answers when they come back ([`log`]). Unreplicated, they come back at
-//! once; in the layered baselines ([`crate::layered`]) they come back once
-//! chosen by the shard's Paxos group, and coordinators follow the group's
-//! leader (**NotLeader** redirects them).
+//! Durability and replication are a configured difference, not a copy: the
+//! participant puts its prepare and decision records into a
+//! [`ParticipantLog`] and answers when they come back ([`log`]).
+//! Unreplicated, they come back once durable in the node's write-ahead log
+//! ([`WalLog`], which a restarted participant replays); in the layered
+//! baselines ([`crate::layered`]) they come back once chosen by the shard's
+//! Paxos group, and coordinators follow the group's leader (**NotLeader**
+//! redirects them).
 
 mod cc;
 mod coordinator;
+mod image;
 pub mod log;
 mod msg;
 mod participant;
+mod wal;
 
 pub use cc::{Admit, ConcurrencyControl, Priority};
 pub use coordinator::TwoPcCoordinator;
-pub use log::{LogRecord, ParticipantLog, Unlogged};
+pub use log::{LogRecord, ParticipantLog};
 pub use msg::Msg;
 pub use participant::Participant;
+pub use wal::WalLog;
 
 use tessera_core::ids::{Time, MS};
 
@@ -81,7 +86,7 @@ impl Default for Timeouts {
 
 /// A protocol made of the 2PC skeleton, a concurrency control `C` and a
 /// participant log `L`.
-pub struct TwoPc<C, L = Unlogged>(std::marker::PhantomData<(C, L)>);
+pub struct TwoPc<C, L = WalLog>(std::marker::PhantomData<(C, L)>);
 
 /// Configuration of a [`TwoPc`] protocol.
 #[derive(Clone, Debug)]

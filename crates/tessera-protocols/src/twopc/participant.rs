@@ -8,23 +8,31 @@
 //! answered, never re-executed.
 //!
 //! Prepare and decision records go through a [`ParticipantLog`] before the
-//! participant votes or acknowledges (see [`super::log`]): at once when
-//! unreplicated, once chosen when the shard is a Paxos group. Every replica
-//! applies the records that come back the same way, so followers hold the
-//! leader's store and prepared set, and a new leader re-takes the locks of
-//! the prepared transactions it inherits.
+//! participant votes or acknowledges (see [`super::log`]): once durable in
+//! the node's write-ahead log when unreplicated ([`super::WalLog`]), once
+//! chosen when the shard is a Paxos group. Every replica applies the
+//! records that come back the same way, so followers hold the leader's
+//! store and prepared set, a new leader re-takes the locks of the prepared
+//! transactions it inherits, and a restarted participant rebuilds itself
+//! from the records it replays.
+//!
+//! A participant that lost a transaction's state (a crash, a change of
+//! leader) cannot run its later pieces: [`first_contact_ok`] refuses an
+//! Execute that reaches an unknown transaction without the pieces every
+//! first Execute carries.
 
 use super::cc::{Admit, ConcurrencyControl, Priority};
-use super::log::{LogEvent, LogRecord, ParticipantLog, Serving, Unlogged};
+use super::image;
+use super::log::{LogEvent, LogRecord, ParticipantLog, Serving};
 use super::msg::{Execute, Msg, PieceReply};
 use super::Timeouts;
 use crate::tombstones::Tombstones;
 use std::collections::VecDeque;
-use tessera_core::ids::{Key, NodeId, Time, TimerId, TxnId, Version};
+use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, Version};
 use tessera_core::node::{Ctx, Node};
 use tessera_core::protocol::ServerEnv;
 use tessera_core::storage::Store;
-use tessera_core::txn::{AbortReason, PieceSpec, ReadObs, Txn, Value};
+use tessera_core::txn::{AbortReason, PieceSpec, Procedure, ReadObs, Txn, Value};
 use tessera_core::FastMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,7 +110,7 @@ enum Answer {
 }
 
 /// The server role of [`super::TwoPc`].
-pub struct Participant<C, L = Unlogged> {
+pub struct Participant<C, L = super::WalLog> {
     cc: C,
     log: L,
     store: Store,
@@ -115,6 +123,11 @@ pub struct Participant<C, L = Unlogged> {
     /// Transactions granted locks by a release, to resume.
     granted: Vec<TxnId>,
     wounded: Vec<TxnId>,
+    shard: ShardId,
+    /// Committed transactions whose Commit record is still on its way, with
+    /// the coordinator to acknowledge (an [in-order](ParticipantLog::in_order)
+    /// log's early installs).
+    acks: FastMap<TxnId, NodeId>,
 }
 
 const SWEEP: TimerId = TimerId(1);
@@ -122,7 +135,7 @@ const SWEEP: TimerId = TimerId(1);
 impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
     pub fn new(cc: C, log: L, timeouts: Timeouts, env: ServerEnv) -> Self {
         let ended = Tombstones::new(timeouts.tombstone);
-        Participant {
+        let mut p = Participant {
             cc,
             log,
             store: env.store,
@@ -131,6 +144,31 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
             ended,
             granted: Vec::new(),
             wounded: Vec::new(),
+            shard: env.shard,
+            acks: tessera_core::fast_map(),
+        };
+        p.recover();
+        p
+    }
+
+    /// Rebuild from what the log replayed: restore its snapshot and apply
+    /// its records, as a follower applies records it did not append.
+    fn recover(&mut self) {
+        let r = self.log.replay();
+        if let Some(snapshot) = r.snapshot {
+            self.restore(0, snapshot);
+        }
+        for rec in r.records {
+            let reply = self.apply(0, rec);
+            debug_assert!(reply.is_none(), "a replayed record answered someone");
+        }
+        self.granted.clear();
+        if !self.txns.is_empty() || !self.ended.is_empty() {
+            tracing::info!(
+                prepared = self.txns.len(),
+                ended = self.ended.len(),
+                "participant recovered"
+            );
         }
     }
 
@@ -159,6 +197,12 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
             }
             Some(_) => return, // a late duplicate
             None => {}
+        }
+        if !self.txns.contains_key(&txn) && !first_contact_ok(proc.as_ref(), self.shard, &pieces) {
+            let reason = AbortReason::Timeout;
+            self.tombstone(now, txn);
+            ctx.send(from, Msg::ExecuteFailed { txn, reason });
+            return;
         }
         let st = self
             .txns
@@ -396,7 +440,17 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
     /// deposed leader that has not heard of the transaction, and an ack
     /// from it would let the coordinator forget a decision the real leader
     /// still needs.
+    ///
+    /// With an [in-order](ParticipantLog::in_order) log the writes are
+    /// installed and the locks released at once (the decision is durable at
+    /// the coordinator, and every record appended later is safe only after
+    /// this one); only the Ack waits for the record.
     fn commit(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) -> Answer {
+        if let Some(to) = self.acks.get_mut(&txn) {
+            *to = from;
+            ctx.send(from, Msg::Busy { txn });
+            return Answer::Later;
+        }
         let Some(st) = self.txns.get_mut(&txn) else {
             return match self.ended.get(txn) {
                 Some(Phase::Committed) => Answer::Now(true),
@@ -410,6 +464,12 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
         if st.phase != Phase::Prepared || !st.logged {
             tracing::warn!(?txn, phase = ?st.phase, "commit for a transaction that is not prepared");
             return Answer::Now(self.log.single_copy());
+        }
+        if self.log.in_order() {
+            self.install(ctx.now(), txn);
+            self.acks.insert(txn, from);
+            self.log.append(ctx, LogRecord::Commit { txn });
+            return Answer::Later;
         }
         st.reply_to = Some(from);
         if st.awaiting == Awaiting::Commit {
@@ -462,12 +522,16 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
     fn drain_log(&mut self, ctx: &mut Ctx<Msg>) {
         while let Some(ev) = self.log.poll() {
             match ev {
-                LogEvent::Chosen(rec) => self.apply(ctx, rec),
+                LogEvent::Chosen(rec) => {
+                    if let Some((to, msg)) = self.apply(ctx.now(), rec) {
+                        ctx.send(to, msg);
+                    }
+                }
                 LogEvent::Leading => self.leading(ctx),
                 LogEvent::Following { leader } => self.following(ctx, leader),
-                LogEvent::Restore(data) => self.restore(data),
+                LogEvent::Restore(data) => self.restore(ctx.now(), data),
                 LogEvent::SnapshotDue => {
-                    let data = self.snapshot();
+                    let data = self.image(false);
                     self.log.compact(ctx, data);
                 }
             }
@@ -476,10 +540,10 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
     }
 
     /// Apply a record that is back from the log. On the replica that
-    /// appended it, finish what the record stood for and answer; on the
-    /// others (followers), rebuild the same state from the record.
-    fn apply(&mut self, ctx: &mut Ctx<Msg>, rec: LogRecord) {
-        let now = ctx.now();
+    /// appended it, finish what the record stood for and return the answer
+    /// to send; on the others (followers, or a participant replaying its
+    /// log), rebuild the same state from the record.
+    fn apply(&mut self, now: Time, rec: LogRecord) -> Option<(NodeId, Msg)> {
         match rec {
             LogRecord::Prepare {
                 txn,
@@ -497,7 +561,7 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
                     // transaction that the real leader prepared. Only a
                     // commit comes from the log itself (a duplicate).
                     match self.ended.get(txn) {
-                        Some(Phase::Committed) => return,
+                        Some(Phase::Committed) => return None,
                         Some(_) => self.ended.remove(txn),
                         None => {}
                     }
@@ -516,7 +580,7 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
                     if one_phase {
                         self.install(now, txn);
                     }
-                    return;
+                    return None;
                 }
                 let st = self.txns.get_mut(&txn).expect("mine");
                 st.logged = true;
@@ -525,27 +589,25 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
                 if one_phase {
                     self.install(now, txn);
                 }
-                if let Some(to) = to {
-                    let msg = if one_phase {
-                        Msg::OnePhaseDone {
-                            txn,
-                            committed: true,
-                        }
-                    } else {
-                        Msg::Vote { txn, yes: true }
-                    };
-                    ctx.send(to, msg);
-                }
+                let msg = if one_phase {
+                    Msg::OnePhaseDone {
+                        txn,
+                        committed: true,
+                    }
+                } else {
+                    Msg::Vote { txn, yes: true }
+                };
+                to.map(|to| (to, msg))
             }
             LogRecord::Commit { txn } => {
                 let Some(st) = self.txns.get_mut(&txn) else {
-                    return; // applied before: a duplicate record
+                    // Installed when appended (an in-order log), or applied
+                    // before (a duplicate record).
+                    return self.acks.remove(&txn).map(|to| (to, Msg::Ack { txn }));
                 };
                 let to = st.reply_to.take();
                 self.install(now, txn);
-                if let Some(to) = to {
-                    ctx.send(to, Msg::Ack { txn });
-                }
+                to.map(|to| (to, Msg::Ack { txn }))
             }
             LogRecord::Abort { txn } => {
                 if let Some(st) = self.txns.get_mut(&txn) {
@@ -554,6 +616,7 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
                         .release(&mut self.store, txn, &st.write_keys, &mut self.granted);
                     self.finish(now, txn);
                 }
+                None
             }
         }
     }
@@ -607,60 +670,68 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
         self.granted.clear();
     }
 
-    /// The applied state (store and prepared transactions), as of the last
-    /// record handed out, for compaction. Lock words and the placeholders
-    /// OCC locks for inserts are a leader's, not the log's: left out.
-    fn snapshot(&self) -> bytes::Bytes {
-        use crate::paxos::codec::{put_bytes, put_u32, put_u64};
-        let mut out = Vec::new();
-        let recs: Vec<_> = self
-            .store
-            .records_sorted()
-            .into_iter()
-            .filter(|(_, r)| !is_placeholder(r))
+    /// The participant's [image](super::image): the store, the prepared
+    /// transactions and the commits still remembered. With `appended`
+    /// false, as of the last record handed out (a Paxos log's compaction:
+    /// a record still on its way may never be chosen). With `appended`
+    /// true, as of every record appended (a write-ahead log's checkpoint,
+    /// written once they are all durable): a Prepare on its way counts as
+    /// prepared, a one-phase commit on its way as installed.
+    fn image(&self, appended: bool) -> bytes::Bytes {
+        let mut installed = Vec::new();
+        let mut prepared = Vec::new();
+        let mut committed: Vec<TxnId> = self
+            .ended
+            .iter()
+            .filter(|(_, p)| **p == Phase::Committed)
+            .map(|(t, _)| t)
             .collect();
-        put_u64(&mut out, recs.len() as u64);
-        for (k, r) in recs {
-            super::log::put_key(&mut out, k);
-            put_u64(&mut out, r.meta.version.0);
-            put_bytes(&mut out, &r.value);
-        }
-        let mut prepared: Vec<(&TxnId, &TxnState)> =
-            self.txns.iter().filter(|(_, st)| st.logged).collect();
-        prepared.sort_unstable_by_key(|(t, _)| **t);
-        put_u64(&mut out, prepared.len() as u64);
-        for (txn, st) in prepared {
-            put_u64(&mut out, txn.0);
-            put_u32(&mut out, st.coord.0);
-            put_u32(&mut out, st.write_keys.len() as u32);
-            for (k, v) in st.write_keys.iter().zip(&st.write_values) {
-                super::log::put_key(&mut out, *k);
-                put_bytes(&mut out, v);
+        for (txn, st) in &self.txns {
+            let on_its_way =
+                appended && st.phase == Phase::Prepared && st.awaiting == Awaiting::Prepare;
+            if on_its_way && st.one_phase {
+                installed.push((*txn, &st.write_keys[..], &st.write_values[..]));
+                committed.push(*txn);
+            } else if st.logged || on_its_way {
+                prepared.push((*txn, st.coord, &st.write_keys[..], &st.write_values[..]));
             }
         }
-        bytes::Bytes::from(out)
+        image::encode(&self.store, &installed, prepared, committed)
     }
 
-    /// Replace the applied state by a snapshot (a replica too far behind).
-    fn restore(&mut self, data: bytes::Bytes) {
-        match decode_snapshot(&data) {
-            Ok((store, prepared)) => {
-                for (txn, st) in self.txns.drain() {
-                    self.cc
-                        .release(&mut self.store, txn, &st.write_keys, &mut self.granted);
-                }
-                self.granted.clear();
-                self.store = store;
-                for (txn, coord, keys, values) in prepared {
-                    let prio = Priority { since: 0, txn };
-                    let mut st = TxnState::new(coord, prio, Phase::Prepared, 0);
-                    st.write_keys = keys;
-                    st.write_values = values;
-                    st.logged = true;
-                    self.txns.insert(txn, st);
-                }
+    /// Replace the applied state by an image (a replica too far behind, or
+    /// a participant replaying its log from a checkpoint). A serving
+    /// replica re-takes the prepared transactions' write locks.
+    fn restore(&mut self, now: Time, data: bytes::Bytes) {
+        let img = match image::decode(&data) {
+            Ok(img) => img,
+            Err(e) => {
+                tracing::error!(error = %e, "participant: unreadable snapshot");
+                return;
             }
-            Err(e) => tracing::error!(error = %e, "participant: unreadable snapshot"),
+        };
+        for (txn, st) in self.txns.drain() {
+            self.cc
+                .release(&mut self.store, txn, &st.write_keys, &mut self.granted);
+        }
+        self.granted.clear();
+        self.store = img.store;
+        let serving = self.log.serving() == Serving::Yes;
+        for p in img.prepared {
+            let prio = Priority {
+                since: 0,
+                txn: p.txn,
+            };
+            let mut st = TxnState::new(p.coord, prio, Phase::Prepared, now);
+            (st.write_keys, st.write_values) = p.writes.into_iter().unzip();
+            st.logged = true;
+            if serving {
+                self.cc.relock(&mut self.store, p.txn, &st.write_keys);
+            }
+            self.txns.insert(p.txn, st);
+        }
+        for t in img.committed {
+            self.ended.insert(t, Phase::Committed, now);
         }
     }
 
@@ -704,40 +775,18 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
     }
 }
 
-/// A record OCC created to lock a key that does not exist yet: it reads as
-/// missing, and no replica but the leader has it.
-fn is_placeholder(r: &tessera_core::storage::Record) -> bool {
-    r.meta.version == Version::INITIAL && r.value.is_empty()
-}
-
-/// A prepared transaction in a snapshot: id, coordinator, write keys and
-/// values.
-type PreparedEntry = (TxnId, NodeId, Vec<Key>, Vec<Value>);
-
-fn decode_snapshot(
-    mut input: &[u8],
-) -> Result<(Store, Vec<PreparedEntry>), crate::paxos::DecodeError> {
-    use crate::paxos::codec::{get_bytes, get_u32, get_u64};
-    let r = &mut input;
-    let mut store = Store::new();
-    for _ in 0..get_u64(r)? {
-        let k = super::log::get_key(r)?;
-        let v = Version(get_u64(r)?);
-        store.install(k, get_bytes(r)?, v);
-    }
-    let mut prepared = Vec::new();
-    for _ in 0..get_u64(r)? {
-        let txn = TxnId(get_u64(r)?);
-        let coord = NodeId(get_u32(r)?);
-        let n = get_u32(r)? as usize;
-        let (mut keys, mut values) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        for _ in 0..n {
-            keys.push(super::log::get_key(r)?);
-            values.push(get_bytes(r)?);
-        }
-        prepared.push((txn, coord, keys, values));
-    }
-    Ok((store, prepared))
+/// May an Execute that reaches `txn` for the first time here start it? It
+/// must carry every input-free piece of this shard: the coordinator sends
+/// all of them in its first Execute (they are ready at once), so one that
+/// lacks some is a later round for a transaction whose state this
+/// participant lost (a crash, a change of leader); running it would commit
+/// half the transaction's writes here.
+fn first_contact_ok(proc: &dyn Procedure, shard: ShardId, pieces: &[u16]) -> bool {
+    proc.pieces()
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.shard == shard && p.inputs.is_empty())
+        .all(|(i, _)| pieces.contains(&(i as u16)))
 }
 
 /// Run one piece on the store and this transaction's own buffered writes.
@@ -904,12 +953,19 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Node<Msg> for Participant<C, L> {
     fn store(&self) -> Option<&Store> {
         Some(&self.store)
     }
+
+    /// The runtime's checkpoint, if the log lives in the node's
+    /// write-ahead log.
+    fn snapshot(&self) -> Option<bytes::Bytes> {
+        self.log.checkpoint(&|appended| self.image(appended))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::occ::{Occ, OccConfig};
+    use crate::twopc::WalLog;
     use rand::SeedableRng;
     use std::sync::Arc;
     use tessera_core::ids::ShardId;
@@ -951,46 +1007,97 @@ mod tests {
     }
 
     struct Harness {
-        p: Participant<Occ, Unlogged>,
+        p: Participant<Occ, WalLog>,
         rng: rand::rngs::SmallRng,
         now: Time,
+        /// The node's durable records, in order.
+        disk: Vec<bytes::Bytes>,
+        /// Persists not completed yet (when `hold`).
+        held: Vec<u64>,
+        hold: bool,
     }
 
     impl Harness {
         fn new() -> Self {
+            Self::restarted(Vec::new())
+        }
+
+        /// A participant restarted on these durable records.
+        fn restarted(disk: Vec<bytes::Bytes>) -> Self {
             let env = ServerEnv {
                 me: NodeId(0),
                 shard: ShardId(0),
                 replica: 0,
                 topology: Arc::new(Topology::new(1, 1, 1)),
                 store: Store::new(),
-                recovered: Vec::new(),
+                recovered: disk.clone(),
             };
             let p = Participant::new(
                 Occ::new(&OccConfig::default()),
-                Unlogged::default(),
+                WalLog::open(&(), &env),
                 Timeouts::default(),
                 env,
             );
-            Harness {
+            let mut h = Harness {
                 p,
                 rng: rand::rngs::SmallRng::seed_from_u64(1),
                 now: 0,
-            }
+                disk,
+                held: Vec::new(),
+                hold: false,
+            };
+            let mut effects = Vec::new();
+            let mut ctx = Ctx::new(h.now, NodeId(0), &mut h.rng, &mut effects);
+            h.p.on_start(&mut ctx);
+            h
         }
 
-        /// Deliver `msg` from the coordinator (node 1); the messages sent back.
+        /// Deliver `msg` from the coordinator (node 1); the messages sent
+        /// back. Log records are durable at once, as on `local`, unless
+        /// `hold`.
         fn deliver(&mut self, msg: Msg) -> Vec<Msg> {
             let mut effects = Vec::new();
             let mut ctx = Ctx::new(self.now, NodeId(0), &mut self.rng, &mut effects);
             self.p.on_message(&mut ctx, NodeId(1), msg);
-            effects
-                .into_iter()
-                .filter_map(|e| match e {
-                    Effect::Send { msg, .. } => Some(msg),
-                    _ => None,
-                })
-                .collect()
+            self.settle(effects)
+        }
+
+        /// Complete the held persists, in order.
+        fn flush(&mut self) -> Vec<Msg> {
+            let mut effects = Vec::new();
+            for token in std::mem::take(&mut self.held) {
+                let mut ctx = Ctx::new(self.now, NodeId(0), &mut self.rng, &mut effects);
+                self.p.on_persisted(&mut ctx, token);
+            }
+            self.settle(effects)
+        }
+
+        fn settle(&mut self, mut effects: Vec<Effect<Msg>>) -> Vec<Msg> {
+            let mut sent = Vec::new();
+            while !effects.is_empty() {
+                for e in std::mem::take(&mut effects) {
+                    match e {
+                        Effect::Send { msg, .. } => sent.push(msg),
+                        Effect::Persist { token, record } => {
+                            self.disk.push(record);
+                            if self.hold {
+                                self.held.push(token);
+                                continue;
+                            }
+                            let mut more = Vec::new();
+                            let mut ctx = Ctx::new(self.now, NodeId(0), &mut self.rng, &mut more);
+                            self.p.on_persisted(&mut ctx, token);
+                            effects.extend(more);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            sent
+        }
+
+        fn version_of_7(&self) -> Option<Version> {
+            self.p.store.get(Key::new(0, 7)).map(|r| r.meta.version)
         }
     }
 
@@ -1057,5 +1164,83 @@ mod tests {
         let mut ctx = Ctx::new(h.now, NodeId(0), &mut h.rng, &mut effects);
         h.p.sweep(&mut ctx);
         assert!(h.p.ended.is_empty());
+    }
+
+    /// A prepared transaction and a one-phase commit survive a restart,
+    /// from the log's records and from a checkpoint alike: the first is
+    /// prepared again (its write lock re-taken) and commits when told, the
+    /// second is remembered as committed.
+    #[test]
+    fn a_restarted_participant_replays_its_wal() {
+        let mut h = Harness::new();
+        let t1 = TxnId::new(NodeId(1), 0, 1);
+        let t2 = TxnId::new(NodeId(1), 0, 2);
+        h.deliver(execute(t1, t1));
+        assert!(matches!(
+            h.deliver(Msg::CommitOnePhase { txn: t1 })[..],
+            [Msg::OnePhaseDone {
+                committed: true,
+                ..
+            }]
+        ));
+        h.deliver(execute(t2, t1));
+        assert!(matches!(
+            h.deliver(Msg::Prepare { txn: t2 })[..],
+            [Msg::Vote { yes: true, .. }]
+        ));
+        let checkpoint = h.p.snapshot().expect("a WAL participant checkpoints");
+        for disk in [h.disk.clone(), vec![checkpoint]] {
+            let mut r = Harness::restarted(disk);
+            assert_eq!(r.version_of_7(), Some(t1.version()), "t1 installed");
+            assert!(r
+                .p
+                .txns
+                .get(&t2)
+                .is_some_and(|s| s.phase == Phase::Prepared));
+            // t2 holds its write lock: a newcomer cannot lock key 7.
+            let t3 = TxnId::new(NodeId(1), 0, 3);
+            r.deliver(execute(t3, t1));
+            assert!(matches!(
+                r.deliver(Msg::Lock { txn: t3 })[..],
+                [Msg::Locked { ok: false, .. }]
+            ));
+            // A retransmitted one-phase commit of t1 is answered committed.
+            assert!(matches!(
+                r.deliver(Msg::CommitOnePhase { txn: t1 })[..],
+                [Msg::OnePhaseDone {
+                    committed: true,
+                    ..
+                }]
+            ));
+            assert!(matches!(
+                r.deliver(Msg::Commit { txn: t2 })[..],
+                [Msg::Ack { .. }]
+            ));
+            assert_eq!(r.version_of_7(), Some(t2.version()));
+        }
+    }
+
+    /// The WAL is in order: a commit is installed (and its locks released)
+    /// at once, but the Ack waits for its record; so does a yes vote.
+    #[test]
+    fn votes_and_acks_wait_for_the_disk() {
+        let mut h = Harness::new();
+        h.hold = true;
+        let t1 = TxnId::new(NodeId(1), 0, 1);
+        h.deliver(execute(t1, t1));
+        assert!(h.deliver(Msg::Prepare { txn: t1 }).is_empty());
+        assert!(matches!(h.flush()[..], [Msg::Vote { yes: true, .. }]));
+        assert!(h.deliver(Msg::Commit { txn: t1 }).is_empty());
+        assert_eq!(h.version_of_7(), Some(t1.version()), "installed at once");
+        // A resent Commit while the record is on its way: alive, no Ack.
+        assert!(matches!(
+            h.deliver(Msg::Commit { txn: t1 })[..],
+            [Msg::Busy { .. }]
+        ));
+        assert!(matches!(h.flush()[..], [Msg::Ack { .. }]));
+        assert!(matches!(
+            h.deliver(Msg::Commit { txn: t1 })[..],
+            [Msg::Ack { .. }]
+        ));
     }
 }

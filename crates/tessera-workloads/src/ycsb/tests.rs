@@ -25,7 +25,7 @@ fn check_shape(t: &YcsbTxn, c: &YcsbConfig, home: u32) {
             assert!(p[i - 1].shard < piece.shard, "one piece per shard, sorted");
         }
         assert!(piece.shard.0 < c.partitions);
-        assert_eq!(piece.kind, PieceKind::Immediate);
+        assert_eq!(piece.kind, PieceKind::Deferrable);
         assert!(piece.inputs.is_empty());
         let keys: HashSet<Key> = piece.reads.iter().map(|a| a.key).collect();
         assert_eq!(keys.len(), piece.reads.len(), "distinct keys");

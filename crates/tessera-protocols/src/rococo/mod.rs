@@ -1,0 +1,122 @@
+//! Rococo: reordering conflicts instead of aborting them (Mu et al.,
+//! OSDI '14; `/work/shared/papers/rococo-osdi14.txt`).
+//!
+//! **Guarantee**: strict serializability for workloads that pass the offline
+//! checker ([`offline`], §3.1), and no aborts: every read-write transaction
+//! that starts commits.
+//!
+//! **Phases** (§3.2, Fig. 5), by message:
+//!
+//! 1. **Start** ([`msg::Start`], Fig. 6) — the coordinator sends each piece
+//!    as soon as its inputs are ready, in parallel. The server runs an
+//!    immediate piece at once and returns its output; it buffers a
+//!    deferrable one. Either way it records the edges from the most recent
+//!    conflicting transactions on each key ([`tracker`], one-hop tracking,
+//!    §3.4) into its dependency graph ([`graph`]), typed `i` or `d`, and
+//!    replies with the transaction's undecided ancestors.
+//! 2. **Commit** ([`msg::Msg::Commit`], Fig. 7) — the coordinator sends the
+//!    union of the start replies to every participant. A server marks the
+//!    transaction COMMITTING, waits until each ancestor is COMMITTING too
+//!    (asking a server of that ancestor, **Inquire**, when it does not
+//!    involve this one), finds the transaction's strongly connected
+//!    component (Tarjan, shared with the isolation checker), marks it
+//!    DECIDED, sorts it by i-edges with ties broken by transaction id
+//!    ([`order`]), waits for the local ancestors outside it to finish, and
+//!    runs the deferred pieces in that order. The coordinator reports the
+//!    commit once every participant has replied.
+//!
+//! **Read-only transactions** (§4.1, Figs. 9–10): rounds of reads, each
+//! waiting at the server for the conflicting writers it knows of to finish,
+//! repeated until two rounds in a row read the same versions (with a
+//! fallback of ours for hot keys, see [`coordinator`]).
+//!
+//! **Garbage collection** (§3.4): servers tag vertices with an epoch that
+//! advances with time and drop what was finished two epochs ago.
+//!
+//! **Faults**: requests are resent until answered and handlers are
+//! idempotent. A server that holds a STARTED transaction whose coordinator
+//! has been silent for [`RococoConfig::recover_after`] drives it to commit
+//! itself with the coordinator's own logic ([`driver`]); re-sent start
+//! requests get the same results (§3.5).
+//!
+//! **Deviations from the paper**, each a choice:
+//! * Epochs advance on each server's own clock instead of by agreement
+//!   among servers; collection is sound as long as no transaction stays
+//!   unfinished for two epochs (crashed coordinators' transactions are
+//!   recovered well within that).
+//! * A crashed coordinator does not replay a log (§3.5): the transaction's
+//!   servers finish it instead, which needs no coordinator log at all, since
+//!   every server has the transaction's procedure from its start request.
+//!   Its client sees the attempt as in doubt (it crashed with it).
+//! * Server crashes are not handled yet (servers keep no log).
+//! * Merged pieces (§4.2) are not implemented: [`offline`] reports the
+//!   pieces a workload would need to merge.
+//! * User aborts are not supported (the paper forbids them, §3.1): a piece
+//!   that asks for one is logged and its transaction commits.
+
+pub mod coordinator;
+mod driver;
+pub mod msg;
+pub mod offline;
+mod server;
+#[cfg(test)]
+mod tests;
+mod tracker;
+
+pub use coordinator::RococoCoordinator;
+pub use msg::Msg;
+pub use server::RococoServer;
+
+use tessera_core::ids::{Time, MS};
+use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
+
+/// Timeouts and periods of Rococo.
+#[derive(Clone, Debug)]
+pub struct RococoConfig {
+    /// Resend an unanswered request after this long (doubling up to 8x).
+    pub retransmit: Time,
+    /// A server drives a STARTED transaction to commit itself after this
+    /// long without a word from its coordinator (§3.5).
+    pub recover_after: Time,
+    /// Length of a garbage-collection epoch (§3.4).
+    pub epoch: Time,
+    /// A server forgets a finished transaction whose coordinator never said
+    /// it has all replies (it crashed) after this long without a request.
+    pub forget_after: Time,
+    /// Period of the server's timer (resends, recovery, collection).
+    pub sweep: Time,
+    /// Rounds after which a read-only transaction of deferrable pieces runs
+    /// as a read-write one (see [`coordinator`]); `u32::MAX` never does.
+    pub ro_rounds: u32,
+}
+
+impl Default for RococoConfig {
+    fn default() -> Self {
+        RococoConfig {
+            retransmit: 20 * MS,
+            recover_after: 100 * MS,
+            epoch: 100 * MS,
+            forget_after: 1000 * MS,
+            sweep: 5 * MS,
+            ro_rounds: 4,
+        }
+    }
+}
+
+/// The Rococo protocol.
+pub struct Rococo;
+
+impl Protocol for Rococo {
+    type Msg = Msg;
+    type Config = RococoConfig;
+    type Server = RococoServer;
+    type Coordinator = RococoCoordinator;
+
+    fn server(config: &Self::Config, env: ServerEnv) -> Self::Server {
+        RococoServer::new(config.clone(), env)
+    }
+
+    fn coordinator(config: &Self::Config, env: CoordinatorEnv) -> Self::Coordinator {
+        RococoCoordinator::new(config.clone(), env)
+    }
+}

@@ -1,0 +1,111 @@
+//! The messages of Rococo (§3.2, Fig. 5; §4.1 for read-only transactions),
+//! and the dependency information they carry.
+
+use std::sync::Arc;
+use tessera_core::ids::TxnId;
+use tessera_core::node::WireSize;
+use tessera_core::txn::{Txn, Value};
+
+use crate::depgraph::{replies_size, vertices_size};
+pub use crate::depgraph::{Edge, PieceReply, Status, Vertex};
+
+/// Coordinator → server: the start request of some pieces of `txn`
+/// (Fig. 6), with each piece's inputs.
+#[derive(Clone, Debug)]
+pub struct Start {
+    pub txn: TxnId,
+    pub proc: Txn,
+    pub pieces: Vec<u16>,
+    pub inputs: Vec<Vec<Value>>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Msg {
+    Start(Start),
+    /// Server → coordinator: the pieces of the request were received; the
+    /// immediate ones ran (their replies are here). `deps` holds the
+    /// transaction and its undecided ancestors at this server (§3.4).
+    StartOk {
+        txn: TxnId,
+        /// Replies of the immediate pieces among the request's.
+        immediate: Vec<PieceReply>,
+        /// Every piece of the request, immediate or not.
+        received: Vec<u16>,
+        deps: Vec<Vertex>,
+    },
+    /// Coordinator → server: the commit request (Fig. 7) with the union of
+    /// the start replies' dependency graphs.
+    Commit {
+        txn: TxnId,
+        deps: Arc<Vec<Vertex>>,
+    },
+    /// Server → coordinator: the transaction's deferred pieces here ran.
+    CommitOk {
+        txn: TxnId,
+        deferred: Vec<PieceReply>,
+    },
+    /// Coordinator → server: every participant replied, so the transaction
+    /// is committed (§3.4) and no one will ask this server for its results
+    /// again: it may be collected. No reply.
+    Committed {
+        txn: TxnId,
+    },
+    /// Server → server: what do you know of `txn`? Answered once `txn` is
+    /// at least COMMITTING there (§3.2).
+    Inquire {
+        txn: TxnId,
+    },
+    /// The answer: `txn` and, unless it is DECIDED, its undecided ancestors.
+    InquireOk {
+        txn: TxnId,
+        deps: Vec<Vertex>,
+    },
+    /// Coordinator → server: read pieces of a read-only transaction once
+    /// the transactions they conflict with have finished (§4.1, Fig. 10).
+    RoRead {
+        txn: TxnId,
+        round: u32,
+        proc: Txn,
+        pieces: Vec<u16>,
+        inputs: Vec<Vec<Value>>,
+    },
+    RoReadOk {
+        txn: TxnId,
+        round: u32,
+        results: Vec<PieceReply>,
+    },
+}
+
+fn inputs_size(pieces: &[u16], inputs: &[Vec<Value>]) -> usize {
+    8 + 2
+        + 2 * pieces.len()
+        + inputs
+            .iter()
+            .flat_map(|v| v.iter())
+            .map(|v| 4 + v.len())
+            .sum::<usize>()
+}
+
+/// Header (type, txn id) plus payload, as a compact binary codec would
+/// encode it.
+impl WireSize for Msg {
+    fn wire_size(&self) -> usize {
+        const HEADER: usize = 1 + 8;
+        HEADER
+            + match self {
+                Msg::Start(s) => inputs_size(&s.pieces, &s.inputs),
+                Msg::StartOk {
+                    immediate,
+                    received,
+                    deps,
+                    ..
+                } => replies_size(immediate) + 2 * received.len() + vertices_size(deps),
+                Msg::Commit { deps, .. } => vertices_size(deps),
+                Msg::CommitOk { deferred, .. } => replies_size(deferred),
+                Msg::Inquire { .. } | Msg::Committed { .. } => 0,
+                Msg::InquireOk { deps, .. } => vertices_size(deps),
+                Msg::RoRead { pieces, inputs, .. } => 4 + inputs_size(pieces, inputs),
+                Msg::RoReadOk { results, .. } => 4 + replies_size(results),
+            }
+    }
+}

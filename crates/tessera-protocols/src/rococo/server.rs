@@ -1,0 +1,734 @@
+//! The server role (§3.2, Figs. 6, 7 and 10): it keeps the shard's data, the
+//! dependency graph `S.dep` and the one-hop tracker; runs immediate pieces
+//! at start and deferred ones at commit, in the order every server agrees
+//! on; answers status requests of other servers; serves read-only requests;
+//! collects old vertices by epochs (§3.4); and drives to commit the
+//! transactions whose coordinator fell silent (§3.5).
+//!
+//! Every handler is idempotent: a repeated start request gets the same
+//! replies (the pieces are not run again), a repeated commit request gets
+//! the same deferred results once they exist.
+
+use super::driver::{well_formed, Driver};
+use super::msg::{Edge, Msg, PieceReply, Start, Status, Vertex};
+use super::tracker::Tracker;
+use super::RococoConfig;
+use crate::depgraph::graph::{Decision, DepGraph};
+use crate::depgraph::run_piece;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId};
+use tessera_core::node::{Ctx, Node};
+use tessera_core::protocol::ServerEnv;
+use tessera_core::storage::Store;
+use tessera_core::topology::Topology;
+use tessera_core::txn::{participants, PieceKind, Txn, Value};
+use tessera_core::{FastMap, FastSet};
+
+/// A piece of a local transaction, as received.
+struct Received {
+    piece: u16,
+    inputs: Vec<Value>,
+    kind: PieceKind,
+    /// The reply of an immediate piece (it ran at start).
+    reply: Option<PieceReply>,
+}
+
+/// What this server keeps of a transaction with pieces here.
+struct Local {
+    proc: Txn,
+    pieces: Vec<Received>,
+    /// Keys the transaction touched here (to forget them in the tracker).
+    keys: Vec<Key>,
+    /// Keys it wrote here so far: reading them again is reading its own
+    /// write, not an observation of another transaction.
+    written: Vec<Key>,
+    /// The deferred pieces' replies, once `T.finished` (§3.2).
+    deferred: Option<Vec<PieceReply>>,
+    /// Who asked for the commit reply.
+    commit_waiters: Vec<NodeId>,
+    /// When a start or commit request for it last arrived.
+    last_heard: Time,
+    /// Its coordinator has all commit replies (§3.4: committed).
+    committed: bool,
+}
+
+/// A status request of ours, unanswered.
+struct Asking {
+    sent_at: Time,
+    tries: u32,
+}
+
+/// A read-only request waiting for the writers it conflicts with (Fig. 10).
+struct ParkedRo {
+    from: NodeId,
+    txn: TxnId,
+    round: u32,
+    proc: Txn,
+    pieces: Vec<u16>,
+    inputs: Vec<Vec<Value>>,
+    pending: Vec<TxnId>,
+}
+
+const SWEEP: TimerId = TimerId(1);
+
+/// The members of a component of two or more, in execution order.
+type Component = Arc<[TxnId]>;
+
+/// The server role of [`super::Rococo`].
+pub struct RococoServer {
+    cfg: RococoConfig,
+    shard: ShardId,
+    topology: Arc<Topology>,
+    store: Store,
+    graph: DepGraph,
+    tracker: Tracker,
+    locals: FastMap<TxnId, Local>,
+    /// Local transactions still STARTED (candidates for recovery).
+    started: FastSet<TxnId>,
+    /// Transactions waiting for another to reach COMMITTING or to finish,
+    /// keyed by the one they wait for.
+    waiters: FastMap<TxnId, Vec<TxnId>>,
+    /// Status requests of other servers, answered once the transaction is
+    /// COMMITTING here.
+    inquiries: FastMap<TxnId, (u64, Vec<NodeId>)>,
+    asking: FastMap<TxnId, Asking>,
+    ro_parked: Vec<ParkedRo>,
+    /// Transactions this server drives to commit for a silent coordinator.
+    recovering: FastMap<TxnId, Driver>,
+    /// Transactions to look at again (their awaited event happened).
+    queue: VecDeque<TxnId>,
+    epoch: u64,
+    /// Local transactions collected, with the epoch they went and their
+    /// component: late duplicates are ignored and status requests answered.
+    gone: FastMap<TxnId, (u64, Option<Component>)>,
+}
+
+impl RococoServer {
+    pub fn new(cfg: RococoConfig, env: ServerEnv) -> Self {
+        RococoServer {
+            cfg,
+            shard: env.shard,
+            topology: env.topology,
+            store: env.store,
+            graph: DepGraph::default(),
+            tracker: Tracker::default(),
+            locals: tessera_core::fast_map(),
+            started: tessera_core::fast_set(),
+            waiters: tessera_core::fast_map(),
+            inquiries: tessera_core::fast_map(),
+            asking: tessera_core::fast_map(),
+            ro_parked: Vec::new(),
+            recovering: tessera_core::fast_map(),
+            queue: VecDeque::new(),
+            epoch: 0,
+            gone: tessera_core::fast_map(),
+        }
+    }
+
+    /// Vertices in the dependency graph (for tests and statistics).
+    pub fn graph_len(&self) -> usize {
+        self.graph.len()
+    }
+
+    /// The order in which this server finished local transactions is
+    /// visible in the versions of the store; tests read it there.
+    pub fn store_ref(&self) -> &Store {
+        &self.store
+    }
+
+    // ---- start phase (Fig. 6) ----
+
+    fn on_start(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, req: Start) {
+        let Start {
+            txn,
+            proc,
+            pieces,
+            inputs,
+        } = req;
+        if self.gone.contains_key(&txn) {
+            return; // a late duplicate of a transaction long finished
+        }
+        if !self.locals.contains_key(&txn) {
+            if !well_formed(proc.as_ref()) {
+                tracing::error!(
+                    ?txn,
+                    name = proc.name(),
+                    "a deferrable piece feeds another piece: not runnable under Rococo"
+                );
+                return;
+            }
+            let shards: Arc<[ShardId]> = participants(proc.as_ref()).into();
+            self.graph.start_local(txn, shards, self.epoch);
+            self.started.insert(txn);
+            self.locals.insert(
+                txn,
+                Local {
+                    proc: proc.clone(),
+                    pieces: Vec::new(),
+                    keys: Vec::new(),
+                    written: Vec::new(),
+                    deferred: None,
+                    commit_waiters: Vec::new(),
+                    last_heard: ctx.now(),
+                    committed: false,
+                },
+            );
+        }
+        let local = self.locals.get_mut(&txn).expect("just ensured");
+        local.last_heard = ctx.now();
+        tracing::trace!(shard = self.shard.0, ?txn, ?pieces, ?from, "start");
+        let mut immediate = Vec::new();
+        let mut parents: Vec<(TxnId, Edge)> = Vec::new();
+        for (piece, inputs) in pieces.iter().copied().zip(inputs) {
+            if let Some(r) = local.pieces.iter().find(|r| r.piece == piece) {
+                immediate.extend(r.reply.clone());
+                continue;
+            }
+            if piece as usize >= proc.pieces().len() {
+                tracing::warn!(?txn, piece, "start request for a piece that does not exist");
+                continue;
+            }
+            let spec = proc.resolve(piece as usize, &inputs);
+            if spec.shard != self.shard {
+                tracing::warn!(?txn, piece, "start request for another shard's piece");
+                continue;
+            }
+            self.tracker
+                .access(txn, spec.kind, &spec.reads, &spec.writes, &mut parents);
+            local
+                .keys
+                .extend(spec.reads.iter().chain(&spec.writes).map(|a| a.key));
+            let reply = (spec.kind == PieceKind::Immediate).then(|| {
+                run_piece(
+                    &mut self.store,
+                    txn,
+                    &mut local.written,
+                    &local.proc,
+                    &spec,
+                    piece,
+                    &inputs,
+                )
+            });
+            immediate.extend(reply.clone());
+            local.pieces.push(Received {
+                piece,
+                inputs,
+                kind: spec.kind,
+                reply,
+            });
+        }
+        self.graph.add_parents(txn, &parents);
+        let deps = self.graph.export(txn);
+        ctx.send(
+            from,
+            Msg::StartOk {
+                txn,
+                immediate,
+                received: pieces,
+                deps,
+            },
+        );
+    }
+
+    // ---- commit phase (Fig. 7) ----
+
+    fn on_commit(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, deps: &[Vertex]) {
+        let Some(local) = self.locals.get_mut(&txn) else {
+            if !self.gone.contains_key(&txn) {
+                tracing::warn!(
+                    ?txn,
+                    "commit request for a transaction that never started here"
+                );
+            }
+            return;
+        };
+        local.last_heard = ctx.now();
+        tracing::trace!(shard = self.shard.0, ?txn, ?from, "commit");
+        if let Some(results) = &local.deferred {
+            ctx.send(
+                from,
+                Msg::CommitOk {
+                    txn,
+                    deferred: results.clone(),
+                },
+            );
+        } else if !local.commit_waiters.contains(&from) {
+            local.commit_waiters.push(from);
+        }
+        let mut rose = Vec::new();
+        for v in deps {
+            self.graph.merge(v, self.epoch, &mut rose);
+        }
+        if self.graph.raise(txn, Status::Committing, self.epoch) {
+            rose.push(txn);
+        }
+        self.on_rose(ctx, rose);
+        self.queue.push_back(txn);
+        self.drain(ctx);
+    }
+
+    /// Transactions whose status rose: wake who waits for them, answer the
+    /// status requests parked on them.
+    fn on_rose(&mut self, ctx: &mut Ctx<Msg>, rose: Vec<TxnId>) {
+        for t in rose {
+            self.started.remove(&t);
+            self.asking.remove(&t);
+            self.wake(t);
+            // A local transaction known COMMITTING has all its pieces here:
+            // it is decided and executed here even if its own commit request
+            // never comes (its coordinator crashed after sending others).
+            if self.graph.get(t).is_some_and(|n| n.local && !n.finished) {
+                self.queue.push_back(t);
+            }
+            if let Some((_, askers)) = self.inquiries.remove(&t) {
+                let deps = self.graph.export(t);
+                for a in askers {
+                    ctx.send(
+                        a,
+                        Msg::InquireOk {
+                            txn: t,
+                            deps: deps.clone(),
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    fn wake(&mut self, t: TxnId) {
+        if let Some(ws) = self.waiters.remove(&t) {
+            self.queue.extend(ws);
+        }
+    }
+
+    fn wait(&mut self, on: TxnId, who: TxnId) {
+        let ws = self.waiters.entry(on).or_default();
+        if !ws.contains(&who) {
+            ws.push(who);
+        }
+    }
+
+    /// Look again at every transaction whose awaited event happened.
+    fn drain(&mut self, ctx: &mut Ctx<Msg>) {
+        while let Some(t) = self.queue.pop_front() {
+            self.progress(ctx, t);
+        }
+    }
+
+    /// Move `t` along Fig. 7 as far as it can go now.
+    fn progress(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) {
+        match self.graph.status(t) {
+            None | Some(Status::Started) => {}
+            Some(Status::Committing) => match self.graph.decide(t) {
+                Decision::Blocked(ancestors) => {
+                    tracing::trace!(shard = self.shard.0, txn = ?t, ?ancestors, "blocked");
+                    for a in ancestors {
+                        self.wait(a, t);
+                        let local = self.graph.get(a).is_some_and(|n| n.local);
+                        if !local {
+                            self.ask(ctx, a);
+                        }
+                    }
+                }
+                Decision::Scc(members) => {
+                    tracing::trace!(shard = self.shard.0, txn = ?t, ?members, "decided");
+                    let members: Arc<[TxnId]> = members.into();
+                    let mut rose = Vec::new();
+                    self.graph.mark_decided(&members, self.epoch, &mut rose);
+                    self.on_rose(ctx, rose);
+                    self.try_execute(ctx, t);
+                }
+            },
+            Some(Status::Decided) => self.try_execute(ctx, t),
+        }
+    }
+
+    /// Send a status request for `a`, which does not involve this server,
+    /// to a server it involves (§3.2).
+    fn ask(&mut self, ctx: &mut Ctx<Msg>, a: TxnId) {
+        if self.asking.contains_key(&a) {
+            return;
+        }
+        let Some(to) = self.asked_server(a, 0) else {
+            return;
+        };
+        ctx.send(to, Msg::Inquire { txn: a });
+        self.asking.insert(
+            a,
+            Asking {
+                sent_at: ctx.now(),
+                tries: 0,
+            },
+        );
+    }
+
+    fn asked_server(&self, a: TxnId, tries: u32) -> Option<NodeId> {
+        let n = self.graph.get(a)?;
+        if n.shards.is_empty() {
+            return None;
+        }
+        let s = n.shards[tries as usize % n.shards.len()];
+        Some(self.topology.leader(s))
+    }
+
+    /// Run the deferred pieces of `t`'s component here, in its order, once
+    /// every local ancestor outside the component has finished (Fig. 7).
+    fn try_execute(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) {
+        let members = self.graph.members(t);
+        for &m in members.iter() {
+            let Some(n) = self.graph.get(m) else {
+                continue;
+            };
+            if !n.local || n.finished {
+                continue;
+            }
+            let blocker = n.parents.iter().map(|(p, _)| *p).find(|p| {
+                !members.contains(p)
+                    && self
+                        .graph
+                        .get(*p)
+                        .is_some_and(|pn| pn.local && !pn.finished)
+            });
+            if let Some(p) = blocker {
+                tracing::trace!(shard = self.shard.0, txn = ?t, waits = ?p, "execution waits");
+                self.wait(p, t);
+                return;
+            }
+        }
+        for &m in members.iter() {
+            let runnable = self.graph.get(m).is_some_and(|n| n.local && !n.finished);
+            if runnable {
+                self.finish(ctx, m);
+            }
+        }
+    }
+
+    /// Execute `t`'s deferred pieces here, set `T.finished`, reply.
+    fn finish(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) {
+        let local = self.locals.get_mut(&t).expect("a local transaction");
+        let proc = local.proc.clone();
+        let mut order: Vec<usize> = (0..local.pieces.len())
+            .filter(|&i| local.pieces[i].kind == PieceKind::Deferrable)
+            .collect();
+        order.sort_unstable_by_key(|&i| local.pieces[i].piece);
+        let mut replies = Vec::with_capacity(order.len());
+        for i in order {
+            let r = &local.pieces[i];
+            let spec = proc.resolve(r.piece as usize, &r.inputs);
+            replies.push(run_piece(
+                &mut self.store,
+                t,
+                &mut local.written,
+                &proc,
+                &spec,
+                r.piece,
+                &r.inputs,
+            ));
+        }
+        for w in local.commit_waiters.drain(..) {
+            ctx.send(
+                w,
+                Msg::CommitOk {
+                    txn: t,
+                    deferred: replies.clone(),
+                },
+            );
+        }
+        tracing::trace!(shard = self.shard.0, txn = ?t, "finished");
+        local.deferred = Some(replies);
+        if let Some(n) = self.graph.get_mut(t) {
+            n.finished = true;
+            n.epoch = self.epoch;
+        }
+        self.wake(t);
+        self.release_ro(ctx, t);
+    }
+
+    // ---- status requests ----
+
+    fn on_inquire(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) {
+        if self
+            .graph
+            .status(txn)
+            .is_some_and(|s| s >= Status::Committing)
+        {
+            let deps = self.graph.export(txn);
+            ctx.send(from, Msg::InquireOk { txn, deps });
+        } else if let Some((_, scc)) = self.gone.get(&txn) {
+            let v = Vertex {
+                txn,
+                status: Status::Decided,
+                shards: Arc::from([]),
+                parents: Vec::new(),
+                scc: scc.clone(),
+            };
+            ctx.send(from, Msg::InquireOk { txn, deps: vec![v] });
+        } else {
+            let epoch = self.epoch;
+            let (_, askers) = self.inquiries.entry(txn).or_insert((epoch, Vec::new()));
+            if !askers.contains(&from) {
+                askers.push(from);
+            }
+        }
+    }
+
+    fn on_inquire_ok(&mut self, ctx: &mut Ctx<Msg>, deps: &[Vertex]) {
+        let mut rose = Vec::new();
+        for v in deps {
+            self.graph.merge(v, self.epoch, &mut rose);
+        }
+        self.on_rose(ctx, rose);
+        self.drain(ctx);
+    }
+
+    // ---- read-only transactions (§4.1, Fig. 10) ----
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_ro_read(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        from: NodeId,
+        txn: TxnId,
+        round: u32,
+        proc: Txn,
+        pieces: Vec<u16>,
+        inputs: Vec<Vec<Value>>,
+    ) {
+        let mut pending = Vec::new();
+        for (&piece, inputs) in pieces.iter().zip(&inputs) {
+            if piece as usize >= proc.pieces().len() {
+                continue;
+            }
+            let spec = proc.resolve(piece as usize, inputs);
+            for a in &spec.reads {
+                let Some(w) = self.tracker.last_writer(a.key) else {
+                    continue;
+                };
+                let unfinished = self.graph.get(w).is_some_and(|n| n.local && !n.finished);
+                if unfinished && !pending.contains(&w) {
+                    pending.push(w);
+                }
+            }
+        }
+        let ro = ParkedRo {
+            from,
+            txn,
+            round,
+            proc,
+            pieces,
+            inputs,
+            pending,
+        };
+        if ro.pending.is_empty() {
+            self.answer_ro(ctx, ro);
+        } else {
+            self.ro_parked.push(ro);
+        }
+    }
+
+    fn release_ro(&mut self, ctx: &mut Ctx<Msg>, finished: TxnId) {
+        if self.ro_parked.is_empty() {
+            return;
+        }
+        let mut ready = Vec::new();
+        let mut i = 0;
+        while i < self.ro_parked.len() {
+            let ro = &mut self.ro_parked[i];
+            ro.pending.retain(|t| *t != finished);
+            if ro.pending.is_empty() {
+                ready.push(self.ro_parked.swap_remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        for ro in ready {
+            self.answer_ro(ctx, ro);
+        }
+    }
+
+    fn answer_ro(&mut self, ctx: &mut Ctx<Msg>, ro: ParkedRo) {
+        let mut results = Vec::with_capacity(ro.pieces.len());
+        for (&piece, inputs) in ro.pieces.iter().zip(&ro.inputs) {
+            if piece as usize >= ro.proc.pieces().len() {
+                continue;
+            }
+            let spec = ro.proc.resolve(piece as usize, inputs);
+            let mut none = Vec::new();
+            let mut reply = run_piece(
+                &mut self.store,
+                ro.txn,
+                &mut none,
+                &ro.proc,
+                &spec,
+                piece,
+                inputs,
+            );
+            if !reply.writes.is_empty() {
+                tracing::error!(txn = ?ro.txn, "a read-only transaction wrote");
+                reply.writes.clear();
+            }
+            results.push(reply);
+        }
+        ctx.send(
+            ro.from,
+            Msg::RoReadOk {
+                txn: ro.txn,
+                round: ro.round,
+                results,
+            },
+        );
+    }
+
+    // ---- timers: resends, recovery, garbage collection ----
+
+    fn sweep(&mut self, ctx: &mut Ctx<Msg>) {
+        let now = ctx.now();
+        let epoch = now / self.cfg.epoch.max(1);
+        if epoch > self.epoch {
+            self.epoch = epoch;
+            self.collect(now);
+        }
+        // Resend our unanswered status requests, to the next server.
+        let mut resend = Vec::new();
+        for (&a, ask) in self.asking.iter_mut() {
+            let rto = self.cfg.retransmit.saturating_mul(1 << ask.tries.min(3));
+            if now.saturating_sub(ask.sent_at) >= rto {
+                ask.tries += 1;
+                ask.sent_at = now;
+                resend.push((a, ask.tries));
+            }
+        }
+        resend.sort_unstable();
+        for (a, tries) in resend {
+            if let Some(to) = self.asked_server(a, tries) {
+                ctx.send(to, Msg::Inquire { txn: a });
+            }
+        }
+        // Transactions whose coordinator fell silent in the start phase:
+        // drive them to commit from here (§3.5).
+        let mut silent: Vec<TxnId> =
+            self.started
+                .iter()
+                .copied()
+                .filter(|t| {
+                    !self.recovering.contains_key(t)
+                        && self.locals.get(t).is_some_and(|l| {
+                            now.saturating_sub(l.last_heard) > self.cfg.recover_after
+                        })
+                })
+                .collect();
+        silent.sort_unstable();
+        for t in silent {
+            tracing::debug!(txn = ?t, "recovering a transaction of a silent coordinator");
+            let proc = self.locals[&t].proc.clone();
+            let mut d = Driver::new(t, proc, &self.topology, now, self.cfg.retransmit);
+            d.begin(ctx);
+            self.recovering.insert(t, d);
+        }
+        let cap = self.cfg.retransmit * 8;
+        let mut ids: Vec<TxnId> = self.recovering.keys().copied().collect();
+        ids.sort_unstable();
+        for t in ids {
+            if let Some(d) = self.recovering.get_mut(&t) {
+                d.tick(ctx, cap);
+            }
+        }
+        ctx.set_timer(self.cfg.sweep, SWEEP);
+    }
+
+    /// Epoch garbage collection (§3.4): forget transactions committed two
+    /// epochs ago (their coordinator has every reply; one whose coordinator
+    /// died is forgotten once no request has come for `forget_after`), and
+    /// what was learnt of others untouched as long, unless awaited.
+    fn collect(&mut self, now: Time) {
+        let epoch = self.epoch;
+        let mut gone = Vec::new();
+        let (waiters, asking, locals) = (&self.waiters, &self.asking, &self.locals);
+        let forget_after = self.cfg.forget_after;
+        self.graph.collect(
+            epoch,
+            |t, local| {
+                if local {
+                    locals.get(&t).is_none_or(|l| {
+                        l.committed || now.saturating_sub(l.last_heard) > forget_after
+                    })
+                } else {
+                    !waiters.contains_key(&t) && !asking.contains_key(&t)
+                }
+            },
+            |t, scc| gone.push((t, scc)),
+        );
+        for (t, scc) in gone {
+            if let Some(l) = self.locals.remove(&t) {
+                self.tracker.forget(t, &l.keys);
+            }
+            self.gone.insert(t, (epoch, scc));
+        }
+        self.gone.retain(|_, (e, _)| *e + 2 > epoch);
+        // A status request about a transaction that never showed up here
+        // is dropped after two epochs; its asker resends it.
+        self.inquiries.retain(|_, (e, _)| *e + 2 > epoch);
+    }
+}
+
+impl Node<Msg> for RococoServer {
+    fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
+        ctx.set_timer(self.cfg.sweep, SWEEP);
+    }
+
+    fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        match msg {
+            Msg::Start(req) => self.on_start(ctx, from, req),
+            Msg::Commit { txn, deps } => self.on_commit(ctx, from, txn, &deps),
+            Msg::Committed { txn } => {
+                if let Some(l) = self.locals.get_mut(&txn) {
+                    l.committed = true;
+                }
+            }
+            Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
+            Msg::InquireOk { deps, .. } => self.on_inquire_ok(ctx, &deps),
+            Msg::RoRead {
+                txn,
+                round,
+                proc,
+                pieces,
+                inputs,
+            } => self.on_ro_read(ctx, from, txn, round, proc, pieces, inputs),
+            // Replies to this server's own recovery drivers.
+            Msg::StartOk {
+                txn,
+                immediate,
+                received,
+                deps,
+            } => {
+                if let Some(d) = self.recovering.get_mut(&txn) {
+                    d.on_start_ok(ctx, immediate, received, deps);
+                }
+            }
+            Msg::CommitOk { txn, deferred } => {
+                let done = self
+                    .recovering
+                    .get_mut(&txn)
+                    .is_some_and(|d| d.on_commit_ok(from, deferred).is_some());
+                if done {
+                    let d = self.recovering.remove(&txn).expect("present");
+                    d.send_committed(ctx);
+                }
+            }
+            Msg::RoReadOk { .. } => {
+                tracing::warn!(?from, "server got a coordinator's message");
+            }
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
+        if id == SWEEP {
+            self.sweep(ctx);
+        }
+    }
+
+    fn store(&self) -> Option<&Store> {
+        Some(&self.store)
+    }
+}
