@@ -82,8 +82,8 @@ pub fn experiments() -> Vec<Experiment> {
         Experiment {
             name: "replicated-micro",
             description: "Janus §6.2 on sim: micro-benchmark, 3 shards x 3 replicas, zipf 0.5, \
-                          30 → 900 clients; the layered baselines vs TAPIR",
-            protocols: &["2pl-paxos", "occ-paxos", "tapir"],
+                          30 → 900 clients; the layered baselines vs TAPIR and Janus",
+            protocols: &["2pl-paxos", "occ-paxos", "tapir", "janus"],
             base: replicated,
             vary: Vary {
                 name: "clients".into(),
