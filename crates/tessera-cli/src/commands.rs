@@ -6,9 +6,11 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use tessera_core::ids::MS;
 use tessera_harness::experiment;
-use tessera_harness::faults::random_plan;
+use tessera_harness::faults::{random_plan, replica_plan};
 use tessera_harness::registry;
+use tessera_harness::sites::{ClientSites, Sites};
 use tessera_harness::spec::Knobs;
 use tessera_harness::sweep::{sweep as run_sweep, Vary};
 use tessera_harness::{
@@ -182,6 +184,14 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     s.workers = a.workers.unwrap_or(0) as usize;
     s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
     s.switches = a.switches;
+    s.replicas = a.replicas;
+    s.drain = a.drain.unwrap_or(0);
+    if let Some(sites) = &a.sites {
+        s.sites = Sites::parse(sites)?;
+    }
+    if let Some(c) = &a.client_sites {
+        s.client_sites = Some(ClientSites::parse(c)?);
+    }
     s.knobs = Knobs {
         switch_cache: a.switch_cache,
         switch_max_ops: a.switch_max_ops,
@@ -194,15 +204,35 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
             "--write-ratio applies to --workload counter".into(),
         ));
     }
-    let sim_flags = a.faults || a.loss.is_some() || a.duplicate.is_some() || a.reorder.is_some();
+    let sim_flags = a.faults
+        || a.replica_faults
+        || a.loss.is_some()
+        || a.duplicate.is_some()
+        || a.reorder.is_some();
     if sim_flags && runtime != RuntimeKind::Sim {
         return Err(Failure::Usage(
-            "--faults, --loss, --duplicate and --reorder need --runtime sim".into(),
+            "--faults, --replica-faults, --loss, --duplicate and --reorder need --runtime sim"
+                .into(),
+        ));
+    }
+    if a.faults && a.replica_faults {
+        return Err(Failure::Usage(
+            "--faults and --replica-faults are two different plans: pick one".into(),
         ));
     }
     if a.faults {
         let topo = tessera_harness::deploy::topology(&s);
         s.sim = random_plan(s.seed, &topo, s.duration);
+    }
+    if a.replica_faults {
+        if a.replicas.is_none() {
+            return Err(Failure::Usage(
+                "--replica-faults needs --replicas (the plan names replicas)".into(),
+            ));
+        }
+        let topo = tessera_harness::deploy::topology(&s);
+        let until = s.duration.saturating_sub(s.drain + 20 * MS);
+        s.sim = replica_plan(s.seed, &topo, until);
     }
     s.sim.loss = a.loss.unwrap_or(s.sim.loss);
     s.sim.duplicate = a.duplicate.unwrap_or(s.sim.duplicate);
@@ -573,6 +603,11 @@ pub fn default_comparison() -> Result<()> {
         max_attempts: None,
         write_ratio: None,
         switches: None,
+        replica_faults: false,
+        replicas: None,
+        sites: None,
+        client_sites: None,
+        drain: None,
         switch_cache: None,
         switch_max_ops: None,
         switch_value_width: None,

@@ -235,6 +235,29 @@ pub struct RunArgs {
     /// sim: probability of delaying a message so later ones overtake it.
     #[arg(long, value_parser = parse_ratio, allow_negative_numbers = true)]
     reorder: Option<f64>,
+    /// sim: a fault plan for replicated shards drawn from the seed (loss,
+    /// duplication, reordering; crashes and isolation of leaders and
+    /// followers, a minority of each shard at a time, all over before the
+    /// last --drain + 20 ms). Needs --replicas.
+    #[arg(long)]
+    replica_faults: bool,
+    /// Servers per shard, a replica group (2pl-paxos, occ-paxos, tapir;
+    /// default 3; 1 for the unreplicated protocols).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64), allow_negative_numbers = true)]
+    replicas: Option<u32>,
+    /// sim: sites and their round trips: one, three-regions (Janus Table 2:
+    /// Oregon, Ireland, Seoul), or a FILE with a matrix of round trips in ms.
+    #[arg(long)]
+    sites: Option<String>,
+    /// sim: where client hosts sit with several sites: spread, or leaders
+    /// (site 0, with the initial leaders). Default: leaders for the layered
+    /// baselines, spread otherwise.
+    #[arg(long)]
+    client_sites: Option<String>,
+    /// Clients start nothing new in the last DRAIN of the run, so replicas
+    /// settle before it ends (at most the cool-down; default 0).
+    #[arg(long, value_parser = duration::parse, allow_negative_numbers = true)]
+    drain: Option<Time>,
     /// counter: share of transactions that increment (default 0.2).
     #[arg(long, value_parser = parse_ratio, allow_negative_numbers = true)]
     write_ratio: Option<f64>,

@@ -195,6 +195,33 @@ fn a_short_sim_bench_writes_a_row_and_passes_the_check() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+#[test]
+fn replica_and_site_flags_are_checked() {
+    let sim = ["bench", "--runtime", "sim", "--duration", "50ms"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> { [&sim[..], extra].concat() };
+    rejects(&with(&["--replicas", "0"]), "--replicas");
+    rejects(
+        &with(&["--protocol", "2pl-ww", "--replicas", "3"]),
+        "--replicas",
+    );
+    rejects(&with(&["--sites", "/nonexistent/sites.txt"]), "--sites");
+    rejects(
+        &["bench", "--runtime", "local", "--sites", "three-regions"],
+        "--sites",
+    );
+    rejects(&with(&["--client-sites", "moon"]), "--client-sites");
+    rejects(
+        &with(&["--protocol", "occ-paxos", "--replica-faults"]),
+        "--replicas",
+    );
+    rejects(&with(&["--drain", "1s"]), "--drain");
+    let bad = std::env::temp_dir().join("tessera-bad-sites.txt");
+    std::fs::write(&bad, "1 100\n100\n").unwrap();
+    let mut args = sim.to_vec();
+    args.extend(["--sites", bad.to_str().unwrap()]);
+    rejects(&args, "--sites");
+}
+
 /// `check-workload`: exit 0 with a verdict for a workload that needs no
 /// merge, the SC-graph in DOT on request; exit 2 for an unknown workload.
 #[test]

@@ -57,6 +57,9 @@ pub enum EncodeError {
     /// and `local`, not across processes).
     #[error("procedure '{0}' cannot be encoded for the wire (its workload has no codec)")]
     NotEncodable(&'static str),
+    /// A message of a kind that has no wire encoding yet.
+    #[error("{0} has no wire encoding: this protocol cannot run on --runtime tcp")]
+    NoWireFormat(&'static str),
 }
 
 /// What a decoder may need beyond the bytes: the workload that rebuilds

@@ -95,6 +95,23 @@ impl Topology {
         self
     }
 
+    /// Spread the nodes over `sites` sites: replica `r` of every shard on
+    /// site `r % sites` (so the initial leaders share site 0), client host
+    /// `h` on site `h % sites`, or on site 0 with the leaders when
+    /// `clients_with_leaders`. Switches stay with their racks' first host.
+    pub fn on_sites(mut self, sites: u32, clients_with_leaders: bool) -> Self {
+        let sites = sites.max(1);
+        for n in &mut self.nodes {
+            n.site = match n.role {
+                Role::Server { replica, .. } => replica % sites,
+                Role::Client { .. } if clients_with_leaders => 0,
+                Role::Client { host } => host % sites,
+                Role::Switch { index } => index % sites,
+            };
+        }
+        self
+    }
+
     /// The switch in front of node `n` (a client host), if there are switches.
     pub fn switch_of(&self, n: NodeId) -> Option<NodeId> {
         let Role::Client { host } = self.role(n) else {

@@ -2,8 +2,8 @@
 //!
 //! Layout: shard `s` is served by a replica group of
 //! [`BenchSpec::replicas`] servers (one unless the protocol's registry entry
-//! asks for more: the foundation protocols are not replicated); clients are spread over client
-//! hosts. Client `i` prefers shard `i % shards` and lives on host
+//! asks for more: the foundation protocols are not replicated); clients are
+//! spread over client hosts. Client `i` prefers shard `i % shards` and lives on host
 //! `(i % shards) % hosts`, so on `local`, where shard `s` and host `h` sit on
 //! workers `s % W` and `h % W`, a client runs on the worker of its home
 //! shard: a single-partition transaction never crosses threads.
@@ -69,8 +69,15 @@ pub fn topology(spec: &BenchSpec) -> Topology {
     }
     .min(spec.effective_clients())
     .max(1);
-    Topology::new(shards, spec.replicas.unwrap_or(1).max(1), hosts)
-        .with_switches(spec.switches.unwrap_or(0))
+    let topo = Topology::new(shards, spec.replicas.unwrap_or(1).max(1), hosts)
+        .with_switches(spec.switches.unwrap_or(0));
+    match &spec.sites {
+        Some(sites) => topo.on_sites(
+            sites.len() as u32,
+            spec.client_sites == Some(crate::sites::ClientSites::Leaders),
+        ),
+        None => topo,
+    }
 }
 
 /// Client slots of host `h`.
@@ -92,12 +99,14 @@ pub fn client_config(spec: &BenchSpec) -> ClientConfig {
         // A checked run stops issuing at the end of the window: transactions
         // in flight finish during the cool-down, so the final stores are
         // quiescent for the workload's consistency checks and few attempts
-        // end in doubt.
-        stop_at: if spec.check {
-            spec.duration - spec.cooldown
-        } else {
-            spec.duration
-        },
+        // end in doubt. Otherwise `--drain` (at most the cool-down) stops
+        // them that much before the end, so that replicas settle.
+        stop_at: spec.duration
+            - if spec.check {
+                spec.cooldown
+            } else {
+                spec.drain
+            },
         max_attempts: spec.max_attempts,
         backoff_base: 20 * US,
         backoff_cap: 5_000 * US,
@@ -212,7 +221,7 @@ pub fn run_protocol<P: Protocol>(
     let dep = deployment::<P>(config, spec, workload, &loaded)?;
     let topology = dep.topology.clone();
     let out: RunOutput<P::Msg> = match spec.runtime {
-        RuntimeKind::Sim => tessera_sim::run(dep, &spec.sim)?,
+        RuntimeKind::Sim => tessera_sim::run(dep, &spec.sim_config())?,
         RuntimeKind::Local => {
             let workers = local_workers(spec);
             let cfg = tessera_local::LocalConfig::new(&topology, workers);
@@ -273,6 +282,35 @@ pub fn run_protocol<P: Protocol>(
         server_busy,
         loaded_bytes: loaded.iter().map(|b| b.load(Ordering::Relaxed)).sum(),
     })
+}
+
+impl RawRun {
+    /// Per shard, a digest of every replica's store at the end (see
+    /// [`store_digest`]): all equal when the replicas converged. Empty
+    /// when shards are not replicated.
+    pub fn replica_digests(&self) -> Vec<Vec<u64>> {
+        self.replica_stores
+            .iter()
+            .map(|g| g.iter().map(store_digest).collect())
+            .collect()
+    }
+}
+
+/// A digest of a store's data: every record's key, version and value, in
+/// key order. Lock words are left out (only a leader holds locks), and so
+/// are the empty placeholders OCC locks for inserts (they read as missing).
+pub fn store_digest(store: &Store) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for (k, r) in store.records_sorted() {
+        if r.meta.version == tessera_core::ids::Version::INITIAL && r.value.is_empty() {
+            continue;
+        }
+        k.hash(&mut h);
+        r.meta.version.0.hash(&mut h);
+        r.value.hash(&mut h);
+    }
+    h.finish()
 }
 
 /// The node id of client host `h` (for fault plans).

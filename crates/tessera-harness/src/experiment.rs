@@ -75,7 +75,35 @@ pub fn experiments() -> Vec<Experiment> {
     // WAREHOUSE and DISTRICT rows but not CUSTOMER's (C_DATA is 300–500 B).
     tpcc_tiny.knobs.switch_stages = Some(64);
 
+    // Janus §6.2's contention-free micro-benchmark: 3 shards of 3
+    // replicas, zipf 0.5, one data center.
+    let mut replicated = BenchSpec::new(
+        RuntimeKind::Sim,
+        "",
+        WorkloadSpec::Micro(MicroConfig {
+            shards: 3,
+            keys_per_shard: 100_000,
+            zipf_theta: 0.5,
+        }),
+    );
+    replicated.replicas = Some(3);
+    replicated.duration = 1_000 * MS;
+    replicated.warmup = 200 * MS;
+    replicated.cooldown = 100 * MS;
+
     vec![
+        Experiment {
+            name: "replicated-micro",
+            description: "Janus §6.2 on sim: micro-benchmark, 3 shards x 3 replicas, zipf 0.5, \
+                          30 → 900 clients; the layered baselines vs TAPIR and Janus",
+            protocols: &["2pl-paxos", "occ-paxos", "tapir", "janus"],
+            base: replicated,
+            vary: Vary {
+                name: "clients".into(),
+                values: vec![30.0, 90.0, 300.0, 900.0],
+            },
+            plot: &["throughput", "commit_rate", "p90"],
+        },
         Experiment {
             name: "compare",
             description: "2PL (wound-wait, no-wait) vs OCC on the embedded cluster: \

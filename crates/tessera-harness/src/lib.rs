@@ -9,6 +9,8 @@
 //!   into a [`ResultRow`], checks isolation.
 //! * [`tcp`] — the `tcp` runtime's server processes and bench driver.
 //! * [`faults`] — random fault plans for simulator seeds.
+//! * [`sites`] — site presets (one data center, Janus' three regions) and
+//!   the placement of replicas and clients on them.
 //! * [`experiment`] — named, checked-in sweeps.
 
 pub mod deploy;
@@ -17,6 +19,7 @@ pub mod faults;
 pub mod registry;
 pub mod result;
 pub mod run;
+pub mod sites;
 pub mod spec;
 pub mod sweep;
 pub mod tcp;

@@ -2,6 +2,7 @@
 //! type and default configuration. Nothing else matches on protocol names.
 
 use crate::deploy::{run_protocol, RawRun};
+use crate::sites::ClientSites;
 use crate::spec::BenchSpec;
 use crate::spec::SpecError;
 use std::sync::Arc;
@@ -9,9 +10,12 @@ use tessera_core::codec::Codec;
 use tessera_core::protocol::Protocol;
 use tessera_core::workload::Workload;
 use tessera_protocols::janus::{Janus, JanusConfig};
+use tessera_protocols::layered::{OccPaxos, PaxosLogConfig, TwoPlPaxos};
 use tessera_protocols::nocc::{Nocc, NoccConfig};
 use tessera_protocols::occ::{OccConfig, OccProtocol};
+use tessera_protocols::paxos::PaxosConfig;
 use tessera_protocols::rococo::{Rococo, RococoConfig};
+use tessera_protocols::tapir::{Tapir, TapirConfig};
 use tessera_protocols::twopc::{Timeouts, TwoPcConfig};
 use tessera_protocols::twopl::{Policy, TwoPlConfig, TwoPlProtocol};
 
@@ -49,6 +53,7 @@ impl ProtocolEntry {
                     allowed: "protocols that have this knob (see --help)".into(),
                 });
             }
+            unreplicated(name, spec)?;
             Ok((config.clone(), spec.clone()))
         })
     }
@@ -126,10 +131,12 @@ pub fn registry() -> Vec<ProtocolEntry> {
     let twopl = |policy| TwoPcConfig {
         cc: TwoPlConfig { policy },
         timeouts: timeouts.clone(),
+        log: (),
     };
     let occ = |validate| TwoPcConfig {
         cc: OccConfig { validate },
         timeouts: timeouts.clone(),
+        log: (),
     };
     vec![
         ProtocolEntry::new::<TwoPlProtocol>(
@@ -167,6 +174,28 @@ pub fn registry() -> Vec<ProtocolEntry> {
         )
         .with_tcp::<OccProtocol>(occ(false))
         .hidden(),
+        ProtocolEntry::configured::<TwoPlPaxos>(
+            "2pl-paxos",
+            "2PL (wound-wait) + 2PC over Multi-Paxos per shard: Janus §5's layered baseline",
+            |spec| {
+                layered(
+                    spec,
+                    TwoPlConfig {
+                        policy: Policy::WoundWait,
+                    },
+                )
+            },
+        ),
+        ProtocolEntry::configured::<OccPaxos>(
+            "occ-paxos",
+            "OCC + 2PC over Multi-Paxos per shard: Janus §5's layered baseline",
+            |spec| layered(spec, OccConfig { validate: true }),
+        ),
+        ProtocolEntry::configured::<Tapir>(
+            "tapir",
+            "TAPIR: OCC at every replica over inconsistent replication, no leader (Janus §5-6)",
+            tapir,
+        ),
         ProtocolEntry::configured::<Nocc>(
             "nocc",
             "NOCC: OCC by compares at one store, verified early by a switch per rack (NOCC §2)",
@@ -190,6 +219,87 @@ pub fn registry() -> Vec<ProtocolEntry> {
     ]
 }
 
+/// Refuse a replica group larger than one for a protocol that does not
+/// replicate (its extra servers would sit idle, holding stale data).
+fn unreplicated(name: &str, spec: &BenchSpec) -> Result<(), SpecError> {
+    match spec.replicas {
+        None | Some(1) => Ok(()),
+        Some(r) => Err(SpecError::Invalid {
+            flag: "--replicas",
+            value: r.to_string(),
+            allowed: format!("1 for {name}, which does not replicate its shards"),
+        }),
+    }
+}
+
+/// The slowest round trip between two nodes of the spec's simulated world
+/// (for timeouts that must cover a wide-area round trip).
+fn slowest_round_trip(spec: &BenchSpec) -> tessera_core::ids::Time {
+    let one_way = spec
+        .sim_config()
+        .latency
+        .iter()
+        .flatten()
+        .copied()
+        .max()
+        .unwrap_or(0);
+    2 * one_way + spec.sim.jitter
+}
+
+/// A layered protocol's configuration: 2PC with concurrency control `cc`
+/// over a Paxos group per shard, three replicas unless told; timeouts cover
+/// the slowest round trip of the world (geo sites).
+fn layered<X>(
+    spec: &BenchSpec,
+    cc: X,
+) -> Result<(TwoPcConfig<X, PaxosLogConfig>, BenchSpec), SpecError> {
+    if let Some(flag) = spec.knobs.set_flags().first() {
+        return Err(SpecError::Invalid {
+            flag,
+            value: spec.protocol.clone(),
+            allowed: "protocols that have this knob (see --help)".into(),
+        });
+    }
+    let rtt = slowest_round_trip(spec);
+    let mut timeouts = Timeouts::default();
+    timeouts.retransmit = timeouts.retransmit.max(2 * rtt);
+    timeouts.inquire = timeouts.inquire.max(4 * rtt);
+    timeouts.participant = timeouts.participant.max(20 * rtt);
+    timeouts.tombstone = timeouts.tombstone.max(40 * rtt);
+    let paxos = PaxosConfig {
+        // A snapshot copies the whole store: rarely, on big stores.
+        snapshot_every: 4096,
+        pipeline: 4,
+        ..PaxosConfig::for_round_trip(rtt)
+    };
+    let config = TwoPcConfig {
+        cc,
+        timeouts,
+        log: PaxosLogConfig { paxos },
+    };
+    let mut spec = spec.clone();
+    spec.replicas = Some(spec.replicas.unwrap_or(3));
+    spec.client_sites = Some(spec.client_sites.unwrap_or(ClientSites::Leaders));
+    Ok((config, spec))
+}
+
+/// TAPIR's configuration: three replicas and clients spread over the sites
+/// unless told; timeouts cover the slowest round trip of the world.
+fn tapir(spec: &BenchSpec) -> Result<(TapirConfig, BenchSpec), SpecError> {
+    if let Some(flag) = spec.knobs.set_flags().first() {
+        return Err(SpecError::Invalid {
+            flag,
+            value: spec.protocol.clone(),
+            allowed: "protocols that have this knob (see --help)".into(),
+        });
+    }
+    let config = TapirConfig::for_round_trip(slowest_round_trip(spec));
+    let mut spec = spec.clone();
+    spec.replicas = Some(spec.replicas.unwrap_or(3));
+    spec.client_sites = Some(spec.client_sites.unwrap_or(ClientSites::Spread));
+    Ok((config, spec))
+}
+
 /// NOCC's configuration from the spec's knobs; one switch unless told.
 fn nocc(spec: &BenchSpec, verify: bool) -> Result<(NoccConfig, BenchSpec), SpecError> {
     if spec.workload.shards() != 1 {
@@ -210,6 +320,7 @@ fn nocc(spec: &BenchSpec, verify: bool) -> Result<(NoccConfig, BenchSpec), SpecE
         Some(v) => Ok(v),
         None => Ok(default),
     };
+    unreplicated(&spec.protocol, spec)?;
     let config = NoccConfig {
         verify,
         validate: true,

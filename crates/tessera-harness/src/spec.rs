@@ -1,5 +1,6 @@
 //! What one benchmark run is.
 
+use crate::sites::{ClientSites, Sites};
 use std::path::PathBuf;
 use tessera_core::ids::{Time, MS};
 use tessera_sim::SimConfig;
@@ -112,8 +113,19 @@ pub struct BenchSpec {
     /// racks). `None`: the protocol's default (see the registry).
     pub switches: Option<u32>,
     /// Servers per shard (a replica group). `None`: the protocol's default
-    /// (1, or what its registry entry asks for: Janus 3).
+    /// (1, or 3 for the replicated protocols: Janus, the layered baselines
+    /// and TAPIR; see the registry).
     pub replicas: Option<u32>,
+    /// Sites of the simulated world (`None`: one data center with the
+    /// simulator's own latency). See [`crate::sites`].
+    pub sites: Option<Sites>,
+    /// Where client hosts sit when there are sites. `None`: the protocol's
+    /// default (with the leaders for the layered baselines, else spread).
+    pub client_sites: Option<ClientSites>,
+    /// Clients start no transaction in the last `drain` of the run, so that
+    /// replicas settle before it ends (convergence checks). Must not exceed
+    /// the cool-down, which it then lies in: it costs no measurement.
+    pub drain: Time,
     /// Knobs of particular protocols, read by their registry entries.
     pub knobs: Knobs,
     /// The cluster (only for `tcp`).
@@ -181,6 +193,9 @@ impl BenchSpec {
             max_attempts: 20,
             switches: None,
             replicas: None,
+            sites: None,
+            client_sites: None,
+            drain: 0,
             knobs: Knobs::default(),
             cluster: None,
         }
@@ -206,6 +221,15 @@ impl BenchSpec {
         }
     }
 
+    /// The simulated world: `sim` with the sites' latency matrix.
+    pub fn sim_config(&self) -> SimConfig {
+        let mut c = self.sim.clone();
+        if let Some(s) = &self.sites {
+            c.latency = s.one_way();
+        }
+        c
+    }
+
     pub fn validate(&self) -> Result<(), SpecError> {
         if self.duration == 0 {
             return Err(SpecError::Invalid {
@@ -226,6 +250,27 @@ impl BenchSpec {
                     "warm-up + cool-down shorter than --duration ({}ms)",
                     self.duration / MS
                 ),
+            });
+        }
+        if self.drain > self.cooldown {
+            return Err(SpecError::Invalid {
+                flag: "--drain",
+                value: format!("{}ms", self.drain / MS),
+                allowed: format!("at most the cool-down ({}ms)", self.cooldown / MS),
+            });
+        }
+        if self.sites.is_some() && self.runtime != RuntimeKind::Sim {
+            return Err(SpecError::Invalid {
+                flag: "--sites",
+                value: self.sites.as_ref().map_or("", |s| &s.name).to_string(),
+                allowed: "one with --runtime local (sites exist in the simulator only)".into(),
+            });
+        }
+        if self.replicas == Some(0) {
+            return Err(SpecError::Invalid {
+                flag: "--replicas",
+                value: "0".into(),
+                allowed: "1 or more".into(),
             });
         }
         if self.runtime == RuntimeKind::Tcp {
@@ -259,7 +304,7 @@ impl BenchSpec {
             WorkloadSpec::Tpcc(c) => c.validate(),
         };
         r.map_err(|e| SpecError::Workload(e.to_string()))?;
-        self.sim
+        self.sim_config()
             .validate()
             .map_err(|e| SpecError::Workload(e.to_string()))?;
         Ok(())

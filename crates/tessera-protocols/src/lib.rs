@@ -14,6 +14,12 @@
 //!   that aborts doomed transactions early.
 //! * [`paxos`] — Multi-Paxos, a replicated log per shard (Janus §5's layered
 //!   baselines), as a component other server roles embed.
+//! * [`layered`] — the layered baselines of Janus §5: 2PL and OCC whose
+//!   participants replicate their prepare and commit records through their
+//!   shard's Paxos log before they answer.
+//! * [`tapir`] — TAPIR: OCC validated at every replica over inconsistent
+//!   replication, fast path on a super-majority (Janus §5–6's unified
+//!   baseline).
 //! * [`tombstones`] — remembering finished transactions until their
 //!   coordinator's floor passes them.
 //! * [`depgraph`] — the dependency graph, SCCs and deterministic order
@@ -30,10 +36,12 @@
 
 pub mod depgraph;
 pub mod janus;
+pub mod layered;
 pub mod nocc;
 pub mod occ;
 pub mod paxos;
 pub mod rococo;
+pub mod tapir;
 pub mod tombstones;
 pub mod twopc;
 pub mod twopl;

@@ -67,6 +67,12 @@ impl<V> Tombstones<V> {
         self.ended.insert(txn, (outcome, now));
     }
 
+    /// Forget `txn`'s tombstone (a replicated log overrides an outcome a
+    /// replica decided alone).
+    pub fn remove(&mut self, txn: TxnId) {
+        self.ended.remove(&txn);
+    }
+
     /// Every tombstone, in no particular order (for snapshots).
     pub fn iter(&self) -> impl Iterator<Item = (TxnId, &V)> {
         self.ended.iter().map(|(t, (v, _))| (*t, v))

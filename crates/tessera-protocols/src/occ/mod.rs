@@ -123,6 +123,11 @@ impl ConcurrencyControl for Occ {
         true
     }
 
+    fn relock(&mut self, store: &mut Store, txn: TxnId, writes: &[Key]) {
+        let ok = self.lock_writes(store, txn, writes);
+        debug_assert!(ok, "prepared write sets overlap");
+    }
+
     fn release(
         &mut self,
         store: &mut Store,

@@ -264,6 +264,11 @@ impl<C: Command> Replica<C> {
         self.leader
     }
 
+    /// Standing for election (phase 1 under way).
+    pub fn campaigning(&self) -> bool {
+        matches!(self.role, Role::Candidate { .. })
+    }
+
     /// Leading, with every slot from before its election chosen and
     /// handed out.
     pub fn is_ready_leader(&self) -> bool {

@@ -67,6 +67,15 @@ pub trait ConcurrencyControl: Send + 'static {
         writes: &[Key],
     ) -> bool;
 
+    /// Take the write locks of `txn` again: it was prepared under an earlier
+    /// leader of this replicated shard, and this replica has just taken over
+    /// with no locks held. Prepared write sets never overlap, so this
+    /// always succeeds. Read locks are not re-taken: a prepared
+    /// transaction is past its lock point (its reads were locked, or
+    /// validated, until it was prepared), and keeping only its write locks
+    /// keeps every later reader behind its writes.
+    fn relock(&mut self, store: &mut Store, txn: TxnId, writes: &[Key]);
+
     /// Release everything `txn` holds here (after its writes are installed on
     /// commit, or on abort). Transactions whose waits may now succeed go to
     /// `granted`.

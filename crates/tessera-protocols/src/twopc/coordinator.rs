@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tessera_core::ids::{NodeId, ShardId, Time, TimerId, TxnId};
 use tessera_core::node::{Ctx, Node};
 use tessera_core::protocol::{Coordinator, CoordinatorEnv};
-use tessera_core::topology::Topology;
+use tessera_core::topology::{Role, Topology};
 use tessera_core::txn::{participants, AbortReason, Attempt, TxnOutcome};
 use tessera_core::{FastMap, FastSet};
 
@@ -29,8 +29,8 @@ enum Phase {
 struct TxnState {
     attempt: Attempt,
     phase: Phase,
-    /// Participant shards and their leaders, sorted by shard.
-    shards: Vec<(ShardId, NodeId)>,
+    /// Participant shards, sorted.
+    shards: Vec<ShardId>,
     /// Per piece: dispatched yet?
     sent: Vec<bool>,
     results: Vec<Option<PieceReply>>,
@@ -39,11 +39,20 @@ struct TxnState {
     answered: Vec<bool>,
     retransmit_at: Time,
     rto: Time,
+    /// When the current phase's requests first went out.
+    phase_at: Time,
+    /// Some participant shard is a replica group of more than one.
+    replicated: bool,
 }
 
 impl TxnState {
+    /// Commit in one phase at the only participant — unless its shard is
+    /// replicated: a deposed leader that does not know it yet answers "no"
+    /// (or fails the transaction) from stale state, which is harmless when
+    /// the coordinator decides, but not when the participant decides, as
+    /// in a one-phase commit, and the real leader commits.
     fn one_phase(&self) -> bool {
-        self.shards.len() == 1
+        self.shards.len() == 1 && !self.replicated
     }
 }
 
@@ -60,6 +69,17 @@ pub struct TwoPcCoordinator {
     open: BTreeSet<TxnId>,
     /// Transactions whose commit decision is durable (recovered or made).
     decided: FastSet<TxnId>,
+    /// The replica of each shard believed to lead it (replicated shards
+    /// move their leader; see [`Msg::NotLeader`]), and when we last changed
+    /// our mind about it.
+    leaders: Vec<NodeId>,
+    moved_at: Vec<Time>,
+    /// Per shard, when a request went to its believed leader a second time
+    /// without a word from it since (cleared by any answer).
+    unanswered_since: Vec<Option<Time>>,
+    /// Per shard, the replica we last gave up on for its silence, and when:
+    /// a follower's stale hint naming it is not believed for a while.
+    suspected: Vec<Option<(NodeId, Time)>>,
 }
 
 const TICK: TimerId = TimerId(1);
@@ -72,9 +92,14 @@ impl TwoPcCoordinator {
                 decided.insert(TxnId(u64::from_le_bytes(b)));
             }
         }
+        let leaders: Vec<NodeId> = env.topology.shards.iter().map(|g| g.leader()).collect();
         TwoPcCoordinator {
             timeouts,
             lock_round,
+            moved_at: vec![0; leaders.len()],
+            unanswered_since: vec![None; leaders.len()],
+            suspected: vec![None; leaders.len()],
+            leaders,
             topology: env.topology,
             me: env.me,
             incarnation: env.incarnation,
@@ -84,8 +109,73 @@ impl TwoPcCoordinator {
         }
     }
 
-    fn leader_index(st: &TxnState, node: NodeId) -> Option<usize> {
-        st.shards.iter().position(|(_, n)| *n == node)
+    /// Shards of `st` whose believed leader owes an answer in the
+    /// current phase.
+    fn silent_shards(st: &TxnState) -> impl Iterator<Item = ShardId> + '_ {
+        let pieces = st.attempt.txn.pieces();
+        st.shards
+            .iter()
+            .enumerate()
+            .filter(move |&(i, shard)| match st.phase {
+                Phase::Executing => pieces
+                    .iter()
+                    .enumerate()
+                    .any(|(p, spec)| spec.shard == *shard && st.sent[p] && st.results[p].is_none()),
+                Phase::Deciding => false,
+                _ => !st.answered[i],
+            })
+            .map(|(_, s)| *s)
+    }
+
+    /// Believe that `to` leads `shard`.
+    fn move_leader(&mut self, now: Time, shard: ShardId, to: NodeId) {
+        let s = shard.0 as usize;
+        if self.leaders[s] != to {
+            self.leaders[s] = to;
+            self.moved_at[s] = now;
+            self.unanswered_since[s] = None;
+        }
+    }
+
+    /// The replica after `node` in `shard`'s group, skipping one we gave
+    /// up on recently when there is a choice.
+    fn next_replica(&self, now: Time, shard: ShardId, node: NodeId) -> NodeId {
+        let group = &self.topology.shards[shard.0 as usize].replicas;
+        let i = group.iter().position(|&g| g == node).unwrap_or(0);
+        let next = group[(i + 1) % group.len()];
+        if self.distrusted(now, shard, next) && group.len() > 2 {
+            group[(i + 2) % group.len()]
+        } else {
+            next
+        }
+    }
+
+    /// We gave up on `node` as `shard`'s leader a short while ago.
+    fn distrusted(&self, now: Time, shard: ShardId, node: NodeId) -> bool {
+        self.suspected[shard.0 as usize]
+            .is_some_and(|(n, at)| n == node && now < at + 2 * self.timeouts.retransmit)
+    }
+
+    /// Replicated shards whose believed leader has not answered a resent
+    /// request within half a retransmission timeout (many round trips),
+    /// nor anything else since: it may have failed, so try the next
+    /// replica. Returns the shards moved.
+    fn suspect_silent_leaders(&mut self, now: Time) -> Vec<ShardId> {
+        let patience = self.timeouts.retransmit / 2;
+        let mut moved = Vec::new();
+        for s in 0..self.leaders.len() {
+            let shard = ShardId(s as u32);
+            let replicated = self.topology.shards[s].replicas.len() > 1;
+            let silent = self.unanswered_since[s].is_some_and(|t| now >= t + patience);
+            if replicated && silent {
+                let old = self.leaders[s];
+                self.suspected[s] = Some((old, now));
+                let next = self.next_replica(now, shard, old);
+                self.move_leader(now, shard, next);
+                moved.push(shard);
+            }
+        }
+        moved
     }
 
     /// Forget a finished transaction (it no longer holds the floor down).
@@ -100,10 +190,18 @@ impl TwoPcCoordinator {
     }
 
     /// Send every piece whose inputs are ready, one Execute per shard.
-    fn dispatch(ctx: &mut Ctx<Msg>, floor: TxnId, txn: TxnId, st: &mut TxnState, resend: bool) {
+    fn dispatch(
+        ctx: &mut Ctx<Msg>,
+        leaders: &[NodeId],
+        floor: TxnId,
+        txn: TxnId,
+        st: &mut TxnState,
+        resend: bool,
+    ) {
         let proc = st.attempt.txn.clone();
         let pieces = proc.pieces();
-        for &(shard, node) in &st.shards {
+        for &shard in &st.shards {
+            let node = leaders[shard.0 as usize];
             let mut ids = Vec::new();
             let mut inputs = Vec::new();
             for (i, p) in pieces.iter().enumerate() {
@@ -139,8 +237,9 @@ impl TwoPcCoordinator {
     }
 
     /// Ask for votes (or commit in one phase at the only participant).
-    fn send_prepare(ctx: &mut Ctx<Msg>, txn: TxnId, st: &TxnState) {
-        for (i, &(_, node)) in st.shards.iter().enumerate() {
+    fn send_prepare(ctx: &mut Ctx<Msg>, leaders: &[NodeId], txn: TxnId, st: &TxnState) {
+        for (i, &shard) in st.shards.iter().enumerate() {
+            let node = leaders[shard.0 as usize];
             if st.answered[i] {
                 continue;
             }
@@ -154,18 +253,18 @@ impl TwoPcCoordinator {
     }
 
     /// Ask the participants that write to lock (the lock round).
-    fn send_lock(ctx: &mut Ctx<Msg>, txn: TxnId, st: &TxnState) {
-        for (i, &(_, node)) in st.shards.iter().enumerate() {
+    fn send_lock(ctx: &mut Ctx<Msg>, leaders: &[NodeId], txn: TxnId, st: &TxnState) {
+        for (i, &shard) in st.shards.iter().enumerate() {
             if !st.answered[i] {
-                ctx.send(node, Msg::Lock { txn });
+                ctx.send(leaders[shard.0 as usize], Msg::Lock { txn });
             }
         }
     }
 
-    fn send_commit(ctx: &mut Ctx<Msg>, txn: TxnId, st: &TxnState) {
-        for (i, &(_, node)) in st.shards.iter().enumerate() {
+    fn send_commit(ctx: &mut Ctx<Msg>, leaders: &[NodeId], txn: TxnId, st: &TxnState) {
+        for (i, &shard) in st.shards.iter().enumerate() {
             if !st.answered[i] {
-                ctx.send(node, Msg::Commit { txn });
+                ctx.send(leaders[shard.0 as usize], Msg::Commit { txn });
             }
         }
     }
@@ -178,7 +277,8 @@ impl TwoPcCoordinator {
             st.phase,
             Phase::Executing | Phase::Locking | Phase::Preparing
         ));
-        for &(shard, node) in &st.shards {
+        for &shard in &st.shards {
+            let node = self.leaders[shard.0 as usize];
             let contacted = st
                 .attempt
                 .txn
@@ -230,12 +330,13 @@ impl TwoPcCoordinator {
             return;
         }
         let now = ctx.now();
+        let leaders = &self.leaders;
         if st.remaining > 0 {
-            Self::dispatch(ctx, Self::floor(&self.open, txn), txn, st, false);
+            Self::dispatch(ctx, leaders, Self::floor(&self.open, txn), txn, st, false);
         } else if self.lock_round && !st.one_phase() {
             st.phase = Phase::Locking;
             // Only participants that buffered writes have anything to lock.
-            for (i, (shard, _)) in st.shards.iter().enumerate() {
+            for (i, shard) in st.shards.iter().enumerate() {
                 st.answered[i] = !st.results.iter().flatten().any(|r| {
                     !r.writes.is_empty()
                         && st.attempt.txn.pieces()[r.piece as usize].shard == *shard
@@ -244,20 +345,22 @@ impl TwoPcCoordinator {
             if st.answered.iter().all(|a| *a) {
                 st.phase = Phase::Preparing;
                 st.answered.iter_mut().for_each(|a| *a = false);
-                Self::send_prepare(ctx, txn, st);
+                Self::send_prepare(ctx, leaders, txn, st);
             } else {
-                Self::send_lock(ctx, txn, st);
+                Self::send_lock(ctx, leaders, txn, st);
             }
         } else {
             st.phase = Phase::Preparing;
             st.answered.iter_mut().for_each(|a| *a = false);
-            Self::send_prepare(ctx, txn, st);
+            Self::send_prepare(ctx, leaders, txn, st);
         }
         st.rto = self.timeouts.retransmit;
         st.retransmit_at = now + st.rto;
+        st.phase_at = now;
     }
 
     fn on_locked(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, ok: bool) {
+        let shard = shard_of(&self.topology, from);
         let Some(st) = self.txns.get_mut(&txn) else {
             return;
         };
@@ -268,7 +371,7 @@ impl TwoPcCoordinator {
             self.abort(ctx, txn, AbortReason::LockConflict);
             return;
         }
-        let Some(i) = Self::leader_index(st, from) else {
+        let Some(i) = index_of(st, shard) else {
             return;
         };
         st.answered[i] = true;
@@ -277,11 +380,13 @@ impl TwoPcCoordinator {
             st.answered.iter_mut().for_each(|a| *a = false);
             st.rto = self.timeouts.retransmit;
             st.retransmit_at = ctx.now() + st.rto;
-            Self::send_prepare(ctx, txn, st);
+            st.phase_at = ctx.now();
+            Self::send_prepare(ctx, &self.leaders, txn, st);
         }
     }
 
     fn on_vote(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, yes: bool) {
+        let shard = shard_of(&self.topology, from);
         let Some(st) = self.txns.get_mut(&txn) else {
             return;
         };
@@ -292,7 +397,7 @@ impl TwoPcCoordinator {
             self.abort(ctx, txn, AbortReason::Validation);
             return;
         }
-        let Some(i) = Self::leader_index(st, from) else {
+        let Some(i) = index_of(st, shard) else {
             return;
         };
         st.answered[i] = true;
@@ -320,13 +425,14 @@ impl TwoPcCoordinator {
     }
 
     fn on_ack(&mut self, from: NodeId, txn: TxnId) {
+        let shard = shard_of(&self.topology, from);
         let Some(st) = self.txns.get_mut(&txn) else {
             return;
         };
         if st.phase != Phase::Committed {
             return;
         }
-        if let Some(i) = Self::leader_index(st, from) {
+        if let Some(i) = index_of(st, shard) {
             st.answered[i] = true;
         }
         if st.answered.iter().all(|a| *a) {
@@ -356,33 +462,96 @@ impl TwoPcCoordinator {
         }
     }
 
-    /// Resend what is unanswered past its deadline.
+    /// Send the current phase's message again where it is unanswered.
+    fn resend(ctx: &mut Ctx<Msg>, leaders: &[NodeId], floor: TxnId, txn: TxnId, st: &mut TxnState) {
+        match st.phase {
+            Phase::Executing => Self::dispatch(ctx, leaders, floor, txn, st, true),
+            Phase::Locking => Self::send_lock(ctx, leaders, txn, st),
+            Phase::Preparing => Self::send_prepare(ctx, leaders, txn, st),
+            Phase::Committed => Self::send_commit(ctx, leaders, txn, st),
+            Phase::Deciding => {}
+        }
+    }
+
+    /// A replica of a shard says it does not lead. Believe its hint
+    /// (unless it names a replica we gave up on for its silence a moment
+    /// ago: a follower that has not noticed the failure yet), else try the
+    /// next replica; resend at once, at most once per `retransmit / 20` per
+    /// shard so that stale hints cannot make requests ping-pong.
+    fn on_not_leader(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        from: NodeId,
+        txn: TxnId,
+        leader: Option<NodeId>,
+    ) {
+        let now = ctx.now();
+        let Some(shard) = shard_of(&self.topology, from) else {
+            return;
+        };
+        let s = shard.0 as usize;
+        if self.leaders[s] != from || now < self.moved_at[s] + self.timeouts.retransmit / 20 {
+            return; // an old answer, or we just moved
+        }
+        let group = &self.topology.shards[s].replicas;
+        let next = match leader.filter(|h| group.contains(h) && *h != from) {
+            Some(h) if !self.distrusted(now, shard, h) => h,
+            _ => self.next_replica(now, shard, from),
+        };
+        self.move_leader(now, shard, next);
+        let floor = Self::floor(&self.open, txn);
+        if let Some(st) = self.txns.get_mut(&txn) {
+            Self::resend(ctx, &self.leaders, floor, txn, st);
+        }
+    }
+
+    /// Resend what is unanswered past its deadline, and at once what
+    /// waits on a shard whose leader we stopped believing in.
     fn tick(&mut self, ctx: &mut Ctx<Msg>) {
         let now = ctx.now();
         let cap = self.timeouts.retransmit * 8;
+        let moved = self.suspect_silent_leaders(now);
         let mut due: Vec<TxnId> = self
             .txns
             .iter()
-            .filter(|(_, st)| st.retransmit_at <= now && st.phase != Phase::Deciding)
+            .filter(|(_, st)| {
+                st.retransmit_at <= now
+                    || (!moved.is_empty() && Self::silent_shards(st).any(|s| moved.contains(&s)))
+            })
+            .filter(|(_, st)| st.phase != Phase::Deciding)
             .map(|(t, _)| *t)
             .collect();
         due.sort_unstable();
         for txn in due {
+            let floor = Self::floor(&self.open, txn);
             let st = self.txns.get_mut(&txn).expect("listed");
-            match st.phase {
-                Phase::Executing => {
-                    Self::dispatch(ctx, Self::floor(&self.open, txn), txn, st, true)
-                }
-                Phase::Locking => Self::send_lock(ctx, txn, st),
-                Phase::Preparing => Self::send_prepare(ctx, txn, st),
-                Phase::Committed => Self::send_commit(ctx, txn, st),
-                Phase::Deciding => {}
+            for shard in Self::silent_shards(st) {
+                let since = &mut self.unanswered_since[shard.0 as usize];
+                since.get_or_insert(now);
             }
-            st.rto = (st.rto * 2).min(cap);
+            Self::resend(ctx, &self.leaders, floor, txn, st);
+            st.rto = if st.retransmit_at <= now {
+                (st.rto * 2).min(cap)
+            } else {
+                self.timeouts.retransmit
+            };
             st.retransmit_at = now + st.rto;
         }
         ctx.set_timer(self.timeouts.retransmit / 2, TICK);
     }
+}
+
+/// The shard replica `node` serves, if it is a server.
+fn shard_of(topology: &Topology, node: NodeId) -> Option<ShardId> {
+    match topology.nodes.get(node.0 as usize)?.role {
+        Role::Server { shard, .. } => Some(shard),
+        _ => None,
+    }
+}
+
+/// The index of `shard` among the transaction's participants.
+fn index_of(st: &TxnState, shard: Option<ShardId>) -> Option<usize> {
+    st.shards.iter().position(|s| Some(*s) == shard)
 }
 
 impl Coordinator<Msg> for TwoPcCoordinator {
@@ -393,9 +562,11 @@ impl Coordinator<Msg> for TwoPcCoordinator {
         let n = attempt.txn.pieces().len();
         let shards = participants(attempt.txn.as_ref())
             .into_iter()
-            .map(|s| (s, self.topology.leader(s)))
             .collect::<Vec<_>>();
         let parts = shards.len();
+        let replicated = shards
+            .iter()
+            .any(|s| self.topology.shards[s.0 as usize].replicas.len() > 1);
         let mut st = TxnState {
             attempt,
             phase: Phase::Executing,
@@ -406,9 +577,12 @@ impl Coordinator<Msg> for TwoPcCoordinator {
             answered: vec![false; parts],
             retransmit_at: ctx.now() + self.timeouts.retransmit,
             rto: self.timeouts.retransmit,
+            phase_at: ctx.now(),
+            replicated,
         };
         self.open.insert(txn);
-        Self::dispatch(ctx, Self::floor(&self.open, txn), txn, &mut st, false);
+        let floor = Self::floor(&self.open, txn);
+        Self::dispatch(ctx, &self.leaders, floor, txn, &mut st, false);
         self.txns.insert(txn, st);
     }
 }
@@ -419,6 +593,13 @@ impl Node<Msg> for TwoPcCoordinator {
     }
 
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        if !matches!(msg, Msg::NotLeader { .. } | Msg::Inquire { .. }) {
+            if let Some(shard) = shard_of(&self.topology, from) {
+                if self.leaders[shard.0 as usize] == from {
+                    self.unanswered_since[shard.0 as usize] = None;
+                }
+            }
+        }
         match msg {
             Msg::ExecuteOk { txn, results } => self.on_execute_ok(ctx, txn, results),
             Msg::ExecuteFailed { txn, reason } => {
@@ -437,12 +618,16 @@ impl Node<Msg> for TwoPcCoordinator {
             Msg::OnePhaseDone { txn, committed } => self.on_one_phase_done(ctx, txn, committed),
             Msg::Ack { txn } => self.on_ack(from, txn),
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
+            Msg::NotLeader { txn, leader } => self.on_not_leader(ctx, from, txn, leader),
+            // Alive, and holding the request (see `on_message`'s start).
+            Msg::Busy { .. } => {}
             Msg::Execute(_)
             | Msg::Lock { .. }
             | Msg::Prepare { .. }
             | Msg::CommitOnePhase { .. }
             | Msg::Commit { .. }
-            | Msg::Abort { .. } => {
+            | Msg::Abort { .. }
+            | Msg::Paxos(_) => {
                 tracing::warn!(?from, ?msg, "coordinator got a participant's message");
             }
         }
@@ -467,7 +652,8 @@ impl Node<Msg> for TwoPcCoordinator {
         st.answered.iter_mut().for_each(|a| *a = false);
         st.rto = self.timeouts.retransmit;
         st.retransmit_at = ctx.now() + st.rto;
-        Self::send_commit(ctx, txn, st);
+        st.phase_at = ctx.now();
+        Self::send_commit(ctx, &self.leaders, txn, st);
         let outcome = Self::committed_outcome(st);
         ctx.done(txn, outcome);
     }

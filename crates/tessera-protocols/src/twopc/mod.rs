@@ -29,16 +29,30 @@
 //! coordinator falls silent, and asks the coordinator (**Inquire**) about a
 //! prepared one; a restarted coordinator answers from its log, and aborts
 //! what it does not find there.
+//!
+//! Durability and replication are a configured difference, not a copy: the
+//! participant puts its prepare and decision records into a
+//! [`ParticipantLog`] and answers when they come back ([`log`]).
+//! Unreplicated, they come back once durable in the node's write-ahead log
+//! ([`WalLog`], which a restarted participant replays); in the layered
+//! baselines ([`crate::layered`]) they come back once chosen by the shard's
+//! Paxos group, and coordinators follow the group's leader (**NotLeader**
+//! redirects them).
 
 mod cc;
 mod coordinator;
+mod image;
+pub mod log;
 mod msg;
 mod participant;
+mod wal;
 
 pub use cc::{Admit, ConcurrencyControl, Priority};
 pub use coordinator::TwoPcCoordinator;
+pub use log::{LogRecord, ParticipantLog};
 pub use msg::Msg;
 pub use participant::Participant;
+pub use wal::WalLog;
 
 use tessera_core::ids::{Time, MS};
 
@@ -70,24 +84,28 @@ impl Default for Timeouts {
     }
 }
 
-/// A protocol made of the 2PC skeleton and a concurrency control `C`.
-pub struct TwoPc<C>(std::marker::PhantomData<C>);
+/// A protocol made of the 2PC skeleton, a concurrency control `C` and a
+/// participant log `L`.
+pub struct TwoPc<C, L = WalLog>(std::marker::PhantomData<(C, L)>);
 
 /// Configuration of a [`TwoPc`] protocol.
 #[derive(Clone, Debug)]
-pub struct TwoPcConfig<X> {
+pub struct TwoPcConfig<X, LC = ()> {
     pub cc: X,
     pub timeouts: Timeouts,
+    /// The participant log's configuration.
+    pub log: LC,
 }
 
-impl<C: ConcurrencyControl> tessera_core::protocol::Protocol for TwoPc<C> {
+impl<C: ConcurrencyControl, L: ParticipantLog> tessera_core::protocol::Protocol for TwoPc<C, L> {
     type Msg = Msg;
-    type Config = TwoPcConfig<C::Config>;
-    type Server = Participant<C>;
+    type Config = TwoPcConfig<C::Config, L::Config>;
+    type Server = Participant<C, L>;
     type Coordinator = TwoPcCoordinator;
 
     fn server(config: &Self::Config, env: tessera_core::protocol::ServerEnv) -> Self::Server {
-        Participant::new(C::new(&config.cc), config.timeouts.clone(), env)
+        let log = L::open(&config.log, &env);
+        Participant::new(C::new(&config.cc), log, config.timeouts.clone(), env)
     }
 
     fn coordinator(

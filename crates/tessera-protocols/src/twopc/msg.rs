@@ -1,12 +1,14 @@
 //! The messages of 2PC over pieces.
 
+use super::log::LogRecord;
+use crate::paxos::PaxosMsg;
 use bytes::{BufMut, BytesMut};
 use tessera_core::codec::{
     bytes_len, decode_txn, encode_txn, get_bool, get_key, get_len, get_txn_id, get_u8, get_value,
     get_varint, get_version, key_len, put_bytes, put_key, put_txn_id, put_varint, varint_len,
     Codec, DecodeCx, DecodeError, EncodeError,
 };
-use tessera_core::ids::{Key, Time, TxnId};
+use tessera_core::ids::{Key, NodeId, Time, TxnId};
 use tessera_core::node::WireSize;
 use tessera_core::txn::{AbortReason, ReadObs, Txn, Value};
 
@@ -83,11 +85,35 @@ pub enum Msg {
     Inquire {
         txn: TxnId,
     },
+    /// Replica → coordinator: this replica does not lead its shard; ask
+    /// `leader` (if known) about `txn` instead.
+    NotLeader {
+        txn: TxnId,
+        leader: Option<NodeId>,
+    },
+    /// Replica → coordinator, in answer to a resent request: this replica
+    /// leads and holds the request (a piece waits for locks, or the replica
+    /// is taking over); the answer will come. Keeps the coordinator from
+    /// taking a wait for a failure.
+    Busy {
+        txn: TxnId,
+    },
+    /// Between the replicas of a shard whose participant log is a Paxos
+    /// group (the layered baselines).
+    Paxos(PaxosMsg<LogRecord>),
+}
+
+impl From<PaxosMsg<LogRecord>> for Msg {
+    fn from(m: PaxosMsg<LogRecord>) -> Self {
+        Msg::Paxos(m)
+    }
 }
 
 impl Msg {
-    pub fn txn(&self) -> TxnId {
-        match self {
+    /// The transaction a 2PC message is about (`None` for replication
+    /// messages).
+    pub fn txn(&self) -> Option<TxnId> {
+        Some(match self {
             Msg::Execute(Execute { txn, .. })
             | Msg::ExecuteOk { txn, .. }
             | Msg::ExecuteFailed { txn, .. }
@@ -100,8 +126,11 @@ impl Msg {
             | Msg::Commit { txn }
             | Msg::Abort { txn }
             | Msg::Ack { txn }
-            | Msg::Inquire { txn } => *txn,
-        }
+            | Msg::Inquire { txn }
+            | Msg::NotLeader { txn, .. }
+            | Msg::Busy { txn } => *txn,
+            Msg::Paxos(_) => return None,
+        })
     }
 }
 
@@ -121,6 +150,12 @@ mod tag {
     pub const ABORT: u8 = 10;
     pub const ACK: u8 = 11;
     pub const INQUIRE: u8 = 12;
+    pub const NOT_LEADER: u8 = 13;
+    pub const BUSY: u8 = 14;
+    /// Reserved for the replication messages of a Paxos participant log,
+    /// which have no wire encoding yet (the layered baselines run on `sim`
+    /// and `local`).
+    pub const PAXOS: u8 = 15;
 }
 
 fn reason_byte(r: AbortReason) -> u8 {
@@ -168,6 +203,9 @@ impl Msg {
             Msg::Abort { .. } => (tag::ABORT, None),
             Msg::Ack { .. } => (tag::ACK, None),
             Msg::Inquire { .. } => (tag::INQUIRE, None),
+            Msg::NotLeader { leader, .. } => (tag::NOT_LEADER, Some(u8::from(leader.is_some()))),
+            Msg::Busy { .. } => (tag::BUSY, None),
+            Msg::Paxos(_) => (tag::PAXOS, None),
         }
     }
 }
@@ -189,12 +227,18 @@ fn reply_len(r: &PieceReply) -> usize {
 /// * ExecuteOk: reply count; per reply the piece, reads (key, version),
 ///   writes (keys), output, user-abort flag.
 /// * ExecuteFailed: reason byte. Locked / Vote / OnePhaseDone: flag byte.
+/// * NotLeader: flag byte (leader known), then the leader's id (varint).
 /// * the rest: nothing more.
+///
+/// Paxos replication messages have no encoding: encoding one fails.
 impl Codec for Msg {
     fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
+        let Some(txn) = self.txn() else {
+            return Err(EncodeError::NoWireFormat("a Paxos replication message"));
+        };
         let (t, flag) = self.head();
         out.put_u8(t);
-        put_txn_id(out, self.txn());
+        put_txn_id(out, txn);
         if let Some(f) = flag {
             out.put_u8(f);
         }
@@ -231,6 +275,9 @@ impl Codec for Msg {
                     out.put_u8(u8::from(r.user_abort));
                 }
             }
+            Msg::NotLeader {
+                leader: Some(l), ..
+            } => put_varint(out, l.0.into()),
             _ => {}
         }
         Ok(())
@@ -295,6 +342,18 @@ impl Codec for Msg {
             tag::ABORT => Msg::Abort { txn },
             tag::ACK => Msg::Ack { txn },
             tag::INQUIRE => Msg::Inquire { txn },
+            tag::NOT_LEADER => {
+                let leader = if get_bool(buf, "leader known flag")? {
+                    let id = get_varint(buf, "leader")?;
+                    let id =
+                        u32::try_from(id).map_err(|_| DecodeError::invalid("leader", "> u32"))?;
+                    Some(NodeId(id))
+                } else {
+                    None
+                };
+                Msg::NotLeader { txn, leader }
+            }
+            tag::BUSY => Msg::Busy { txn },
             t => {
                 return Err(DecodeError::UnknownTag {
                     what: "2pc message",
@@ -358,6 +417,9 @@ fn decode_execute(buf: &mut &[u8], cx: &DecodeCx, txn: TxnId) -> Result<Execute,
 /// The `tcp` runtime counts the bytes it really writes.
 impl WireSize for Msg {
     fn wire_size(&self) -> usize {
+        if let Msg::Paxos(m) = self {
+            return 1 + m.wire_size();
+        }
         let (_, flag) = self.head();
         1 + 8
             + usize::from(flag.is_some())
@@ -398,6 +460,7 @@ impl WireSize for Msg {
                 Msg::ExecuteOk { results, .. } => {
                     varint_len(results.len() as u64) + results.iter().map(reply_len).sum::<usize>()
                 }
+                Msg::NotLeader { leader, .. } => leader.map_or(0, |l| varint_len(l.0.into())),
                 _ => 0,
             }
     }

@@ -6,20 +6,34 @@
 //! transaction leaves a tombstone (its outcome) in [`Tombstones`] until its
 //! coordinator's floor passes it, so that duplicated or late messages are
 //! answered, never re-executed.
+//!
+//! Prepare and decision records go through a [`ParticipantLog`] before the
+//! participant votes or acknowledges (see [`super::log`]): once durable in
+//! the node's write-ahead log when unreplicated ([`super::WalLog`]), once
+//! chosen when the shard is a Paxos group. Every replica applies the
+//! records that come back the same way, so followers hold the leader's
+//! store and prepared set, a new leader re-takes the locks of the prepared
+//! transactions it inherits, and a restarted participant rebuilds itself
+//! from the records it replays.
+//!
+//! A participant that lost a transaction's state (a crash, a change of
+//! leader) cannot run its later pieces: [`first_contact_ok`] refuses an
+//! Execute that reaches an unknown transaction without the pieces every
+//! first Execute carries.
 
 use super::cc::{Admit, ConcurrencyControl, Priority};
+use super::image;
+use super::log::{LogEvent, LogRecord, ParticipantLog, Serving};
 use super::msg::{Execute, Msg, PieceReply};
 use super::Timeouts;
 use crate::tombstones::Tombstones;
 use std::collections::VecDeque;
-use tessera_core::ids::{Key, NodeId, Time, TimerId, TxnId, Version};
+use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, Version};
 use tessera_core::node::{Ctx, Node};
 use tessera_core::protocol::ServerEnv;
 use tessera_core::storage::Store;
-use tessera_core::txn::{AbortReason, PieceSpec, ReadObs, Txn, Value};
+use tessera_core::txn::{AbortReason, PieceSpec, Procedure, ReadObs, Txn, Value};
 use tessera_core::FastMap;
-
-mod recovery;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -49,6 +63,22 @@ struct TxnState {
     last_heard: Time,
     /// When we last asked the coordinator about this transaction.
     inquired_at: Time,
+    /// Its Prepare record is back from the log.
+    logged: bool,
+    /// The record of this transaction appended and not yet back.
+    awaiting: Awaiting,
+    /// Whom to answer when the awaited record is back.
+    reply_to: Option<NodeId>,
+    /// Prepared by CommitOnePhase (answered with OnePhaseDone).
+    one_phase: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Awaiting {
+    Nothing,
+    Prepare,
+    Commit,
+    Abort,
 }
 
 impl TxnState {
@@ -65,13 +95,24 @@ impl TxnState {
             write_values: Vec::new(),
             last_heard: now,
             inquired_at: now,
+            logged: false,
+            awaiting: Awaiting::Nothing,
+            reply_to: None,
+            one_phase: false,
         }
     }
 }
 
+/// An answer to a coordinator: now, or when a record is back from the log.
+enum Answer {
+    Now(bool),
+    Later,
+}
+
 /// The server role of [`super::TwoPc`].
-pub struct Participant<C> {
+pub struct Participant<C, L = super::WalLog> {
     cc: C,
+    log: L,
     store: Store,
     timeouts: Timeouts,
     txns: FastMap<TxnId, TxnState>,
@@ -82,23 +123,21 @@ pub struct Participant<C> {
     /// Transactions granted locks by a release, to resume.
     granted: Vec<TxnId>,
     wounded: Vec<TxnId>,
-    // Crash recovery (see `recovery`): this replica's shard, replies
-    // waiting for their log records, and the last log token used.
-    shard: tessera_core::ids::ShardId,
-    pending: FastMap<u64, recovery::Pending>,
-    log_seq: u64,
-    /// Whether to log at all: off on runtimes whose records do not survive
-    /// a crash (`local`), where the log would be pure cost on the hot path.
-    durable: bool,
+    shard: ShardId,
+    /// Committed transactions whose Commit record is still on its way, with
+    /// the coordinator to acknowledge (an [in-order](ParticipantLog::in_order)
+    /// log's early installs).
+    acks: FastMap<TxnId, NodeId>,
 }
 
 const SWEEP: TimerId = TimerId(1);
 
-impl<C: ConcurrencyControl> Participant<C> {
-    pub fn new(cc: C, timeouts: Timeouts, env: ServerEnv) -> Self {
+impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
+    pub fn new(cc: C, log: L, timeouts: Timeouts, env: ServerEnv) -> Self {
         let ended = Tombstones::new(timeouts.tombstone);
         let mut p = Participant {
             cc,
+            log,
             store: env.store,
             timeouts,
             txns: tessera_core::fast_map(),
@@ -106,12 +145,31 @@ impl<C: ConcurrencyControl> Participant<C> {
             granted: Vec::new(),
             wounded: Vec::new(),
             shard: env.shard,
-            pending: tessera_core::fast_map(),
-            log_seq: 0,
-            durable: env.durable,
+            acks: tessera_core::fast_map(),
         };
-        p.recover(&env.recovered);
+        p.recover();
         p
+    }
+
+    /// Rebuild from what the log replayed: restore its snapshot and apply
+    /// its records, as a follower applies records it did not append.
+    fn recover(&mut self) {
+        let r = self.log.replay();
+        if let Some(snapshot) = r.snapshot {
+            self.restore(0, snapshot);
+        }
+        for rec in r.records {
+            let reply = self.apply(0, rec);
+            debug_assert!(reply.is_none(), "a replayed record answered someone");
+        }
+        self.granted.clear();
+        if !self.txns.is_empty() || !self.ended.is_empty() {
+            tracing::info!(
+                prepared = self.txns.len(),
+                ended = self.ended.len(),
+                "participant recovered"
+            );
+        }
     }
 
     fn sweep_period(&self) -> Time {
@@ -140,9 +198,7 @@ impl<C: ConcurrencyControl> Participant<C> {
             Some(_) => return, // a late duplicate
             None => {}
         }
-        if !self.txns.contains_key(&txn)
-            && !recovery::first_contact_ok(proc.as_ref(), self.shard, &pieces)
-        {
+        if !self.txns.contains_key(&txn) && !first_contact_ok(proc.as_ref(), self.shard, &pieces) {
             let reason = AbortReason::Timeout;
             self.tombstone(now, txn);
             ctx.send(from, Msg::ExecuteFailed { txn, reason });
@@ -160,12 +216,19 @@ impl<C: ConcurrencyControl> Participant<C> {
             st.proc = Some(proc);
         }
         let mut resend = Vec::new();
+        let mut queued = false;
         for (piece, inputs) in pieces.into_iter().zip(inputs) {
             if let Some(r) = st.done.iter().find(|r| r.piece == piece) {
                 resend.push(r.clone());
             } else if !st.waiting.iter().any(|(p, _)| *p == piece) {
                 st.waiting.push_back((piece, inputs));
+            } else {
+                queued = true;
             }
+        }
+        if queued {
+            // A resend of a piece that waits for locks: say we are alive.
+            ctx.send(from, Msg::Busy { txn });
         }
         if !resend.is_empty() {
             ctx.send(
@@ -293,32 +356,59 @@ impl<C: ConcurrencyControl> Participant<C> {
         }
     }
 
-    /// 2PC phase one. True when the transaction is (now) prepared.
-    fn prepare(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) -> bool {
+    /// 2PC phase one (or, with `one_phase`, the only participant's
+    /// prepare and commit). A transaction that validates is prepared at
+    /// once, and its Prepare record appended: the yes answer goes to `from`
+    /// when the record is back from the log.
+    fn prepare(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, one_phase: bool) -> Answer {
         let now = ctx.now();
         if let Err(answer) = self.round_reached(now, txn) {
-            return answer;
+            return Answer::Now(answer);
         }
         let st = self.txns.get_mut(&txn).expect("live");
         match st.phase {
-            Phase::Prepared | Phase::Committed => return true,
-            Phase::Aborted(_) => return false,
+            Phase::Prepared if st.logged && !one_phase => return Answer::Now(true),
+            Phase::Prepared => {
+                if st.awaiting == Awaiting::Prepare {
+                    st.reply_to = Some(from);
+                    // A resend while the record is on its way: alive.
+                    ctx.send(from, Msg::Busy { txn });
+                }
+                return Answer::Later;
+            }
+            Phase::Committed => return Answer::Now(true),
+            Phase::Aborted(_) => return Answer::Now(false),
             Phase::Active | Phase::Locked => {}
         }
         let ok = st.waiting.is_empty()
             && self
                 .cc
                 .prepare(&mut self.store, txn, &st.reads, &st.write_keys);
-        if ok {
-            st.phase = Phase::Prepared;
-        } else {
+        if !ok {
             st.phase = Phase::Aborted(AbortReason::Validation);
             st.waiting.clear();
             self.cc
                 .release(&mut self.store, txn, &st.write_keys, &mut self.granted);
             self.finish(now, txn);
+            return Answer::Now(false);
         }
-        ok
+        st.phase = Phase::Prepared;
+        st.one_phase = one_phase;
+        st.awaiting = Awaiting::Prepare;
+        st.reply_to = Some(from);
+        let rec = LogRecord::Prepare {
+            txn,
+            coord: st.coord,
+            writes: st
+                .write_keys
+                .iter()
+                .copied()
+                .zip(st.write_values.iter().cloned())
+                .collect(),
+            one_phase,
+        };
+        self.log.append(ctx, rec);
+        Answer::Later
     }
 
     /// The lock round (OCC with several participants).
@@ -342,18 +432,81 @@ impl<C: ConcurrencyControl> Participant<C> {
         }
     }
 
-    fn commit(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
-        let now = ctx.now();
+    /// 2PC phase two: append the Commit record; the Ack goes to `from`
+    /// when it is back. Acknowledge at once a transaction known committed
+    /// here, or one this participant does not know when its state is the
+    /// shard's only copy (then it finished long ago). A replica of a
+    /// replicated shard that does not know it stays silent: it may be a
+    /// deposed leader that has not heard of the transaction, and an ack
+    /// from it would let the coordinator forget a decision the real leader
+    /// still needs.
+    ///
+    /// With an [in-order](ParticipantLog::in_order) log the writes are
+    /// installed and the locks released at once (the decision is durable at
+    /// the coordinator, and every record appended later is safe only after
+    /// this one); only the Ack waits for the record.
+    fn commit(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) -> Answer {
+        if let Some(to) = self.acks.get_mut(&txn) {
+            *to = from;
+            ctx.send(from, Msg::Busy { txn });
+            return Answer::Later;
+        }
         let Some(st) = self.txns.get_mut(&txn) else {
-            if matches!(self.ended.get(txn), Some(Phase::Aborted(_))) {
-                tracing::warn!(?txn, "commit for a transaction aborted here");
+            return match self.ended.get(txn) {
+                Some(Phase::Committed) => Answer::Now(true),
+                Some(_) => {
+                    tracing::warn!(?txn, "commit for a transaction aborted here");
+                    Answer::Now(self.log.single_copy())
+                }
+                None => Answer::Now(self.log.single_copy()),
+            };
+        };
+        if st.phase != Phase::Prepared || !st.logged {
+            tracing::warn!(?txn, phase = ?st.phase, "commit for a transaction that is not prepared");
+            return Answer::Now(self.log.single_copy());
+        }
+        if self.log.in_order() {
+            self.install(ctx.now(), txn);
+            self.acks.insert(txn, from);
+            self.log.append(ctx, LogRecord::Commit { txn });
+            return Answer::Later;
+        }
+        st.reply_to = Some(from);
+        if st.awaiting == Awaiting::Commit {
+            ctx.send(from, Msg::Busy { txn });
+        } else {
+            st.awaiting = Awaiting::Commit;
+            self.log.append(ctx, LogRecord::Commit { txn });
+        }
+        Answer::Later
+    }
+
+    /// The coordinator's abort. A prepared transaction (its Prepare record
+    /// possibly still on its way) aborts through the log, after that
+    /// record; any other aborts here and now.
+    fn abort(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
+        match self.txns.get_mut(&txn) {
+            Some(st)
+                if st.phase == Phase::Prepared
+                    && st.awaiting != Awaiting::Abort
+                    && st.awaiting != Awaiting::Commit =>
+            {
+                st.awaiting = Awaiting::Abort;
+                st.reply_to = None;
+                self.log.append(ctx, LogRecord::Abort { txn });
             }
+            Some(st) if st.phase == Phase::Prepared => {}
+            Some(_) => self.abort_local(ctx, txn, AbortReason::Validation, false),
+            None if !self.ended.contains(txn) => self.tombstone(ctx.now(), txn),
+            None => {}
+        }
+    }
+
+    /// Install a prepared transaction's writes and end it.
+    fn install(&mut self, now: Time, txn: TxnId) {
+        let Some(st) = self.txns.get_mut(&txn) else {
             return;
         };
-        if st.phase != Phase::Prepared {
-            tracing::warn!(?txn, phase = ?st.phase, "commit for a transaction that is not prepared");
-            return;
-        }
         st.phase = Phase::Committed;
         for (&k, v) in st.write_keys.iter().zip(st.write_values.drain(..)) {
             self.store.install(k, v, txn.version());
@@ -363,9 +516,233 @@ impl<C: ConcurrencyControl> Participant<C> {
         self.finish(now, txn);
     }
 
+    // ----- records back from the log -----
+
+    /// Act on everything the log has for us, then resume what it freed.
+    fn drain_log(&mut self, ctx: &mut Ctx<Msg>) {
+        while let Some(ev) = self.log.poll() {
+            match ev {
+                LogEvent::Chosen(rec) => {
+                    if let Some((to, msg)) = self.apply(ctx.now(), rec) {
+                        ctx.send(to, msg);
+                    }
+                }
+                LogEvent::Leading => self.leading(ctx),
+                LogEvent::Following { leader } => self.following(ctx, leader),
+                LogEvent::Restore(data) => self.restore(ctx.now(), data),
+                LogEvent::SnapshotDue => {
+                    let data = self.image(false);
+                    self.log.compact(ctx, data);
+                }
+            }
+        }
+        self.resume_granted(ctx);
+    }
+
+    /// Apply a record that is back from the log. On the replica that
+    /// appended it, finish what the record stood for and return the answer
+    /// to send; on the others (followers, or a participant replaying its
+    /// log), rebuild the same state from the record.
+    fn apply(&mut self, now: Time, rec: LogRecord) -> Option<(NodeId, Msg)> {
+        match rec {
+            LogRecord::Prepare {
+                txn,
+                coord,
+                writes,
+                one_phase,
+            } => {
+                let mine = self
+                    .txns
+                    .get(&txn)
+                    .is_some_and(|st| st.phase == Phase::Prepared && !st.logged);
+                if !mine {
+                    // The log overrides what this replica decided alone: a
+                    // stale leader may have aborted (or refused) the
+                    // transaction that the real leader prepared. Only a
+                    // commit comes from the log itself (a duplicate).
+                    match self.ended.get(txn) {
+                        Some(Phase::Committed) => return None,
+                        Some(_) => self.ended.remove(txn),
+                        None => {}
+                    }
+                    if let Some(old) = self.txns.remove(&txn) {
+                        self.cc
+                            .release(&mut self.store, txn, &old.write_keys, &mut self.granted);
+                    }
+                    let prio = Priority { since: 0, txn };
+                    let mut st = TxnState::new(coord, prio, Phase::Prepared, now);
+                    (st.write_keys, st.write_values) = writes.into_iter().unzip();
+                    st.logged = true;
+                    if self.log.serving() == Serving::Yes {
+                        self.cc.relock(&mut self.store, txn, &st.write_keys);
+                    }
+                    self.txns.insert(txn, st);
+                    if one_phase {
+                        self.install(now, txn);
+                    }
+                    return None;
+                }
+                let st = self.txns.get_mut(&txn).expect("mine");
+                st.logged = true;
+                st.awaiting = Awaiting::Nothing;
+                let to = st.reply_to.take();
+                if one_phase {
+                    self.install(now, txn);
+                }
+                let msg = if one_phase {
+                    Msg::OnePhaseDone {
+                        txn,
+                        committed: true,
+                    }
+                } else {
+                    Msg::Vote { txn, yes: true }
+                };
+                to.map(|to| (to, msg))
+            }
+            LogRecord::Commit { txn } => {
+                let Some(st) = self.txns.get_mut(&txn) else {
+                    // Installed when appended (an in-order log), or applied
+                    // before (a duplicate record).
+                    return self.acks.remove(&txn).map(|to| (to, Msg::Ack { txn }));
+                };
+                let to = st.reply_to.take();
+                self.install(now, txn);
+                to.map(|to| (to, Msg::Ack { txn }))
+            }
+            LogRecord::Abort { txn } => {
+                if let Some(st) = self.txns.get_mut(&txn) {
+                    st.phase = Phase::Aborted(AbortReason::Validation);
+                    self.cc
+                        .release(&mut self.store, txn, &st.write_keys, &mut self.granted);
+                    self.finish(now, txn);
+                }
+                None
+            }
+        }
+    }
+
+    /// This replica took over: the transactions it holds are the prepared
+    /// ones of the log. Take their write locks again (strict 2PL's read
+    /// locks are not needed past the lock point, and OCC's reads were
+    /// validated), and hear from their coordinators afresh.
+    fn leading(&mut self, ctx: &mut Ctx<Msg>) {
+        let now = ctx.now();
+        let mut ids: Vec<TxnId> = self.txns.keys().copied().collect();
+        ids.sort_unstable();
+        for txn in ids {
+            let st = self.txns.get_mut(&txn).expect("listed");
+            debug_assert!(st.logged, "a follower holds only logged transactions");
+            st.last_heard = now;
+            st.inquired_at = now;
+            self.cc.relock(&mut self.store, txn, &st.write_keys);
+        }
+    }
+
+    /// This replica stopped leading: drop every lock, forget transactions
+    /// the log does not know as prepared (telling the coordinators of those
+    /// still executing), and keep the prepared ones as a follower does.
+    fn following(&mut self, ctx: &mut Ctx<Msg>, leader: Option<NodeId>) {
+        tracing::debug!(?leader, "participant: no longer the leader");
+        let mut ids: Vec<TxnId> = self.txns.keys().copied().collect();
+        ids.sort_unstable();
+        for txn in ids {
+            let st = self.txns.get_mut(&txn).expect("listed");
+            self.cc
+                .release(&mut self.store, txn, &st.write_keys, &mut self.granted);
+            st.reply_to = None;
+            st.awaiting = Awaiting::Nothing;
+            if st.logged {
+                continue;
+            }
+            // A Prepare record still on its way may yet be chosen: then it
+            // comes back and rebuilds the transaction like any follower's.
+            let st = self.txns.remove(&txn).expect("listed");
+            if matches!(st.phase, Phase::Active | Phase::Locked) {
+                ctx.send(
+                    st.coord,
+                    Msg::ExecuteFailed {
+                        txn,
+                        reason: AbortReason::LockConflict,
+                    },
+                );
+            }
+        }
+        self.granted.clear();
+    }
+
+    /// The participant's [image](super::image): the store, the prepared
+    /// transactions and the commits still remembered. With `appended`
+    /// false, as of the last record handed out (a Paxos log's compaction:
+    /// a record still on its way may never be chosen). With `appended`
+    /// true, as of every record appended (a write-ahead log's checkpoint,
+    /// written once they are all durable): a Prepare on its way counts as
+    /// prepared, a one-phase commit on its way as installed.
+    fn image(&self, appended: bool) -> bytes::Bytes {
+        let mut installed = Vec::new();
+        let mut prepared = Vec::new();
+        let mut committed: Vec<TxnId> = self
+            .ended
+            .iter()
+            .filter(|(_, p)| **p == Phase::Committed)
+            .map(|(t, _)| t)
+            .collect();
+        for (txn, st) in &self.txns {
+            let on_its_way =
+                appended && st.phase == Phase::Prepared && st.awaiting == Awaiting::Prepare;
+            if on_its_way && st.one_phase {
+                installed.push((*txn, &st.write_keys[..], &st.write_values[..]));
+                committed.push(*txn);
+            } else if st.logged || on_its_way {
+                prepared.push((*txn, st.coord, &st.write_keys[..], &st.write_values[..]));
+            }
+        }
+        image::encode(&self.store, &installed, prepared, committed)
+    }
+
+    /// Replace the applied state by an image (a replica too far behind, or
+    /// a participant replaying its log from a checkpoint). A serving
+    /// replica re-takes the prepared transactions' write locks.
+    fn restore(&mut self, now: Time, data: bytes::Bytes) {
+        let img = match image::decode(&data) {
+            Ok(img) => img,
+            Err(e) => {
+                tracing::error!(error = %e, "participant: unreadable snapshot");
+                return;
+            }
+        };
+        for (txn, st) in self.txns.drain() {
+            self.cc
+                .release(&mut self.store, txn, &st.write_keys, &mut self.granted);
+        }
+        self.granted.clear();
+        self.store = img.store;
+        let serving = self.log.serving() == Serving::Yes;
+        for p in img.prepared {
+            let prio = Priority {
+                since: 0,
+                txn: p.txn,
+            };
+            let mut st = TxnState::new(p.coord, prio, Phase::Prepared, now);
+            (st.write_keys, st.write_values) = p.writes.into_iter().unzip();
+            st.logged = true;
+            if serving {
+                self.cc.relock(&mut self.store, p.txn, &st.write_keys);
+            }
+            self.txns.insert(p.txn, st);
+        }
+        for t in img.committed {
+            self.ended.insert(t, Phase::Committed, now);
+        }
+    }
+
     fn sweep(&mut self, ctx: &mut Ctx<Msg>) {
         let now = ctx.now();
         self.ended.sweep(now);
+        let period = self.sweep_period();
+        ctx.set_timer(period, SWEEP);
+        if self.log.serving() != Serving::Yes {
+            return; // followers hold what the log says; its leader decides
+        }
         let mut silent = Vec::new();
         let mut ask = Vec::new();
         for (txn, st) in self.txns.iter_mut() {
@@ -395,9 +772,21 @@ impl<C: ConcurrencyControl> Participant<C> {
             self.abort_local(ctx, txn, AbortReason::Timeout, true);
         }
         self.resume_granted(ctx);
-        let period = self.sweep_period();
-        ctx.set_timer(period, SWEEP);
     }
+}
+
+/// May an Execute that reaches `txn` for the first time here start it? It
+/// must carry every input-free piece of this shard: the coordinator sends
+/// all of them in its first Execute (they are ready at once), so one that
+/// lacks some is a later round for a transaction whose state this
+/// participant lost (a crash, a change of leader); running it would commit
+/// half the transaction's writes here.
+fn first_contact_ok(proc: &dyn Procedure, shard: ShardId, pieces: &[u16]) -> bool {
+    proc.pieces()
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.shard == shard && p.inputs.is_empty())
+        .all(|(i, _)| pieces.contains(&(i as u16)))
 }
 
 /// Run one piece on the store and this transaction's own buffered writes.
@@ -465,70 +854,110 @@ fn execute_piece(
     }
 }
 
-impl<C: ConcurrencyControl> Node<Msg> for Participant<C> {
-    fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
-        let period = self.sweep_period();
-        ctx.set_timer(period, SWEEP);
-    }
-
-    fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
+    /// A coordinator's request: handle it if this replica serves, else
+    /// redirect the coordinator (or drop it while taking over).
+    fn on_request(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        match self.log.serving() {
+            Serving::Yes => {}
+            Serving::NotYet => {
+                // Taking over: the coordinator should wait for us.
+                if let Some(txn) = msg.txn() {
+                    ctx.send(from, Msg::Busy { txn });
+                }
+                return;
+            }
+            Serving::Elsewhere(leader) => {
+                if !matches!(msg, Msg::Abort { .. }) {
+                    if let Some(txn) = msg.txn() {
+                        ctx.send(from, Msg::NotLeader { txn, leader });
+                    }
+                }
+                return;
+            }
+        }
         match msg {
             Msg::Execute(req) => self.on_execute(ctx, from, req),
             Msg::Lock { txn } => {
                 let ok = self.lock(ctx, txn);
                 ctx.send(from, Msg::Locked { txn, ok });
-                self.resume_granted(ctx);
             }
             Msg::Prepare { txn } => {
-                self.on_prepare(ctx, from, txn);
-                self.resume_granted(ctx);
+                if let Answer::Now(yes) = self.prepare(ctx, from, txn, false) {
+                    ctx.send(from, Msg::Vote { txn, yes });
+                }
             }
             Msg::CommitOnePhase { txn } => {
-                self.on_commit_one_phase(ctx, from, txn);
-                self.resume_granted(ctx);
+                if let Answer::Now(committed) = self.prepare(ctx, from, txn, true) {
+                    ctx.send(from, Msg::OnePhaseDone { txn, committed });
+                }
             }
             Msg::Commit { txn } => {
-                self.on_commit(ctx, from, txn);
-                self.resume_granted(ctx);
-            }
-            Msg::Abort { txn } => {
-                // The coordinator decided: no need to tell it.
-                if self.txns.contains_key(&txn) {
-                    self.log_abort(ctx, txn);
-                    self.abort_local(ctx, txn, AbortReason::Validation, false);
-                } else if !self.ended.contains(txn) {
-                    self.tombstone(ctx.now(), txn);
+                if let Answer::Now(true) = self.commit(ctx, from, txn) {
+                    ctx.send(from, Msg::Ack { txn });
                 }
-                self.resume_granted(ctx);
             }
+            // The coordinator decided: no need to tell it.
+            Msg::Abort { txn } => self.abort(ctx, txn),
+            _ => unreachable!("only requests are passed here"),
+        }
+    }
+}
+
+impl<C: ConcurrencyControl, L: ParticipantLog> Node<Msg> for Participant<C, L> {
+    fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
+        let period = self.sweep_period();
+        ctx.set_timer(period, SWEEP);
+        self.log.start(ctx);
+        self.drain_log(ctx);
+    }
+
+    fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        match msg {
+            Msg::Paxos(m) => self.log.on_message(ctx, from, m),
+            Msg::Execute(_)
+            | Msg::Lock { .. }
+            | Msg::Prepare { .. }
+            | Msg::CommitOnePhase { .. }
+            | Msg::Commit { .. }
+            | Msg::Abort { .. } => self.on_request(ctx, from, msg),
             Msg::ExecuteOk { .. }
             | Msg::ExecuteFailed { .. }
             | Msg::Locked { .. }
             | Msg::Vote { .. }
             | Msg::OnePhaseDone { .. }
             | Msg::Ack { .. }
-            | Msg::Inquire { .. } => {
+            | Msg::Inquire { .. }
+            | Msg::NotLeader { .. }
+            | Msg::Busy { .. } => {
                 tracing::warn!(?from, ?msg, "participant got a coordinator's message");
             }
         }
+        self.drain_log(ctx);
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
         if id == SWEEP {
             self.sweep(ctx);
+        } else {
+            self.log.on_timer(ctx, id);
         }
+        self.drain_log(ctx);
     }
 
     fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
-        self.persisted(ctx, token);
+        self.log.on_persisted(ctx, token);
+        self.drain_log(ctx);
     }
 
     fn store(&self) -> Option<&Store> {
         Some(&self.store)
     }
 
+    /// The runtime's checkpoint, if the log lives in the node's
+    /// write-ahead log.
     fn snapshot(&self) -> Option<bytes::Bytes> {
-        Some(self.snapshot_record())
+        self.log.checkpoint(&|appended| self.image(appended))
     }
 }
 
@@ -536,6 +965,7 @@ impl<C: ConcurrencyControl> Node<Msg> for Participant<C> {
 mod tests {
     use super::*;
     use crate::occ::{Occ, OccConfig};
+    use crate::twopc::WalLog;
     use rand::SeedableRng;
     use std::sync::Arc;
     use tessera_core::ids::ShardId;
@@ -577,50 +1007,84 @@ mod tests {
     }
 
     struct Harness {
-        p: Participant<Occ>,
+        p: Participant<Occ, WalLog>,
         rng: rand::rngs::SmallRng,
         now: Time,
-        /// Log records the participant asked to persist.
-        persisted: usize,
+        /// The node's durable records, in order.
+        disk: Vec<bytes::Bytes>,
+        /// Persists not completed yet (when `hold`).
+        held: Vec<u64>,
+        hold: bool,
     }
 
     impl Harness {
         fn new() -> Self {
-            Harness::with_durable(true)
+            Self::restarted(Vec::new())
         }
 
-        fn with_durable(durable: bool) -> Self {
+        /// A participant restarted on these durable records.
+        fn restarted(disk: Vec<bytes::Bytes>) -> Self {
             let env = ServerEnv {
                 me: NodeId(0),
                 shard: ShardId(0),
                 replica: 0,
                 topology: Arc::new(Topology::new(1, 1, 1)),
                 store: Store::new(),
-                recovered: Vec::new(),
-                durable,
+                recovered: disk.clone(),
+                durable: true,
             };
-            let p = Participant::new(Occ::new(&OccConfig::default()), Timeouts::default(), env);
-            Harness {
+            let p = Participant::new(
+                Occ::new(&OccConfig::default()),
+                WalLog::open(&(), &env),
+                Timeouts::default(),
+                env,
+            );
+            let mut h = Harness {
                 p,
                 rng: rand::rngs::SmallRng::seed_from_u64(1),
                 now: 0,
-                persisted: 0,
-            }
+                disk,
+                held: Vec::new(),
+                hold: false,
+            };
+            let mut effects = Vec::new();
+            let mut ctx = Ctx::new(h.now, NodeId(0), &mut h.rng, &mut effects);
+            h.p.on_start(&mut ctx);
+            h
         }
 
         /// Deliver `msg` from the coordinator (node 1); the messages sent
-        /// back. Log records are durable at once, as on `local`.
+        /// back. Log records are durable at once, as on `local`, unless
+        /// `hold`.
         fn deliver(&mut self, msg: Msg) -> Vec<Msg> {
             let mut effects = Vec::new();
             let mut ctx = Ctx::new(self.now, NodeId(0), &mut self.rng, &mut effects);
             self.p.on_message(&mut ctx, NodeId(1), msg);
+            self.settle(effects)
+        }
+
+        /// Complete the held persists, in order.
+        fn flush(&mut self) -> Vec<Msg> {
+            let mut effects = Vec::new();
+            for token in std::mem::take(&mut self.held) {
+                let mut ctx = Ctx::new(self.now, NodeId(0), &mut self.rng, &mut effects);
+                self.p.on_persisted(&mut ctx, token);
+            }
+            self.settle(effects)
+        }
+
+        fn settle(&mut self, mut effects: Vec<Effect<Msg>>) -> Vec<Msg> {
             let mut sent = Vec::new();
             while !effects.is_empty() {
                 for e in std::mem::take(&mut effects) {
                     match e {
                         Effect::Send { msg, .. } => sent.push(msg),
-                        Effect::Persist { token, .. } => {
-                            self.persisted += 1;
+                        Effect::Persist { token, record } => {
+                            self.disk.push(record);
+                            if self.hold {
+                                self.held.push(token);
+                                continue;
+                            }
                             let mut more = Vec::new();
                             let mut ctx = Ctx::new(self.now, NodeId(0), &mut self.rng, &mut more);
                             self.p.on_persisted(&mut ctx, token);
@@ -631,6 +1095,10 @@ mod tests {
                 }
             }
             sent
+        }
+
+        fn version_of_7(&self) -> Option<Version> {
+            self.p.store.get(Key::new(0, 7)).map(|r| r.meta.version)
         }
     }
 
@@ -699,24 +1167,81 @@ mod tests {
         assert!(h.p.ended.is_empty());
     }
 
+    /// A prepared transaction and a one-phase commit survive a restart,
+    /// from the log's records and from a checkpoint alike: the first is
+    /// prepared again (its write lock re-taken) and commits when told, the
+    /// second is remembered as committed.
     #[test]
-    fn logs_only_where_records_survive_a_crash() {
-        for durable in [true, false] {
-            let mut h = Harness::with_durable(durable);
-            let t1 = TxnId::new(NodeId(1), 0, 1);
-            h.deliver(execute(t1, t1));
+    fn a_restarted_participant_replays_its_wal() {
+        let mut h = Harness::new();
+        let t1 = TxnId::new(NodeId(1), 0, 1);
+        let t2 = TxnId::new(NodeId(1), 0, 2);
+        h.deliver(execute(t1, t1));
+        assert!(matches!(
+            h.deliver(Msg::CommitOnePhase { txn: t1 })[..],
+            [Msg::OnePhaseDone {
+                committed: true,
+                ..
+            }]
+        ));
+        h.deliver(execute(t2, t1));
+        assert!(matches!(
+            h.deliver(Msg::Prepare { txn: t2 })[..],
+            [Msg::Vote { yes: true, .. }]
+        ));
+        let checkpoint = h.p.snapshot().expect("a WAL participant checkpoints");
+        for disk in [h.disk.clone(), vec![checkpoint]] {
+            let mut r = Harness::restarted(disk);
+            assert_eq!(r.version_of_7(), Some(t1.version()), "t1 installed");
+            assert!(r
+                .p
+                .txns
+                .get(&t2)
+                .is_some_and(|s| s.phase == Phase::Prepared));
+            // t2 holds its write lock: a newcomer cannot lock key 7.
+            let t3 = TxnId::new(NodeId(1), 0, 3);
+            r.deliver(execute(t3, t1));
             assert!(matches!(
-                h.deliver(Msg::CommitOnePhase { txn: t1 })[..],
+                r.deliver(Msg::Lock { txn: t3 })[..],
+                [Msg::Locked { ok: false, .. }]
+            ));
+            // A retransmitted one-phase commit of t1 is answered committed.
+            assert!(matches!(
+                r.deliver(Msg::CommitOnePhase { txn: t1 })[..],
                 [Msg::OnePhaseDone {
                     committed: true,
                     ..
                 }]
             ));
-            assert_eq!(h.persisted, usize::from(durable), "durable = {durable}");
-            assert_eq!(
-                h.p.store.get(Key::new(0, 7)).unwrap().meta.version,
-                t1.version()
-            );
+            assert!(matches!(
+                r.deliver(Msg::Commit { txn: t2 })[..],
+                [Msg::Ack { .. }]
+            ));
+            assert_eq!(r.version_of_7(), Some(t2.version()));
         }
+    }
+
+    /// The WAL is in order: a commit is installed (and its locks released)
+    /// at once, but the Ack waits for its record; so does a yes vote.
+    #[test]
+    fn votes_and_acks_wait_for_the_disk() {
+        let mut h = Harness::new();
+        h.hold = true;
+        let t1 = TxnId::new(NodeId(1), 0, 1);
+        h.deliver(execute(t1, t1));
+        assert!(h.deliver(Msg::Prepare { txn: t1 }).is_empty());
+        assert!(matches!(h.flush()[..], [Msg::Vote { yes: true, .. }]));
+        assert!(h.deliver(Msg::Commit { txn: t1 }).is_empty());
+        assert_eq!(h.version_of_7(), Some(t1.version()), "installed at once");
+        // A resent Commit while the record is on its way: alive, no Ack.
+        assert!(matches!(
+            h.deliver(Msg::Commit { txn: t1 })[..],
+            [Msg::Busy { .. }]
+        ));
+        assert!(matches!(h.flush()[..], [Msg::Ack { .. }]));
+        assert!(matches!(
+            h.deliver(Msg::Commit { txn: t1 })[..],
+            [Msg::Ack { .. }]
+        ));
     }
 }

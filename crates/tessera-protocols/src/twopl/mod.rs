@@ -75,6 +75,19 @@ impl ConcurrencyControl for TwoPl {
         true
     }
 
+    fn relock(&mut self, _: &mut Store, txn: TxnId, writes: &[Key]) {
+        let who = Priority { since: 0, txn };
+        let mut wounded = Vec::new();
+        for &k in writes {
+            let got = self.locks.acquire(k, who, true, self.policy, &mut wounded);
+            debug_assert!(
+                matches!(got, locks::Acquire::Granted) && wounded.is_empty(),
+                "prepared write sets overlap"
+            );
+        }
+        self.locks.set_prepared(txn);
+    }
+
     fn release(&mut self, _: &mut Store, txn: TxnId, _: &[Key], granted: &mut Vec<TxnId>) {
         self.locks.release(txn, granted);
     }

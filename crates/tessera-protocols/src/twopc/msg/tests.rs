@@ -101,7 +101,12 @@ fn arb_msg() -> impl Strategy<Value = Msg> {
         txn.clone().prop_map(|txn| Msg::Commit { txn }),
         txn.clone().prop_map(|txn| Msg::Abort { txn }),
         txn.clone().prop_map(|txn| Msg::Ack { txn }),
-        txn.prop_map(|txn| Msg::Inquire { txn }),
+        txn.clone().prop_map(|txn| Msg::Inquire { txn }),
+        (txn.clone(), proptest::option::of(any::<u32>())).prop_map(|(txn, l)| Msg::NotLeader {
+            txn,
+            leader: l.map(tessera_core::ids::NodeId)
+        }),
+        txn.prop_map(|txn| Msg::Busy { txn }),
     ]
 }
 
@@ -165,4 +170,11 @@ fn bad_piece_indices_are_rejected() {
         matches!(err, DecodeError::UnknownTag { tag: 200, .. }),
         "{err}"
     );
+}
+
+#[test]
+fn paxos_messages_refuse_to_encode() {
+    let msg = Msg::Paxos(crate::paxos::PaxosMsg::CatchUp { from: 0 });
+    let err = msg.to_bytes().unwrap_err();
+    assert!(err.to_string().contains("--runtime tcp"), "{err}");
 }

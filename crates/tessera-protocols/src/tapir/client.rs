@@ -1,0 +1,605 @@
+//! The TAPIR client (coordinator): executes the pieces itself on values it
+//! reads from one replica per shard, then prepares at every replica of
+//! every participant shard through IR's consensus operation and tells them
+//! the outcome through IR's inconsistent operations (TAPIR §5.2).
+
+use super::msg::{Footprint, Msg, Vote};
+use super::TapirConfig;
+use std::sync::Arc;
+use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId};
+use tessera_core::node::{Ctx, Node};
+use tessera_core::protocol::{Coordinator, CoordinatorEnv};
+use tessera_core::topology::{Role, Topology};
+use tessera_core::txn::{participants, AbortReason, Attempt, ReadObs, TxnOutcome, Value};
+use tessera_core::FastMap;
+
+/// One participant shard's prepare, as IR's client sees it.
+struct ShardPrepare {
+    shard: ShardId,
+    footprint: Footprint,
+    /// Per replica (by index in the group): its vote.
+    votes: Vec<Option<Vote>>,
+    /// Slow path: the vote sent in Finalize, and who confirmed it.
+    finalizing: Option<Vote>,
+    confirms: Vec<bool>,
+    /// The shard's result.
+    result: Option<Vote>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Executing,
+    Preparing,
+}
+
+struct TxnState {
+    attempt: Attempt,
+    phase: Phase,
+    /// Per piece: its output once executed; whether its read is out.
+    outputs: Vec<Option<Value>>,
+    asked: Vec<Option<(usize, Time)>>,
+    /// Versions read of data this transaction did not write itself, with
+    /// their shard.
+    reads: Vec<(ShardId, ReadObs)>,
+    /// Buffered writes (last value per key), with their shard.
+    writes: Vec<(ShardId, Key, Value)>,
+    ts: u64,
+    shards: Vec<ShardPrepare>,
+    phase_at: Time,
+    retransmit_at: Time,
+}
+
+/// A decided transaction whose outcome not every replica has acknowledged.
+struct Finishing {
+    commit: Option<(u64, Vec<Footprint>)>,
+    shards: Vec<ShardId>,
+    acked: Vec<Vec<bool>>,
+    until: Time,
+    retransmit_at: Time,
+}
+
+/// The coordinator role of [`super::Tapir`].
+pub struct TapirClient {
+    cfg: TapirConfig,
+    topology: Arc<Topology>,
+    me: NodeId,
+    /// This host's clock offset (loosely synchronized clocks).
+    skew: Time,
+    last_ts: u64,
+    txns: FastMap<TxnId, TxnState>,
+    finishing: FastMap<TxnId, Finishing>,
+}
+
+const TICK: TimerId = TimerId(1);
+
+/// Fast-path quorum of IR for `n` replicas (f = (n - 1) / 2): ⌈3f/2⌉ + 1.
+pub fn fast_quorum(n: usize) -> usize {
+    let f = (n - 1) / 2;
+    (3 * f).div_ceil(2) + 1
+}
+
+impl TapirClient {
+    pub fn new(cfg: TapirConfig, env: CoordinatorEnv) -> Self {
+        TapirClient {
+            cfg,
+            me: env.me,
+            topology: env.topology,
+            skew: 0,
+            last_ts: 0,
+            txns: tessera_core::fast_map(),
+            finishing: tessera_core::fast_map(),
+        }
+    }
+
+    fn group(&self, s: ShardId) -> &[NodeId] {
+        &self.topology.shards[s.0 as usize].replicas
+    }
+
+    /// The replica to read from (TAPIR reads at the closest): one on this
+    /// host's site when the world has several, else one picked by host so
+    /// that reads spread over the replicas; the next one on each retry.
+    fn read_replica(&self, s: ShardId, tries: usize) -> usize {
+        let group = self.group(s);
+        let site_of = |n: NodeId| self.topology.nodes[n.0 as usize].site;
+        let sites = self.topology.nodes.iter().any(|n| n.site != 0);
+        let local = group.iter().position(|&n| site_of(n) == site_of(self.me));
+        let base = match local {
+            Some(i) if sites => i,
+            _ => self.me.0 as usize,
+        };
+        (base + tries) % group.len()
+    }
+
+    /// A timestamp from this host's clock, unique and increasing here.
+    fn timestamp(&mut self, now: Time) -> u64 {
+        let ts = ((now + self.skew) << 10) | (self.me.0 as u64 & 0x3FF);
+        self.last_ts = ts.max(self.last_ts + 1);
+        self.last_ts
+    }
+
+    /// Ask for the reads of every piece whose inputs are ready.
+    fn dispatch(&self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
+        let now = ctx.now();
+        let proc = st.attempt.txn.clone();
+        for (i, p) in proc.pieces().iter().enumerate() {
+            if st.outputs[i].is_some() || st.asked[i].is_some() {
+                continue;
+            }
+            if !p.inputs.iter().all(|&j| st.outputs[j as usize].is_some()) {
+                continue;
+            }
+            st.asked[i] = Some((0, now));
+            self.send_read(ctx, txn, st, i, 0);
+        }
+    }
+
+    fn send_read(&self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &TxnState, piece: usize, tries: usize) {
+        let spec = st.attempt.txn.resolve(piece, &Self::inputs(st, piece));
+        let r = self.read_replica(spec.shard, tries);
+        let keys = spec.reads.iter().map(|a| a.key).collect();
+        ctx.send(
+            self.group(spec.shard)[r],
+            Msg::Read {
+                txn,
+                piece: piece as u16,
+                keys,
+            },
+        );
+    }
+
+    fn inputs(st: &TxnState, piece: usize) -> Vec<Value> {
+        st.attempt.txn.pieces()[piece]
+            .inputs
+            .iter()
+            .map(|&j| st.outputs[j as usize].clone().unwrap_or_default())
+            .collect()
+    }
+
+    /// Run a piece on the values read and the transaction's own writes.
+    fn on_read_reply(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        txn: TxnId,
+        piece: u16,
+        values: Vec<(Option<Value>, tessera_core::ids::Version)>,
+    ) {
+        let Some(st) = self.txns.get_mut(&txn) else {
+            return;
+        };
+        let i = piece as usize;
+        if st.phase != Phase::Executing || i >= st.outputs.len() || st.outputs[i].is_some() {
+            return;
+        }
+        let inputs = Self::inputs(st, i);
+        let proc = st.attempt.txn.clone();
+        let spec = proc.resolve(i, &inputs);
+        if values.len() != spec.reads.len() {
+            return;
+        }
+        let mut vals: Vec<Option<&Value>> = Vec::with_capacity(values.len());
+        for (a, (v, version)) in spec.reads.iter().zip(&values) {
+            match st.writes.iter().find(|(_, k, _)| *k == a.key) {
+                Some((_, _, own)) => vals.push(Some(own)),
+                None => {
+                    vals.push(v.as_ref());
+                    let obs = ReadObs {
+                        key: a.key,
+                        version: *version,
+                    };
+                    st.reads.push((spec.shard, obs));
+                }
+            }
+        }
+        let res = proc.execute(i, &vals, &inputs);
+        for (k, v) in res.writes {
+            match st.writes.iter_mut().find(|(_, wk, _)| *wk == k) {
+                Some(w) => w.2 = v,
+                None => st.writes.push((spec.shard, k, v)),
+            }
+        }
+        st.outputs[i] = Some(res.output);
+        if res.user_abort {
+            self.decide(ctx, txn, Some(AbortReason::User));
+            return;
+        }
+        if st.outputs.iter().all(Option::is_some) {
+            self.prepare(ctx, txn);
+        } else {
+            let mut st = self.txns.remove(&txn).expect("present");
+            self.dispatch(ctx, txn, &mut st);
+            self.txns.insert(txn, st);
+        }
+    }
+
+    /// Validation: IR's consensus operation Prepare at every replica of
+    /// every participant shard, at a timestamp from this host's clock.
+    fn prepare(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
+        let now = ctx.now();
+        let ts = self.timestamp(now);
+        let st = self.txns.get_mut(&txn).expect("present");
+        st.phase = Phase::Preparing;
+        st.ts = ts;
+        st.phase_at = now;
+        st.retransmit_at = now + self.cfg.retransmit;
+        for sp in &mut st.shards {
+            sp.footprint.reads = st
+                .reads
+                .iter()
+                .filter(|(s, _)| *s == sp.shard)
+                .map(|(_, r)| (r.key, r.version))
+                .collect();
+            sp.footprint.writes = st
+                .writes
+                .iter()
+                .filter(|(s, _, _)| *s == sp.shard)
+                .map(|(_, k, v)| (*k, v.clone()))
+                .collect();
+        }
+        let st = &self.txns[&txn];
+        for sp in &st.shards {
+            for (r, &node) in self.group(sp.shard).iter().enumerate() {
+                if sp.votes[r].is_none() {
+                    ctx.send(
+                        node,
+                        Msg::Prepare {
+                            txn,
+                            ts,
+                            footprint: sp.footprint.clone(),
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    fn replica_index(&self, shard: ShardId, node: NodeId) -> Option<usize> {
+        self.group(shard).iter().position(|&n| n == node)
+    }
+
+    fn on_vote(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, vote: Vote) {
+        let Role::Server { shard, .. } = self.topology.role(from) else {
+            return;
+        };
+        let Some(r) = self.replica_index(shard, from) else {
+            return;
+        };
+        let Some(st) = self.txns.get_mut(&txn) else {
+            return;
+        };
+        if st.phase != Phase::Preparing {
+            return;
+        }
+        if let Some(sp) = st.shards.iter_mut().find(|sp| sp.shard == shard) {
+            if sp.votes[r].is_none() {
+                sp.votes[r] = Some(vote);
+            }
+        }
+        self.progress(ctx, txn);
+    }
+
+    /// Settle what the votes allow: a shard's result by the fast path
+    /// (⌈3f/2⌉+1 matching votes) or, once a majority voted and the fast
+    /// path waited long enough, by the slow path (decide, then Finalize at
+    /// a majority); then the transaction's outcome.
+    fn progress(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
+        let now = ctx.now();
+        let wait_over = self
+            .txns
+            .get(&txn)
+            .is_some_and(|st| now >= st.phase_at + self.cfg.fast_wait);
+        let Some(st) = self.txns.get_mut(&txn) else {
+            return;
+        };
+        let mut finalize = Vec::new();
+        for (i, sp) in st.shards.iter_mut().enumerate() {
+            if sp.result.is_some() || sp.finalizing.is_some() {
+                continue;
+            }
+            let n = sp.votes.len();
+            let f = (n - 1) / 2;
+            let got: Vec<Vote> = sp.votes.iter().flatten().copied().collect();
+            let oks = got.iter().filter(|v| **v == Vote::Ok).count();
+            if got.contains(&Vote::Abort) {
+                // A stale read never validates anywhere: abort at once.
+                sp.result = Some(Vote::Abort);
+            } else if oks >= fast_quorum(n) {
+                sp.result = Some(Vote::Ok);
+            } else if got.len() > f && (got.len() == n || wait_over) {
+                if oks > f {
+                    sp.finalizing = Some(Vote::Ok);
+                    finalize.push(i);
+                } else {
+                    sp.result = Some(Vote::Abort);
+                }
+            }
+        }
+        for i in finalize {
+            let sp = &st.shards[i];
+            for &node in &self.topology.shards[sp.shard.0 as usize].replicas {
+                ctx.send(
+                    node,
+                    Msg::Finalize {
+                        txn,
+                        ts: st.ts,
+                        vote: Vote::Ok,
+                        footprint: sp.footprint.clone(),
+                    },
+                );
+            }
+        }
+        let results: Vec<Option<Vote>> = st.shards.iter().map(|sp| sp.result).collect();
+        if results.contains(&Some(Vote::Abort)) {
+            self.decide(ctx, txn, Some(AbortReason::Validation));
+        } else if results.iter().all(|r| *r == Some(Vote::Ok)) {
+            self.decide(ctx, txn, None);
+        }
+    }
+
+    fn on_confirm(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) {
+        let Role::Server { shard, .. } = self.topology.role(from) else {
+            return;
+        };
+        let Some(r) = self.replica_index(shard, from) else {
+            return;
+        };
+        let Some(st) = self.txns.get_mut(&txn) else {
+            return;
+        };
+        let Some(sp) = st.shards.iter_mut().find(|sp| sp.shard == shard) else {
+            return;
+        };
+        let Some(vote) = sp.finalizing else {
+            return;
+        };
+        sp.confirms[r] = true;
+        let f = (sp.confirms.len() - 1) / 2;
+        if sp.result.is_none() && sp.confirms.iter().filter(|c| **c).count() > f {
+            sp.result = Some(vote);
+        }
+        self.progress(ctx, txn);
+    }
+
+    /// The outcome: tell the client host, and every replica (IR's
+    /// inconsistent operations Commit / Abort, resent until all answer).
+    fn decide(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, abort: Option<AbortReason>) {
+        let Some(st) = self.txns.remove(&txn) else {
+            return;
+        };
+        let now = ctx.now();
+        let shards: Vec<ShardId> = st.shards.iter().map(|sp| sp.shard).collect();
+        let prepared = st.phase == Phase::Preparing;
+        let commit = match abort {
+            None => Some((
+                st.ts,
+                st.shards.iter().map(|sp| sp.footprint.clone()).collect(),
+            )),
+            Some(_) => None,
+        };
+        if prepared {
+            let acked = shards
+                .iter()
+                .map(|s| vec![false; self.group(*s).len()])
+                .collect();
+            let fin = Finishing {
+                commit,
+                shards,
+                acked,
+                until: now + self.cfg.give_up,
+                retransmit_at: now + self.cfg.retransmit,
+            };
+            Self::send_outcome(&self.topology, ctx, txn, &fin);
+            self.finishing.insert(txn, fin);
+        }
+        let outcome = match abort {
+            None => TxnOutcome::Committed {
+                reads: st.reads.into_iter().map(|(_, r)| r).collect(),
+                writes: st.writes.iter().map(|(_, k, _)| *k).collect(),
+                outputs: st
+                    .outputs
+                    .into_iter()
+                    .map(Option::unwrap_or_default)
+                    .collect(),
+            },
+            Some(reason) => TxnOutcome::Aborted(reason),
+        };
+        ctx.done(txn, outcome);
+    }
+
+    fn send_outcome(topology: &Topology, ctx: &mut Ctx<Msg>, txn: TxnId, fin: &Finishing) {
+        for (i, s) in fin.shards.iter().enumerate() {
+            for (r, &node) in topology.shards[s.0 as usize].replicas.iter().enumerate() {
+                if fin.acked[i][r] {
+                    continue;
+                }
+                let msg = match &fin.commit {
+                    Some((ts, footprints)) => Msg::Commit {
+                        txn,
+                        ts: *ts,
+                        footprint: footprints[i].clone(),
+                    },
+                    None => Msg::Abort { txn },
+                };
+                ctx.send(node, msg);
+            }
+        }
+    }
+
+    fn on_done(&mut self, from: NodeId, txn: TxnId) {
+        let Role::Server { shard, .. } = self.topology.role(from) else {
+            return;
+        };
+        let Some(r) = self.replica_index(shard, from) else {
+            return;
+        };
+        let Some(fin) = self.finishing.get_mut(&txn) else {
+            return;
+        };
+        if let Some(i) = fin.shards.iter().position(|s| *s == shard) {
+            fin.acked[i][r] = true;
+        }
+        if fin.acked.iter().flatten().all(|a| *a) {
+            self.finishing.remove(&txn);
+        }
+    }
+
+    /// Resend what is unanswered; take the slow path where the fast path
+    /// waited long enough.
+    fn tick(&mut self, ctx: &mut Ctx<Msg>) {
+        let now = ctx.now();
+        let mut ids: Vec<TxnId> = self.txns.keys().copied().collect();
+        ids.sort_unstable();
+        for txn in ids {
+            let Some(st) = self.txns.get(&txn) else {
+                continue;
+            };
+            match st.phase {
+                Phase::Executing => {
+                    let late: Vec<(usize, usize)> = st
+                        .asked
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| st.outputs[*i].is_none())
+                        .filter_map(|(i, a)| a.map(|(tries, at)| (i, tries, at)))
+                        .filter(|(_, _, at)| now >= at + self.cfg.retransmit)
+                        .map(|(i, tries, _)| (i, tries + 1))
+                        .collect();
+                    let mut st = self.txns.remove(&txn).expect("present");
+                    for (i, tries) in late {
+                        st.asked[i] = Some((tries, now));
+                        self.send_read(ctx, txn, &st, i, tries);
+                    }
+                    self.txns.insert(txn, st);
+                }
+                Phase::Preparing => {
+                    if now >= st.retransmit_at {
+                        self.resend_prepare(ctx, txn);
+                    }
+                    self.progress(ctx, txn);
+                }
+            }
+        }
+        let mut done = Vec::new();
+        let mut ids: Vec<TxnId> = self.finishing.keys().copied().collect();
+        ids.sort_unstable();
+        for txn in ids {
+            let fin = self.finishing.get_mut(&txn).expect("listed");
+            if now >= fin.until {
+                done.push(txn);
+            } else if now >= fin.retransmit_at {
+                fin.retransmit_at = now + self.cfg.retransmit;
+                Self::send_outcome(&self.topology, ctx, txn, fin);
+            }
+        }
+        for txn in done {
+            self.finishing.remove(&txn);
+        }
+        ctx.set_timer(self.cfg.fast_wait.min(self.cfg.retransmit) / 2, TICK);
+    }
+
+    fn resend_prepare(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
+        let now = ctx.now();
+        let st = self.txns.get_mut(&txn).expect("present");
+        st.retransmit_at = now + self.cfg.retransmit;
+        for sp in &st.shards {
+            for (r, &node) in self.topology.shards[sp.shard.0 as usize]
+                .replicas
+                .iter()
+                .enumerate()
+            {
+                let msg = match sp.finalizing {
+                    Some(vote) if !sp.confirms[r] => Msg::Finalize {
+                        txn,
+                        ts: st.ts,
+                        vote,
+                        footprint: sp.footprint.clone(),
+                    },
+                    None if sp.votes[r].is_none() => Msg::Prepare {
+                        txn,
+                        ts: st.ts,
+                        footprint: sp.footprint.clone(),
+                    },
+                    _ => continue,
+                };
+                ctx.send(node, msg);
+            }
+        }
+    }
+}
+
+impl Coordinator<Msg> for TapirClient {
+    fn submit(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
+        let txn = attempt.id;
+        let n = attempt.txn.pieces().len();
+        let shards = participants(attempt.txn.as_ref())
+            .into_iter()
+            .map(|s| {
+                let r = self.group(s).len();
+                ShardPrepare {
+                    shard: s,
+                    footprint: Footprint::default(),
+                    votes: vec![None; r],
+                    finalizing: None,
+                    confirms: vec![false; r],
+                    result: None,
+                }
+            })
+            .collect();
+        let mut st = TxnState {
+            attempt,
+            phase: Phase::Executing,
+            outputs: vec![None; n],
+            asked: vec![None; n],
+            reads: Vec::new(),
+            writes: Vec::new(),
+            ts: 0,
+            shards,
+            phase_at: ctx.now(),
+            retransmit_at: ctx.now() + self.cfg.retransmit,
+        };
+        self.dispatch(ctx, txn, &mut st);
+        self.txns.insert(txn, st);
+    }
+}
+
+impl Node<Msg> for TapirClient {
+    fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
+        use rand::Rng;
+        self.skew = ctx.rng().random_range(0..=self.cfg.clock_skew);
+        ctx.set_timer(self.cfg.fast_wait.min(self.cfg.retransmit) / 2, TICK);
+    }
+
+    fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        match msg {
+            Msg::ReadReply { txn, piece, values } => self.on_read_reply(ctx, txn, piece, values),
+            Msg::PrepareReply { txn, vote } => self.on_vote(ctx, from, txn, vote),
+            Msg::Confirm { txn } => self.on_confirm(ctx, from, txn),
+            Msg::Done { txn } => self.on_done(from, txn),
+            Msg::Read { .. }
+            | Msg::Prepare { .. }
+            | Msg::Finalize { .. }
+            | Msg::Commit { .. }
+            | Msg::Abort { .. } => {
+                tracing::warn!(?from, "tapir: a client got a replica's message");
+            }
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
+        if id == TICK {
+            self.tick(ctx);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fast_quorum;
+
+    #[test]
+    fn fast_quorums_follow_ir() {
+        assert_eq!(fast_quorum(1), 1);
+        assert_eq!(fast_quorum(3), 3);
+        assert_eq!(fast_quorum(5), 4);
+        assert_eq!(fast_quorum(7), 6);
+    }
+}

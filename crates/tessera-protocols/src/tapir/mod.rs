@@ -1,0 +1,116 @@
+//! TAPIR: the Transactional Application Protocol for Inconsistent
+//! Replication (Zhang et al., SOSP'15), as Janus §5–6 compares against it.
+//!
+//! TAPIR unifies concurrency control and replication: there is no leader
+//! and no replicated log. Each replica of a shard validates on its own and
+//! IR (inconsistent replication) only needs the replicas' answers to agree
+//! often enough.
+//!
+//! # Phases
+//! 1. **Read / execute** — the client reads each piece's keys at one
+//!    replica (the closest), runs the piece itself and buffers its writes.
+//! 2. **Prepare** (IR consensus operation) — at every replica of every
+//!    participant shard, at a timestamp from the client's loosely
+//!    synchronized clock; each replica runs TAPIR-OCC-CHECK (Fig. 8) and
+//!    votes Ok, Abort, Abstain or Retry. *Fast path*: ⌈3f/2⌉+1 matching Ok
+//!    votes decide a shard. *Slow path*: with a majority of votes but no
+//!    fast quorum (after [`TapirConfig::fast_wait`]), the client decides —
+//!    Ok with f+1 Ok votes, else abort — and an Ok must be **Finalize**d at
+//!    f+1 replicas (they adopt it) before it counts. Any Abort vote aborts.
+//! 3. **Commit / Abort** (IR inconsistent operations) — the client tells
+//!    the application at once and every replica in the background,
+//!    resending until each one has made it durable. Replicas install
+//!    writes by timestamp (Thomas' write rule), so they converge whatever
+//!    the order.
+//!
+//! Aborted attempts (stale reads, conflicting prepared transactions, a
+//! timestamp below a reader's) are retried by the client host with a new
+//! timestamp. Replicas make every vote, finalized vote and outcome durable
+//! before they answer, so a replica that crashes and restarts honours what
+//! it said (see *Deviations*).
+//!
+//! # Deviations
+//! * **No IR view change.** IR recovers a replica that lost its state by a
+//!   view change whose leader merges the records of f+1 replicas (IR §4).
+//!   Here replicas keep their record on disk and replay it at restart, so a
+//!   restarted replica needs no merge; a replica that was partitioned away
+//!   catches up through the client's resent Commit/Abort, not through a
+//!   periodic view change. Views (and IR's view numbers on messages) are
+//!   not implemented.
+//! * **No coordinator recovery.** TAPIR's cooperative termination of a
+//!   transaction whose client failed is not implemented: a client host
+//!   crash leaves its prepared transactions prepared at the replicas.
+//! * Retry votes abort the attempt (the client host retries with a fresh
+//!   timestamp) instead of re-preparing at the suggested one.
+
+mod client;
+mod msg;
+mod replica;
+
+pub use client::{fast_quorum, TapirClient};
+pub use msg::{Footprint, Msg, Vote};
+pub use replica::TapirReplica;
+
+use tessera_core::ids::{Time, MS, US};
+use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
+
+/// Timeouts and clocks of TAPIR.
+#[derive(Clone, Debug)]
+pub struct TapirConfig {
+    /// Unanswered reads, prepares, finalizes and outcomes are resent after
+    /// this long.
+    pub retransmit: Time,
+    /// How long the client waits for a fast quorum before the slow path.
+    pub fast_wait: Time,
+    /// Clocks are loosely synchronized: each client host's clock is ahead
+    /// by up to this much.
+    pub clock_skew: Time,
+    /// A client stops resending an outcome this long after the decision.
+    pub give_up: Time,
+    /// How long replicas remember finished transactions.
+    pub keep: Time,
+}
+
+impl Default for TapirConfig {
+    fn default() -> Self {
+        TapirConfig {
+            retransmit: 20 * MS,
+            fast_wait: 2 * MS,
+            clock_skew: 100 * US,
+            give_up: 2_000 * MS,
+            keep: 2_000 * MS,
+        }
+    }
+}
+
+impl TapirConfig {
+    /// The defaults, with timeouts covering a slowest round trip of `rtt`.
+    pub fn for_round_trip(rtt: Time) -> Self {
+        let d = TapirConfig::default();
+        TapirConfig {
+            retransmit: d.retransmit.max(2 * rtt),
+            fast_wait: d.fast_wait.max(rtt + rtt / 5),
+            give_up: d.give_up.max(40 * rtt),
+            keep: d.keep.max(40 * rtt),
+            ..d
+        }
+    }
+}
+
+/// The TAPIR protocol.
+pub struct Tapir;
+
+impl Protocol for Tapir {
+    type Msg = Msg;
+    type Config = TapirConfig;
+    type Server = TapirReplica;
+    type Coordinator = TapirClient;
+
+    fn server(config: &TapirConfig, env: ServerEnv) -> TapirReplica {
+        TapirReplica::new(config.keep, env)
+    }
+
+    fn coordinator(config: &TapirConfig, env: CoordinatorEnv) -> TapirClient {
+        TapirClient::new(config.clone(), env)
+    }
+}
