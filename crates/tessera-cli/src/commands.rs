@@ -172,12 +172,15 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     s.workers = a.workers.unwrap_or(0) as usize;
     s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
     s.switches = a.switches;
+    s.replicas = a.replicas;
     s.knobs = Knobs {
         switch_cache: a.switch_cache,
         switch_max_ops: a.switch_max_ops,
         switch_value_width: a.switch_value_width,
         switch_stages: a.switch_stages,
         recirculation_ns: a.recirculation_ns,
+        commit: a.commit.clone(),
+        epoch_ms: a.epoch_ms,
     };
     if a.write_ratio.is_some() && !matches!(s.workload, WorkloadSpec::Counter(_)) {
         return Err(Failure::Usage(
@@ -510,6 +513,9 @@ pub fn default_comparison() -> Result<()> {
         switch_value_width: None,
         switch_stages: None,
         recirculation_ns: None,
+        replicas: None,
+        commit: None,
+        epoch_ms: None,
         repeat: 1,
     };
     println!("tessera: YCSB (2 partitions, zipf 0.9) on the embedded cluster, 2 s per protocol");

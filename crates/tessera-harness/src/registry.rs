@@ -5,8 +5,10 @@ use crate::deploy::{run_protocol, RawRun};
 use crate::spec::BenchSpec;
 use crate::spec::SpecError;
 use std::sync::Arc;
+use tessera_core::ids::MS;
 use tessera_core::protocol::Protocol;
 use tessera_core::workload::Workload;
+use tessera_protocols::coco::{Cc, Coco, CocoConfig, CommitMode};
 use tessera_protocols::nocc::{Nocc, NoccConfig};
 use tessera_protocols::occ::{OccConfig, OccProtocol};
 use tessera_protocols::rococo::{Rococo, RococoConfig};
@@ -32,6 +34,13 @@ impl ProtocolEntry {
         P::Config: Clone,
     {
         Self::configured::<P>(name, summary, move |spec| {
+            if let Some(r) = spec.replicas.filter(|r| *r != 1) {
+                return Err(SpecError::Invalid {
+                    flag: "--replicas",
+                    value: r.to_string(),
+                    allowed: format!("1 for {name}, which is not replicated"),
+                });
+            }
             if let Some(flag) = spec.knobs.set_flags().first() {
                 return Err(SpecError::Invalid {
                     flag,
@@ -112,6 +121,24 @@ pub fn registry() -> Vec<ProtocolEntry> {
             occ(false),
         )
         .hidden(),
+        ProtocolEntry::configured::<Coco>(
+            "pt-occ",
+            "COCO PT-OCC (Silo TIDs); --commit epoch (default) | 2pc-sync | 2pc (VLDB '21 §5.1)",
+            |spec| coco(spec, Cc::PtOcc),
+        ),
+        ProtocolEntry::configured::<Coco>(
+            "lt-occ",
+            "COCO LT-OCC (TicToc [wts, rts]); --commit epoch (default) | 2pc-sync | 2pc (§5.2)",
+            |spec| coco(spec, Cc::LtOcc),
+        ),
+        ProtocolEntry::configured::<TwoPlProtocol>(
+            "s2pl",
+            "S2PL NO_WAIT + 2PC, COCO's baseline (§7.1.2); only --commit 2pc so far",
+            {
+                let config = twopl(Policy::NoWait);
+                move |spec| s2pl(spec, config.clone())
+            },
+        ),
         ProtocolEntry::configured::<Nocc>(
             "nocc",
             "NOCC: OCC by compares at one store, verified early by a switch per rack (NOCC §2)",
@@ -133,6 +160,74 @@ pub fn registry() -> Vec<ProtocolEntry> {
         )
         .hidden(),
     ]
+}
+
+/// The knobs COCO's entries read; anything else set is refused.
+fn only_knobs(spec: &BenchSpec, name: &str, allowed: &[&str]) -> Result<(), SpecError> {
+    match spec
+        .knobs
+        .set_flags()
+        .into_iter()
+        .find(|f| !allowed.contains(f))
+    {
+        Some(flag) => Err(SpecError::Invalid {
+            flag,
+            value: name.into(),
+            allowed: "protocols that have this knob (see --help)".into(),
+        }),
+        None => Ok(()),
+    }
+}
+
+fn commit_mode(spec: &BenchSpec, default: CommitMode) -> Result<CommitMode, SpecError> {
+    match &spec.knobs.commit {
+        None => Ok(default),
+        Some(s) => CommitMode::parse(s).ok_or_else(|| SpecError::Invalid {
+            flag: "--commit",
+            value: s.clone(),
+            allowed: CommitMode::NAMES.join(", "),
+        }),
+    }
+}
+
+/// COCO's configuration: epoch commit and three replicas unless told.
+fn coco(spec: &BenchSpec, cc: Cc) -> Result<(CocoConfig, BenchSpec), SpecError> {
+    only_knobs(spec, &spec.protocol, &["--commit", "--epoch-ms"])?;
+    let mut config = CocoConfig::new(cc, commit_mode(spec, CommitMode::Epoch)?);
+    if let Some(ms) = spec.knobs.epoch_ms {
+        if !(1..=1000).contains(&ms) {
+            return Err(SpecError::Invalid {
+                flag: "--epoch-ms",
+                value: ms.to_string(),
+                allowed: "1 to 1000".into(),
+            });
+        }
+        config.epoch = ms * MS;
+    }
+    let mut spec = spec.clone();
+    spec.replicas = Some(spec.replicas.unwrap_or(3));
+    Ok((config, spec))
+}
+
+/// S2PL NO_WAIT reuses 2PL + 2PC; its replicated commit modes are not
+/// built yet, and are refused rather than run unreplicated.
+fn s2pl<X: Clone>(spec: &BenchSpec, config: X) -> Result<(X, BenchSpec), SpecError> {
+    only_knobs(spec, "s2pl", &["--commit"])?;
+    if commit_mode(spec, CommitMode::TwoPc)? != CommitMode::TwoPc {
+        return Err(SpecError::Invalid {
+            flag: "--commit",
+            value: spec.knobs.commit.clone().unwrap_or_default(),
+            allowed: "2pc for s2pl (2pc-sync and epoch are not built yet)".into(),
+        });
+    }
+    if let Some(r) = spec.replicas.filter(|r| *r != 1) {
+        return Err(SpecError::Invalid {
+            flag: "--replicas",
+            value: r.to_string(),
+            allowed: "1 for s2pl with --commit 2pc".into(),
+        });
+    }
+    Ok((config, spec.clone()))
 }
 
 /// NOCC's configuration from the spec's knobs; one switch unless told.

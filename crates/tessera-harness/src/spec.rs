@@ -106,6 +106,9 @@ pub struct BenchSpec {
     /// Switch nodes between the client hosts and the servers (NOCC's
     /// racks). `None`: the protocol's default (see the registry).
     pub switches: Option<u32>,
+    /// Replicas per shard (`--replicas`). `None`: the protocol's default
+    /// (1, or 3 for COCO; see the registry).
+    pub replicas: Option<u32>,
     /// Knobs of particular protocols, read by their registry entries.
     pub knobs: Knobs,
 }
@@ -126,18 +129,24 @@ pub struct Knobs {
     pub switch_stages: Option<u32>,
     /// NOCC: switch time per operation of a transaction (recirculation), ns.
     pub recirculation_ns: Option<u64>,
+    /// COCO: `--commit 2pc|2pc-sync|epoch`.
+    pub commit: Option<String>,
+    /// COCO: epoch length in ms (`--epoch-ms`, 1–1000).
+    pub epoch_ms: Option<u64>,
 }
 
 impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 5] = [
+        let flags: [(&'static str, bool); 7] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
             ("--switch-stages", self.switch_stages.is_some()),
             ("--recirculation-ns", self.recirculation_ns.is_some()),
+            ("--commit", self.commit.is_some()),
+            ("--epoch-ms", self.epoch_ms.is_some()),
         ];
         for (f, set) in flags {
             if set {
@@ -170,6 +179,7 @@ impl BenchSpec {
             workers: 0,
             max_attempts: 20,
             switches: None,
+            replicas: None,
             knobs: Knobs::default(),
         }
     }
@@ -210,6 +220,13 @@ impl BenchSpec {
                     "warm-up + cool-down shorter than --duration ({}ms)",
                     self.duration / MS
                 ),
+            });
+        }
+        if self.replicas == Some(0) {
+            return Err(SpecError::Invalid {
+                flag: "--replicas",
+                value: "0".into(),
+                allowed: "1 or more".into(),
             });
         }
         if self.max_attempts == 0 {

@@ -23,6 +23,7 @@
 //! The harness's registry is the one place that maps protocol names to these
 //! types.
 
+pub mod coco;
 pub mod nocc;
 pub mod occ;
 pub mod paxos;
