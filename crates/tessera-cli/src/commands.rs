@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tessera_harness::experiment;
-use tessera_harness::faults::random_plan;
+use tessera_harness::faults::RandomFaults;
 use tessera_harness::registry;
 use tessera_harness::spec::Knobs;
 use tessera_harness::sweep::{sweep as run_sweep, Vary};
@@ -83,6 +83,16 @@ fn tpcc_of(a: &RunArgs) -> Result<TpccConfig> {
 /// The spec that `RunArgs` describe (protocol left empty).
 fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     let runtime = RuntimeKind::parse(&a.runtime)?;
+    match (runtime, &a.config) {
+        (RuntimeKind::Tcp, Some(path)) => return tcp_spec_of(a, path),
+        (RuntimeKind::Tcp, None) => {
+            return Err(Failure::Usage(
+                "--runtime tcp needs --config CLUSTER.toml".into(),
+            ))
+        }
+        (_, Some(_)) => return Err(Failure::Usage("--config applies to --runtime tcp".into())),
+        _ => {}
+    }
     let tpcc_set = tpcc_flags(a);
     let workload = match a.workload.as_str() {
         "micro" => {
@@ -194,12 +204,55 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         ));
     }
     if a.faults {
-        let topo = tessera_harness::deploy::topology(&s);
-        s.sim = random_plan(s.seed, &topo, s.duration);
+        // Drawn when each run starts, for the topology its protocol runs on.
+        s.faults = Some(RandomFaults {
+            loss: a.loss,
+            duplicate: a.duplicate,
+            reorder: a.reorder,
+        });
+    } else {
+        s.sim.loss = a.loss.unwrap_or(s.sim.loss);
+        s.sim.duplicate = a.duplicate.unwrap_or(s.sim.duplicate);
+        s.sim.reorder = a.reorder.unwrap_or(s.sim.reorder);
     }
-    s.sim.loss = a.loss.unwrap_or(s.sim.loss);
-    s.sim.duplicate = a.duplicate.unwrap_or(s.sim.duplicate);
-    s.sim.reorder = a.reorder.unwrap_or(s.sim.reorder);
+    s.validate()?;
+    Ok(s)
+}
+
+/// A tcp run: the workload and protocol come from the cluster file (the
+/// servers already run them); run-length and client flags apply.
+fn tcp_spec_of(a: &RunArgs, path: &Path) -> Result<BenchSpec> {
+    let c = std::sync::Arc::new(tessera_tcp::ClusterConfig::load(path)?);
+    for (flag, set) in [
+        ("--workload", a.workload != "ycsb"),
+        ("--shards", a.shards.is_some()),
+        ("--zipf", a.zipf.is_some()),
+        ("--keys", a.keys.is_some()),
+        ("--ops", a.ops.is_some()),
+        ("--read-ratio", a.read_ratio.is_some()),
+        ("--multi-partition", a.multi_partition.is_some()),
+        ("--workers", a.workers.is_some()),
+        ("--faults", a.faults),
+    ] {
+        if set {
+            return Err(Failure::Usage(format!(
+                "{flag} does not apply to --runtime tcp: the servers run the workload of {}",
+                path.display()
+            )));
+        }
+    }
+    let mut s = tessera_harness::tcp::spec_of(c)?;
+    if let Some(d) = a.duration {
+        s.duration = d;
+        s.warmup = d / 10;
+        s.cooldown = d / 20;
+    }
+    s.warmup = a.warmup.unwrap_or(s.warmup);
+    s.cooldown = a.cooldown.unwrap_or(s.cooldown);
+    s.clients = a.clients.unwrap_or(0);
+    s.seed = a.seed;
+    s.check = a.check;
+    s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
     s.validate()?;
     Ok(s)
 }
@@ -341,6 +394,20 @@ fn finish(rows: &[ResultRow]) -> Result<()> {
 
 pub fn bench(a: &RunArgs) -> Result<()> {
     let base = spec_of(a)?;
+    let mut a = a.clone();
+    if let Some(c) = &base.cluster {
+        // The servers run the cluster file's protocol.
+        let theirs = &c.cluster.protocol;
+        if a.protocol != RunArgs::default_protocols() && a.protocol != [theirs.clone()] {
+            return Err(Failure::Usage(format!(
+                "--protocol {}: the servers of {} run '{theirs}'",
+                a.protocol.join(","),
+                c.path.display()
+            )));
+        }
+        a.protocol = vec![theirs.clone()];
+    }
+    let a = &a;
     check_protocols(&a.protocol)?;
     if let Some(h) = &a.history {
         check_history_path(h)?;
@@ -389,6 +456,11 @@ pub fn bench(a: &RunArgs) -> Result<()> {
 
 pub fn sweep(a: &RunArgs, vary: &str) -> Result<()> {
     let base = spec_of(a)?;
+    if base.runtime == RuntimeKind::Tcp {
+        return Err(Failure::Usage(
+            "sweep does not support --runtime tcp: the servers' workload is fixed by the cluster file".into(),
+        ));
+    }
     check_protocols(&a.protocol)?;
     let vary = Vary::parse(vary)?;
     let mut out = open_out(a.out.as_deref())?;
@@ -476,6 +548,7 @@ pub fn experiment(name: Option<&str>, list: bool, out_dir: &Path) -> Result<()> 
 pub fn default_comparison() -> Result<()> {
     let a = RunArgs {
         runtime: "local".into(),
+        config: None,
         protocol: registry::names().iter().map(|s| s.to_string()).collect(),
         workload: "ycsb".into(),
         shards: None,

@@ -4,6 +4,7 @@
 //! check); 2 bad input (flags, values, paths), with a one-line error that
 //! names the flag and what is allowed.
 
+mod cluster;
 mod commands;
 mod duration;
 mod table;
@@ -84,14 +85,61 @@ enum Command {
         #[arg(long)]
         dot: Option<PathBuf>,
     },
+    /// Run one node of a cluster file until SIGTERM (one process per node).
+    Server {
+        /// The cluster file (see examples/cluster-3.toml).
+        #[arg(long)]
+        config: PathBuf,
+        /// The node's name in [[nodes]].
+        #[arg(long)]
+        node: String,
+    },
+    /// Start or stop every server of a cluster file as local processes.
+    Cluster {
+        #[command(subcommand)]
+        action: ClusterAction,
+    },
+    /// Null-RPC round trips between two processes over loopback TCP: the
+    /// transport's ceiling.
+    BenchNet {
+        /// How long to measure, e.g. 5s.
+        #[arg(long, value_parser = duration::parse, default_value = "5s")]
+        duration: Time,
+        /// Requests in flight.
+        #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..100_000))]
+        window: u64,
+        /// Internal: serve echo on this address (the child process).
+        #[arg(long, hide = true)]
+        serve: Option<std::net::SocketAddr>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ClusterAction {
+    /// Start a `tessera server` per node (pid files and logs in the run dir)
+    /// and wait until every one accepts connections.
+    Up {
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Stop the servers started by `up` (SIGTERM, then SIGKILL after 10 s).
+    Down {
+        #[arg(long)]
+        config: PathBuf,
+    },
 }
 
 /// Flags shared by `bench` and `sweep`.
 #[derive(Args, Clone, Debug)]
 pub struct RunArgs {
-    /// local (embedded multi-threaded cluster, real time) or sim (deterministic simulator).
+    /// local (embedded multi-threaded cluster, real time), sim (deterministic
+    /// simulator) or tcp (servers of --config in their own processes).
     #[arg(long, default_value = "local")]
     runtime: String,
+    /// tcp: the cluster file; its protocol, workload and clients are the
+    /// defaults of this run.
+    #[arg(long)]
+    config: Option<PathBuf>,
     /// Protocols, comma-separated (see `tessera protocols`).
     #[arg(long, value_delimiter = ',', default_value = "2pl-ww,2pl-nowait,occ")]
     protocol: Vec<String>,
@@ -228,6 +276,13 @@ pub struct RunArgs {
     max_attempts: Option<u32>,
 }
 
+impl RunArgs {
+    /// The default of --protocol.
+    pub fn default_protocols() -> Vec<String> {
+        ["2pl-ww", "2pl-nowait", "occ"].map(String::from).to_vec()
+    }
+}
+
 fn parse_zipf(s: &str) -> Result<f64, String> {
     let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number"))?;
     if (0.0..1.5).contains(&v) {
@@ -258,7 +313,8 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
     fn from(e: E) -> Self {
         let e = e.into();
         let usage = e.downcast_ref::<tessera_harness::SpecError>().is_some()
-            || e.downcast_ref::<tessera_workloads::ConfigError>().is_some();
+            || e.downcast_ref::<tessera_workloads::ConfigError>().is_some()
+            || e.downcast_ref::<tessera_tcp::ConfigError>().is_some();
         if usage {
             Failure::Usage(e.to_string())
         } else {
@@ -274,6 +330,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -294,6 +351,18 @@ fn main() -> ExitCode {
                 Err(e) => Err(e),
             }
         }
+        Some(Command::Server { config, node }) => cluster::server(&config, &node),
+        Some(Command::Cluster {
+            action: ClusterAction::Up { config },
+        }) => cluster::up(&config),
+        Some(Command::Cluster {
+            action: ClusterAction::Down { config },
+        }) => cluster::down(&config),
+        Some(Command::BenchNet {
+            duration,
+            window,
+            serve,
+        }) => cluster::bench_net(duration, window, serve),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -213,3 +213,25 @@ fn check_workload_verdict_and_dot() {
     let _ = std::fs::remove_file(&dot);
     rejects(&["check-workload", "--workload", "tpcx"], "--workload");
 }
+
+/// TPC-C passes Rococo's offline checker with its read-only transactions
+/// left out (Rococo §4.1, Fig. 13), in every partition scheme: exit 0.
+#[test]
+fn check_workload_tpcc_needs_no_merge() {
+    for partition in ["warehouse", "district", "tiny"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args([
+                "check-workload",
+                "--workload",
+                "tpcc",
+                "--partition",
+                partition,
+            ])
+            .output()
+            .expect("tessera runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{partition}: {stdout}{stderr}");
+        assert!(stdout.contains("no piece needs merging"), "{stdout}");
+    }
+}

@@ -1,5 +1,7 @@
 //! tessera-core: the vocabulary every other crate speaks.
 //!
+//! * [`codec`] — the hand-written binary wire codec (messages, procedures,
+//!   store images) that never panics on bad bytes.
 //! * [`ids`] — node, shard, transaction and version identifiers; virtual time.
 //! * [`node`] — the sans-IO node model: a node is stepped with events
 //!   (message, timer, durable-write completion) through a [`node::Ctx`] and
@@ -18,6 +20,7 @@
 //! * [`history`] / [`stats`] — what a run observed.
 
 pub mod client;
+pub mod codec;
 pub mod history;
 pub mod ids;
 pub mod node;

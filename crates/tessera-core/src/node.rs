@@ -132,6 +132,14 @@ pub trait Node<M>: Send {
     fn store(&self) -> Option<&crate::storage::Store> {
         None
     }
+    /// This node's whole durable state as one record, for a checkpoint of
+    /// its log: after a restart the node is handed this record followed by
+    /// the records persisted after it, and must rebuild the same state as
+    /// from the full log. `None` (the default) means the node does not
+    /// checkpoint and its log is replayed from the start.
+    fn snapshot(&self) -> Option<Bytes> {
+        None
+    }
 }
 
 /// What a node hands to the harness at a crash or at the end of a run.

@@ -74,6 +74,21 @@ pub struct PieceSpec {
     pub dynamic: bool,
 }
 
+impl PieceSpec {
+    /// This piece's inputs, once every input piece has produced its output
+    /// (`output(j)` is piece `j`'s, if it ran): what every coordinator needs
+    /// to dispatch pieces as their inputs become ready.
+    pub fn gather_inputs<'a>(
+        &self,
+        output: impl Fn(usize) -> Option<&'a Value>,
+    ) -> Option<Vec<Value>> {
+        self.inputs
+            .iter()
+            .map(|&j| output(j as usize).cloned())
+            .collect()
+    }
+}
+
 /// What a piece's function produced.
 #[derive(Clone, Debug, Default)]
 pub struct PieceResult {
@@ -106,6 +121,15 @@ pub trait Procedure: Send + Sync + fmt::Debug {
     fn resolve(&self, piece: usize, inputs: &[Value]) -> Cow<'_, PieceSpec> {
         let _ = inputs;
         Cow::Borrowed(&self.pieces()[piece])
+    }
+    /// Write the procedure's parameters for the wire: everything its
+    /// workload's [`crate::workload::Workload::decode_txn`] needs to rebuild
+    /// it (the code is on both sides). The default says the procedure
+    /// cannot cross processes, so new workloads compile before they have a
+    /// codec and fail clearly on `tcp`.
+    fn encode_params(&self, out: &mut bytes::BytesMut) -> Result<(), crate::codec::EncodeError> {
+        let _ = out;
+        Err(crate::codec::EncodeError::NotEncodable(self.name()))
     }
     /// True when no piece writes anything.
     fn read_only(&self) -> bool {

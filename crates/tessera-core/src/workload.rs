@@ -2,6 +2,7 @@
 //! transactions for each closed-loop client; and describe its transaction
 //! types for offline analysis (Rococo's SC-graph checker, §3.1).
 
+use crate::codec::DecodeError;
 use crate::ids::{ShardId, TableId};
 use crate::storage::Store;
 use crate::txn::{Access, Columns, PieceKind, Procedure, Txn};
@@ -105,5 +106,18 @@ pub trait Workload: Send + Sync {
     /// workload does not describe itself; the checker then refuses it.
     fn profiles(&self) -> Vec<TxnProfile> {
         Vec::new()
+    }
+
+    /// Rebuild procedure `name` from the parameters its
+    /// [`crate::txn::Procedure::encode_params`] wrote, validating them
+    /// against this workload's configuration (shards, key ranges): bytes
+    /// from the network must not make a piece panic later. The default
+    /// knows no procedure.
+    fn decode_txn(&self, name: &str, params: &[u8]) -> Result<Txn, DecodeError> {
+        let _ = params;
+        Err(DecodeError::invalid(
+            "procedure",
+            format!("workload '{}' has no wire codec for '{name}'", self.name()),
+        ))
     }
 }

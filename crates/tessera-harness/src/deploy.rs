@@ -1,7 +1,8 @@
 //! Build a runtime deployment for a protocol type and run it.
 //!
-//! Layout: shard `s` is served by one server (a replica group of one: the
-//! foundation protocols are not replicated); clients are spread over client
+//! Layout: shard `s` is served by a replica group of
+//! [`BenchSpec::replicas`] servers (one unless the protocol's registry entry
+//! asks for more: the foundation protocols are not replicated); clients are spread over client
 //! hosts. Client `i` prefers shard `i % shards` and lives on host
 //! `(i % shards) % hosts`, so on `local`, where shard `s` and host `h` sit on
 //! workers `s % W` and `h % W`, a client runs on the worker of its home
@@ -25,6 +26,9 @@ pub struct RawRun {
     pub clients: Vec<ClientReport>,
     /// Each shard's store at the end (its first replica).
     pub stores: Vec<Store>,
+    /// Every replica's store at the end, per shard, when shards have more
+    /// than one replica (for convergence checks); empty otherwise.
+    pub replica_stores: Vec<Vec<Store>>,
     pub net: NetCounters,
     pub events: u64,
     pub elapsed: Time,
@@ -55,14 +59,17 @@ pub fn local_workers(spec: &BenchSpec) -> usize {
 
 /// The cluster layout of a spec.
 pub fn topology(spec: &BenchSpec) -> Topology {
+    if let (RuntimeKind::Tcp, Some(c)) = (spec.runtime, &spec.cluster) {
+        return c.topology();
+    }
     let shards = spec.workload.shards();
     let hosts = match spec.runtime {
         RuntimeKind::Local => local_workers(spec) as u32,
-        RuntimeKind::Sim => shards,
+        RuntimeKind::Sim | RuntimeKind::Tcp => shards,
     }
     .min(spec.effective_clients())
     .max(1);
-    Topology::new(shards, spec.replicas.unwrap_or(1), hosts)
+    Topology::new(shards, spec.replicas.unwrap_or(1).max(1), hosts)
         .with_switches(spec.switches.unwrap_or(0))
 }
 
@@ -204,12 +211,22 @@ pub fn run_protocol<P: Protocol>(
     let dep = deployment::<P>(config, spec, workload, &loaded)?;
     let topology = dep.topology.clone();
     let out: RunOutput<P::Msg> = match spec.runtime {
-        RuntimeKind::Sim => tessera_sim::run(dep, &spec.sim)?,
+        RuntimeKind::Sim => match &spec.faults {
+            Some(f) => {
+                let sim = f.plan(&spec.sim, spec.seed, &topology, spec.duration);
+                tessera_sim::run(dep, &sim)?
+            }
+            None => tessera_sim::run(dep, &spec.sim)?,
+        },
         RuntimeKind::Local => {
             let workers = local_workers(spec);
             let cfg = tessera_local::LocalConfig::new(&topology, workers);
             tessera_local::run(dep, &cfg)?
         }
+        RuntimeKind::Tcp => anyhow::bail!(
+            "protocol '{}' has no wire codec: it cannot run on --runtime tcp",
+            spec.protocol
+        ),
     };
     let stores = topology
         .shards
@@ -221,6 +238,20 @@ pub fn run_protocol<P: Protocol>(
                 .unwrap_or_default()
         })
         .collect();
+    let replica_stores = if topology.shards.iter().any(|g| g.replicas.len() > 1) {
+        topology
+            .shards
+            .iter()
+            .map(|g| {
+                g.replicas
+                    .iter()
+                    .map(|r| out.nodes[r.0 as usize].store().cloned().unwrap_or_default())
+                    .collect()
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut counters = BTreeMap::new();
     if topology.shards.iter().any(|g| g.replicas.len() > 1) {
         counters.insert("replica_divergent_keys", divergent_keys(&topology, &out));
@@ -240,6 +271,7 @@ pub fn run_protocol<P: Protocol>(
     Ok(RawRun {
         clients,
         stores,
+        replica_stores,
         net: out.net,
         events: out.events,
         elapsed: out.elapsed,

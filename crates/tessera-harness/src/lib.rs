@@ -7,6 +7,7 @@
 //!   protocol type.
 //! * [`run`] — runs a spec on its runtime, aggregates the client reports
 //!   into a [`ResultRow`], checks isolation.
+//! * [`tcp`] — the `tcp` runtime's server processes and bench driver.
 //! * [`faults`] — random fault plans for simulator seeds.
 //! * [`experiment`] — named, checked-in sweeps.
 
@@ -18,6 +19,7 @@ pub mod result;
 pub mod run;
 pub mod spec;
 pub mod sweep;
+pub mod tcp;
 
 pub use result::ResultRow;
 pub use run::{check_workload, run_bench, BenchOutcome};

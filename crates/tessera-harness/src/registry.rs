@@ -5,10 +5,13 @@ use crate::deploy::{run_protocol, RawRun};
 use crate::spec::BenchSpec;
 use crate::spec::SpecError;
 use std::sync::Arc;
+use tessera_checker::Level;
+use tessera_core::codec::Codec;
 use tessera_core::ids::MS;
 use tessera_core::protocol::Protocol;
 use tessera_core::workload::Workload;
 use tessera_protocols::coco::{Cc, Coco, CocoConfig, CommitMode};
+use tessera_protocols::janus::{Janus, JanusConfig};
 use tessera_protocols::nocc::{Nocc, NoccConfig};
 use tessera_protocols::occ::{OccConfig, OccProtocol};
 use tessera_protocols::rococo::{Rococo, RococoConfig};
@@ -16,6 +19,13 @@ use tessera_protocols::twopc::{Timeouts, TwoPcConfig};
 use tessera_protocols::twopl::{Policy, TwoPlConfig, TwoPlProtocol};
 
 type Runner = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>) -> anyhow::Result<RawRun> + Send + Sync>;
+type Server = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>, &str) -> anyhow::Result<()> + Send + Sync>;
+
+/// How a protocol whose messages have a wire codec runs on `tcp`.
+struct TcpHooks {
+    bench: Runner,
+    serve: Server,
+}
 
 /// A runnable protocol: name, one-line summary, and how to run it.
 pub struct ProtocolEntry {
@@ -24,7 +34,11 @@ pub struct ProtocolEntry {
     /// Hidden entries exist for tests (e.g. a deliberately broken variant)
     /// and are not listed to users.
     pub hidden: bool,
+    /// What `--check` holds the history to: the isolation the protocol
+    /// promises (strict serializability unless it says less).
+    pub level: Level,
     run: Runner,
+    tcp: Option<TcpHooks>,
 }
 
 impl ProtocolEntry {
@@ -34,20 +48,8 @@ impl ProtocolEntry {
         P::Config: Clone,
     {
         Self::configured::<P>(name, summary, move |spec| {
-            if let Some(r) = spec.replicas.filter(|r| *r != 1) {
-                return Err(SpecError::Invalid {
-                    flag: "--replicas",
-                    value: r.to_string(),
-                    allowed: format!("1 for {name}, which is not replicated"),
-                });
-            }
-            if let Some(flag) = spec.knobs.set_flags().first() {
-                return Err(SpecError::Invalid {
-                    flag,
-                    value: name.into(),
-                    allowed: "protocols that have this knob (see --help)".into(),
-                });
-            }
+            unreplicated(spec, name)?;
+            only_knobs(spec, name, &[])?;
             Ok((config.clone(), spec.clone()))
         })
     }
@@ -66,11 +68,45 @@ impl ProtocolEntry {
             name,
             summary,
             hidden: false,
+            level: Level::StrictSerializable,
             run: Box::new(move |spec, workload| {
                 let (config, spec) = configure(spec)?;
                 run_protocol::<P>(&config, &spec, workload)
             }),
+            tcp: None,
         }
+    }
+
+    /// Let the protocol run on `tcp` (its messages have a wire codec).
+    fn with_tcp<P: Protocol>(mut self, config: P::Config) -> Self
+    where
+        P::Msg: Codec,
+    {
+        let c2 = config.clone();
+        self.tcp = Some(TcpHooks {
+            bench: Box::new(move |spec, wl| crate::tcp::bench::<P>(&config, spec, wl)),
+            serve: Box::new(move |spec, wl, node| crate::tcp::serve::<P>(&c2, spec, wl, node)),
+        });
+        self
+    }
+
+    fn tcp_hooks(&self) -> anyhow::Result<&TcpHooks> {
+        self.tcp.as_ref().ok_or_else(|| {
+            anyhow::anyhow!(
+                "protocol '{}' has no wire codec: it cannot run on --runtime tcp",
+                self.name
+            )
+        })
+    }
+
+    /// Serve node `node` of `spec.cluster` until SIGTERM (`tcp` only).
+    pub fn serve(
+        &self,
+        spec: &BenchSpec,
+        workload: Arc<dyn Workload>,
+        node: &str,
+    ) -> anyhow::Result<()> {
+        (self.tcp_hooks()?.serve)(spec, workload, node)
     }
 
     fn hidden(mut self) -> Self {
@@ -78,7 +114,16 @@ impl ProtocolEntry {
         self
     }
 
+    /// The protocol promises only `level`.
+    fn guarantees(mut self, level: Level) -> Self {
+        self.level = level;
+        self
+    }
+
     pub fn run(&self, spec: &BenchSpec, workload: Arc<dyn Workload>) -> anyhow::Result<RawRun> {
+        if spec.runtime == crate::RuntimeKind::Tcp {
+            return (self.tcp_hooks()?.bench)(spec, workload);
+        }
         (self.run)(spec, workload)
     }
 }
@@ -99,27 +144,36 @@ pub fn registry() -> Vec<ProtocolEntry> {
             "2pl-ww",
             "2PL + 2PC, wound-wait (Spanner; Rococo §5.1)",
             twopl(Policy::WoundWait),
-        ),
+        )
+        .with_tcp::<TwoPlProtocol>(twopl(Policy::WoundWait)),
         ProtocolEntry::new::<TwoPlProtocol>(
             "2pl-nowait",
             "2PL + 2PC, NO_WAIT (COCO §7.1.2)",
             twopl(Policy::NoWait),
-        ),
+        )
+        .with_tcp::<TwoPlProtocol>(twopl(Policy::NoWait)),
         ProtocolEntry::new::<OccProtocol>(
             "occ",
             "OCC + 2PC: execute, lock + validate, write back (COCO §4)",
             occ(true),
-        ),
+        )
+        .with_tcp::<OccProtocol>(occ(true)),
         ProtocolEntry::new::<Rococo>(
             "rococo",
             "Rococo: dependency tracking, deferred pieces reordered at commit, no aborts (OSDI '14)",
             RococoConfig::default(),
+        ),
+        ProtocolEntry::configured::<Janus>(
+            "janus",
+            "Janus: PreAccept/Accept/Commit over replica groups (3 by default), fast path on identical dependencies, no aborts for conflicts (OSDI '16)",
+            janus,
         ),
         ProtocolEntry::new::<OccProtocol>(
             "occ-unsafe",
             "OCC + 2PC with validation switched off: broken on purpose, for checker tests",
             occ(false),
         )
+        .with_tcp::<OccProtocol>(occ(false))
         .hidden(),
         ProtocolEntry::configured::<Coco>(
             "pt-occ",
@@ -130,7 +184,10 @@ pub fn registry() -> Vec<ProtocolEntry> {
             "lt-occ",
             "COCO LT-OCC (TicToc [wts, rts]); --commit epoch (default) | 2pc-sync | 2pc (§5.2)",
             |spec| coco(spec, Cc::LtOcc),
-        ),
+        )
+        // TicToc commits back in logical time: a transaction may be ordered
+        // before one that finished before it started (§5.2, TicToc §3).
+        .guarantees(Level::Serializable),
         ProtocolEntry::configured::<TwoPlProtocol>(
             "s2pl",
             "S2PL NO_WAIT + 2PC, COCO's baseline (§7.1.2); only --commit 2pc so far",
@@ -162,7 +219,19 @@ pub fn registry() -> Vec<ProtocolEntry> {
     ]
 }
 
-/// The knobs COCO's entries read; anything else set is refused.
+/// Refuse `--replicas` other than 1 for a protocol that does not replicate.
+fn unreplicated(spec: &BenchSpec, name: &str) -> Result<(), SpecError> {
+    match spec.replicas.filter(|r| *r != 1) {
+        Some(r) => Err(SpecError::Invalid {
+            flag: "--replicas",
+            value: r.to_string(),
+            allowed: format!("1 for {name}, which is not replicated"),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Refuse any knob set that `name` does not read (`allowed`).
 fn only_knobs(spec: &BenchSpec, name: &str, allowed: &[&str]) -> Result<(), SpecError> {
     match spec
         .knobs
@@ -220,13 +289,7 @@ fn s2pl<X: Clone>(spec: &BenchSpec, config: X) -> Result<(X, BenchSpec), SpecErr
             allowed: "2pc for s2pl (2pc-sync and epoch are not built yet)".into(),
         });
     }
-    if let Some(r) = spec.replicas.filter(|r| *r != 1) {
-        return Err(SpecError::Invalid {
-            flag: "--replicas",
-            value: r.to_string(),
-            allowed: "1 for s2pl with --commit 2pc".into(),
-        });
-    }
+    unreplicated(spec, "s2pl with --commit 2pc")?;
     Ok((config, spec.clone()))
 }
 
@@ -239,6 +302,18 @@ fn nocc(spec: &BenchSpec, verify: bool) -> Result<(NoccConfig, BenchSpec), SpecE
             allowed: "1: NOCC has a single store".into(),
         });
     }
+    only_knobs(
+        spec,
+        &spec.protocol,
+        &[
+            "--switch-cache",
+            "--switch-max-ops",
+            "--switch-value-width",
+            "--switch-stages",
+            "--recirculation-ns",
+        ],
+    )?;
+    unreplicated(spec, &spec.protocol)?;
     let d = NoccConfig::default();
     let k = &spec.knobs;
     let positive = |flag: &'static str, v: Option<u64>, default: u64| match v {
@@ -301,6 +376,15 @@ pub fn find(name: &str) -> Result<ProtocolEntry, crate::spec::SpecError> {
         })
 }
 
+/// Janus replicates every shard itself (§3.1): groups of three unless the
+/// spec says otherwise.
+fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
+    only_knobs(spec, "janus", &[])?;
+    let mut spec = spec.clone();
+    spec.replicas = Some(spec.replicas.unwrap_or(3));
+    Ok((JanusConfig::default(), spec))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,5 +403,61 @@ mod tests {
             err.contains("--protocol") && err.contains("2pl-ww"),
             "{err}"
         );
+    }
+
+    /// Every entry refuses the knobs it does not read, naming the flag,
+    /// before anything runs.
+    #[test]
+    fn knobs_are_refused_by_protocols_that_do_not_read_them() {
+        use crate::spec::{Knobs, RuntimeKind, WorkloadSpec};
+        let wl_spec = WorkloadSpec::Ycsb(tessera_workloads::YcsbConfig {
+            partitions: 1,
+            ..Default::default()
+        });
+        let wl = crate::run::workload(&wl_spec).unwrap();
+        let cases: [(&str, Knobs); 2] = [
+            (
+                "--epoch-ms",
+                Knobs {
+                    epoch_ms: Some(5),
+                    ..Knobs::default()
+                },
+            ),
+            (
+                "--switch-cache",
+                Knobs {
+                    switch_cache: Some(10),
+                    ..Knobs::default()
+                },
+            ),
+        ];
+        for e in registry() {
+            for (flag, knobs) in &cases {
+                let reads = match *flag {
+                    "--epoch-ms" => ["pt-occ", "lt-occ"].contains(&e.name),
+                    _ => e.name.starts_with("nocc"),
+                };
+                if reads {
+                    continue;
+                }
+                let mut spec = BenchSpec::new(RuntimeKind::Sim, e.name, wl_spec.clone());
+                spec.knobs = knobs.clone();
+                let err = e
+                    .run(&spec, wl.clone())
+                    .err()
+                    .unwrap_or_else(|| panic!("{} ran with {flag}", e.name))
+                    .to_string();
+                assert!(err.contains(flag), "{}: {err}", e.name);
+            }
+        }
+        let mut spec = BenchSpec::new(RuntimeKind::Sim, "nocc", wl_spec);
+        spec.replicas = Some(3);
+        let err = find("nocc")
+            .unwrap()
+            .run(&spec, wl)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("--replicas"), "{err}");
     }
 }

@@ -7,7 +7,7 @@ use crate::spec::{BenchSpec, WorkloadSpec};
 use std::fs::File;
 use std::io::BufWriter;
 use std::sync::Arc;
-use tessera_checker::{Level, Report};
+use tessera_checker::Report;
 use tessera_core::history::History;
 use tessera_core::ids::MS;
 use tessera_core::stats::ClientStats;
@@ -64,7 +64,7 @@ pub fn run_bench(spec: &BenchSpec) -> anyhow::Result<BenchOutcome> {
         tessera_checker::write_elle(h, BufWriter::new(f))?;
     }
     let check = match (&history, spec.check) {
-        (Some(h), true) => Some(tessera_checker::check(h, Level::StrictSerializable)),
+        (Some(h), true) => Some(tessera_checker::check(h, entry.level)),
         _ => None,
     };
     let consistency = if spec.check {
@@ -72,7 +72,17 @@ pub fn run_bench(spec: &BenchSpec) -> anyhow::Result<BenchOutcome> {
     } else {
         None
     };
-    let row = row(spec, &raw, &stats, check.as_ref(), consistency.as_deref());
+    let mut row = row(spec, &raw, &stats, check.as_ref(), consistency.as_deref());
+    // Across real processes a lost write is a durability bug the
+    // isolation checker cannot see (nobody may read the key again).
+    let lost = match (&history, spec.check, spec.runtime) {
+        (Some(h), true, crate::RuntimeKind::Tcp) => lost_writes(h, &raw.stores),
+        _ => Vec::new(),
+    };
+    if let Some(first) = lost.first() {
+        row.check = "fail".into();
+        row.check_detail = Some(format!("{} lost writes; first: {first}", lost.len()));
+    }
     Ok(BenchOutcome {
         row,
         check,
@@ -167,6 +177,63 @@ fn row(
         bytes_per_warehouse: tpcc.map(|c| raw.loaded_bytes / u64::from(c.warehouses.max(1))),
         extra: serde_json::Map::new(),
     }
+}
+
+/// Writes of committed transactions missing from the final stores.
+///
+/// For every key a committed transaction wrote, the store's final version
+/// must be the write of a committed (or unknown-outcome) attempt `W` — not
+/// the initial version, not an aborted attempt's — and no committed writer
+/// of the key may have started after `W` ended: strict serializability
+/// would order that writer after `W`, so its write would be the final one.
+pub fn lost_writes(history: &History, stores: &[tessera_core::storage::Store]) -> Vec<String> {
+    use tessera_core::history::Outcome;
+    use tessera_core::ids::{Key, TxnId, Version};
+    let mut writers: std::collections::BTreeMap<Key, Vec<usize>> = Default::default();
+    let mut by_id: tessera_core::FastMap<TxnId, usize> = tessera_core::fast_map();
+    for (i, t) in history.txns.iter().enumerate() {
+        if t.outcome == Outcome::Aborted {
+            continue;
+        }
+        by_id.insert(t.id, i);
+        for k in &t.writes {
+            writers.entry(*k).or_default().push(i);
+        }
+    }
+    let mut lost = Vec::new();
+    for (key, ws) in writers {
+        let committed = || {
+            ws.iter()
+                .map(|&i| &history.txns[i])
+                .filter(|t| t.outcome == Outcome::Committed)
+        };
+        if committed().next().is_none() {
+            continue;
+        }
+        let version = stores
+            .iter()
+            .find_map(|s| s.get(key))
+            .map_or(Version::INITIAL, |r| r.meta.version);
+        let last = by_id
+            .get(&TxnId(version.0))
+            .map(|&i| &history.txns[i])
+            .filter(|w| w.writes.contains(&key));
+        match last {
+            None => lost.push(format!(
+                "key {key}: final version {version:?} is no committed write (committed writers: {:?})",
+                committed().map(|t| t.id).collect::<Vec<_>>()
+            )),
+            Some(w) => {
+                if let Some(t) = committed().find(|t| t.start > w.end) {
+                    lost.push(format!(
+                        "key {key}: {:?} committed after {:?} ended, but the store holds {:?}'s write",
+                        t.id, w.id, w.id
+                    ));
+                }
+            }
+        }
+    }
+    lost
 }
 
 /// A duration in milliseconds, for messages.

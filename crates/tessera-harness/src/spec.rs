@@ -13,15 +13,19 @@ pub enum RuntimeKind {
     Sim,
     /// The embedded multi-threaded cluster (real time).
     Local,
+    /// Client hosts in this process, servers in their own processes over
+    /// TCP, as a cluster file describes ([`BenchSpec::cluster`]).
+    Tcp,
 }
 
 impl RuntimeKind {
-    pub const NAMES: &'static [&'static str] = &["local", "sim"];
+    pub const NAMES: &'static [&'static str] = &["local", "sim", "tcp"];
 
     pub fn name(self) -> &'static str {
         match self {
             RuntimeKind::Sim => "sim",
             RuntimeKind::Local => "local",
+            RuntimeKind::Tcp => "tcp",
         }
     }
 
@@ -29,6 +33,7 @@ impl RuntimeKind {
         match s {
             "sim" => Ok(RuntimeKind::Sim),
             "local" => Ok(RuntimeKind::Local),
+            "tcp" => Ok(RuntimeKind::Tcp),
             _ => Err(SpecError::Invalid {
                 flag: "--runtime",
                 value: s.to_string(),
@@ -99,6 +104,9 @@ pub struct BenchSpec {
     pub history: Option<PathBuf>,
     /// The simulated world (only for `sim`).
     pub sim: SimConfig,
+    /// Replace `sim`'s faults with a random plan drawn from `seed` when the
+    /// run starts (`--faults`, only for `sim`).
+    pub faults: Option<crate::faults::RandomFaults>,
     /// Worker threads (only for `local`); 0 = one per core.
     pub workers: usize,
     /// Attempts per transaction before the client gives up (Janus §6.1: 20).
@@ -106,11 +114,14 @@ pub struct BenchSpec {
     /// Switch nodes between the client hosts and the servers (NOCC's
     /// racks). `None`: the protocol's default (see the registry).
     pub switches: Option<u32>,
-    /// Replicas per shard (`--replicas`). `None`: the protocol's default
-    /// (1, or 3 for COCO; see the registry).
+    /// Servers per shard, a replica group (`--replicas`). `None`: the
+    /// protocol's default (1, or what its registry entry asks for: Janus and
+    /// COCO 3).
     pub replicas: Option<u32>,
     /// Knobs of particular protocols, read by their registry entries.
     pub knobs: Knobs,
+    /// The cluster (only for `tcp`).
+    pub cluster: Option<std::sync::Arc<tessera_tcp::ClusterConfig>>,
 }
 
 /// Flags that only some protocols read. Each registry entry takes the ones
@@ -162,7 +173,7 @@ impl BenchSpec {
     pub fn new(runtime: RuntimeKind, protocol: &str, workload: WorkloadSpec) -> Self {
         let duration = match runtime {
             RuntimeKind::Sim => 2_000 * MS,
-            RuntimeKind::Local => 10_000 * MS,
+            RuntimeKind::Local | RuntimeKind::Tcp => 10_000 * MS,
         };
         BenchSpec {
             runtime,
@@ -176,11 +187,13 @@ impl BenchSpec {
             check: false,
             history: None,
             sim: SimConfig::default(),
+            faults: None,
             workers: 0,
             max_attempts: 20,
             switches: None,
             replicas: None,
             knobs: Knobs::default(),
+            cluster: None,
         }
     }
 
@@ -193,6 +206,10 @@ impl BenchSpec {
                 // In-process clients never wait on a network: a few per
                 // worker keep the pipeline full.
                 RuntimeKind::Local => 8 * self.workload.shards().max(1),
+                RuntimeKind::Tcp => match &self.cluster {
+                    Some(c) if c.clients.clients > 0 => c.clients.clients,
+                    _ => 8 * self.workload.shards().max(1),
+                },
                 RuntimeKind::Sim => Self::DEFAULT_CLIENTS_PER_SHARD * self.workload.shards(),
             }
         } else {
@@ -229,6 +246,23 @@ impl BenchSpec {
                 allowed: "1 or more".into(),
             });
         }
+        if self.runtime == RuntimeKind::Tcp {
+            let Some(c) = &self.cluster else {
+                return Err(SpecError::Invalid {
+                    flag: "--config",
+                    value: "(none)".into(),
+                    allowed: "a cluster file for --runtime tcp".into(),
+                });
+            };
+            if c.shards.len() as u32 != self.workload.shards() {
+                return Err(SpecError::Workload(format!(
+                    "{}: the workload has {} shards but [[shards]] lists {}",
+                    c.path.display(),
+                    self.workload.shards(),
+                    c.shards.len()
+                )));
+            }
+        }
         if self.max_attempts == 0 {
             return Err(SpecError::Invalid {
                 flag: "--max-attempts",
@@ -243,8 +277,14 @@ impl BenchSpec {
             WorkloadSpec::Tpcc(c) => c.validate(),
         };
         r.map_err(|e| SpecError::Workload(e.to_string()))?;
-        self.sim
-            .validate()
+        let mut sim = self.sim.clone();
+        if let Some(f) = &self.faults {
+            // The rates the user fixed for the plan drawn at run time.
+            sim.loss = f.loss.unwrap_or(0.0);
+            sim.duplicate = f.duplicate.unwrap_or(0.0);
+            sim.reorder = f.reorder.unwrap_or(0.0);
+        }
+        sim.validate()
             .map_err(|e| SpecError::Workload(e.to_string()))?;
         Ok(())
     }

@@ -100,11 +100,9 @@ fn converges(protocol: &str, commit: &str) {
         s.sim.reorder = 0.1;
         let out = run_bench(&s)
             .unwrap_or_else(|e| panic!("seed {seed}: {e:#}\nreplay: {}", replay(&s, false)));
-        // LT-OCC's known isolation bug (see the ignored tests) is not what
-        // this test is about: it checks convergence for both.
         let report = out.check.as_ref().expect("checked");
         assert!(
-            report.ok || protocol == "lt-occ",
+            report.ok,
             "{protocol}/{commit} seed {seed}: {report}\nreplay: {}",
             replay(&s, false)
         );
@@ -135,19 +133,16 @@ fn pt_occ_2pc_survives_faults() {
 }
 
 #[test]
-#[ignore = "known bug: LT-OCC shows G2 cycles under faults (and with loss/duplication/reordering alone); not yet found"]
 fn lt_occ_epoch_survives_faults() {
     many_seeds("lt-occ", "epoch");
 }
 
 #[test]
-#[ignore = "known bug: LT-OCC shows G2 cycles under faults (and with loss/duplication/reordering alone); not yet found"]
 fn lt_occ_2pc_sync_survives_faults() {
     many_seeds("lt-occ", "2pc-sync");
 }
 
 #[test]
-#[ignore = "known bug: LT-OCC shows G2 cycles under faults (and with loss/duplication/reordering alone); not yet found"]
 fn lt_occ_2pc_survives_faults() {
     many_seeds("lt-occ", "2pc");
 }

@@ -16,6 +16,11 @@
 //!   baselines), as a component other server roles embed.
 //! * [`tombstones`] — remembering finished transactions until their
 //!   coordinator's floor passes them.
+//! * [`depgraph`] — the dependency graph, SCCs and deterministic order
+//!   that Rococo and Janus share.
+//! * [`janus`] — Janus (OSDI '16): PreAccept / Accept / Commit over replica
+//!   groups, fast path with identical dependencies, no aborts for
+//!   conflicts.
 //! * [`rococo`] — Rococo (OSDI '14): dependency tracking at start, deferred
 //!   pieces reordered into one deterministic order at commit, no aborts;
 //!   read-only transactions; the offline SC-graph checker.
@@ -24,6 +29,8 @@
 //! types.
 
 pub mod coco;
+pub mod depgraph;
+pub mod janus;
 pub mod nocc;
 pub mod occ;
 pub mod paxos;

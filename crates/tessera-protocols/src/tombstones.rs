@@ -67,6 +67,11 @@ impl<V> Tombstones<V> {
         self.ended.insert(txn, (outcome, now));
     }
 
+    /// Every tombstone, in no particular order (for snapshots).
+    pub fn iter(&self) -> impl Iterator<Item = (TxnId, &V)> {
+        self.ended.iter().map(|(t, (v, _))| (*t, v))
+    }
+
     pub fn len(&self) -> usize {
         self.ended.len()
     }

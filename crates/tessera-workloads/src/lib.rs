@@ -19,6 +19,8 @@
 //! row, the key's rank within its shard in the low 40 ([`key_shard`] and
 //! [`key_rank`] decode them), so keys are unique across shards.
 
+#[cfg(test)]
+mod codec_tests;
 pub mod counter;
 pub mod error;
 pub mod micro;

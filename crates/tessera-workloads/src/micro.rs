@@ -21,12 +21,15 @@
 //! as 0, so a store loaded with nothing also works.
 
 use crate::error::{check_positive, ConfigError};
+use crate::key_rank;
 use crate::zipf::Zipf;
 use bytes::Bytes;
+use bytes::BytesMut;
 use rand::rngs::SmallRng;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+use tessera_core::codec::{get_len, get_varint, put_varint, DecodeError, EncodeError};
 use tessera_core::storage::Store;
 use tessera_core::txn::{Access, PieceKind, PieceResult, PieceSpec, Procedure, Txn, Value};
 use tessera_core::workload::{ClientSlot, TxnGenerator, TxnProfile, Workload};
@@ -194,6 +197,45 @@ impl Workload for Micro {
             .generate(&mut SmallRng::seed_from_u64(0));
         vec![TxnProfile::of(&sample)]
     }
+
+    /// Rebuilds an [`IncrementTxn`]: [`COUNTERS_PER_TXN`] pieces on
+    /// distinct, ascending shards of this deployment, ranks in range.
+    fn decode_txn(&self, name: &str, params: &[u8]) -> Result<Txn, DecodeError> {
+        if name != PROCEDURE {
+            return Err(DecodeError::invalid(
+                "procedure",
+                format!("micro has no procedure '{name}'"),
+            ));
+        }
+        let mut buf = params;
+        let n = get_len(&mut buf, 2, "micro pieces")?;
+        if n != COUNTERS_PER_TXN {
+            return Err(DecodeError::invalid(
+                "micro pieces",
+                format!("{n}, expected {COUNTERS_PER_TXN}"),
+            ));
+        }
+        let mut pieces: Vec<PieceSpec> = Vec::with_capacity(n);
+        for _ in 0..n {
+            let shard = get_varint(&mut buf, "micro shard")?;
+            let rank = get_varint(&mut buf, "micro rank")?;
+            if shard >= u64::from(self.cfg.shards) || rank >= self.cfg.keys_per_shard {
+                return Err(DecodeError::invalid(
+                    "micro counter",
+                    format!("shard {shard} rank {rank} outside the deployment"),
+                ));
+            }
+            let shard = ShardId(shard as u32);
+            if pieces.last().is_some_and(|p| p.shard >= shard) {
+                return Err(DecodeError::invalid("micro shards", "not ascending"));
+            }
+            pieces.push(counter_piece(shard, rank));
+        }
+        if !buf.is_empty() {
+            return Err(DecodeError::Trailing(buf.len()));
+        }
+        Ok(Arc::new(IncrementTxn { pieces }))
+    }
 }
 
 /// Generates [`IncrementTxn`]s.
@@ -218,19 +260,22 @@ impl MicroGenerator {
         shards.sort_unstable();
         let pieces = shards
             .iter()
-            .map(|&s| {
-                let key = Key::in_shard(TABLE, ShardId(s), self.zipf.sample(rng));
-                PieceSpec {
-                    shard: ShardId(s),
-                    reads: vec![Access::all(key)],
-                    writes: vec![Access::all(key)],
-                    kind: PieceKind::Deferrable,
-                    inputs: Vec::new(),
-                    dynamic: false,
-                }
-            })
+            .map(|&s| counter_piece(ShardId(s), self.zipf.sample(rng)))
             .collect();
         IncrementTxn { pieces }
+    }
+}
+
+/// The piece that increments counter `rank` of `shard`.
+fn counter_piece(shard: ShardId, rank: u64) -> PieceSpec {
+    let key = Key::in_shard(TABLE, shard, rank);
+    PieceSpec {
+        shard,
+        reads: vec![Access::all(key)],
+        writes: vec![Access::all(key)],
+        kind: PieceKind::Deferrable,
+        inputs: Vec::new(),
+        dynamic: false,
     }
 }
 
@@ -257,6 +302,17 @@ impl IncrementTxn {
 impl Procedure for IncrementTxn {
     fn name(&self) -> &'static str {
         PROCEDURE
+    }
+
+    /// Wire parameters: the piece count, then per piece its shard and the
+    /// counter's rank (varints).
+    fn encode_params(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
+        put_varint(out, self.pieces.len() as u64);
+        for (shard, key) in self.counters() {
+            put_varint(out, u64::from(shard.0));
+            put_varint(out, key_rank(key));
+        }
+        Ok(())
     }
 
     fn pieces(&self) -> &[PieceSpec] {

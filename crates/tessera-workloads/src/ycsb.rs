@@ -47,11 +47,14 @@
 use crate::error::{check_positive, check_ratio, ConfigError};
 use crate::zipf::Zipf;
 use crate::{key_rank, mix64};
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 use rand::rngs::SmallRng;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+use tessera_core::codec::{
+    get_bool, get_len, get_u64, get_varint, put_varint, DecodeError, EncodeError,
+};
 use tessera_core::storage::Store;
 use tessera_core::txn::{
     Access, Columns, PieceKind, PieceResult, PieceSpec, Procedure, Txn, Value,
@@ -298,6 +301,16 @@ impl Workload for Ycsb {
         }
         out
     }
+
+    fn decode_txn(&self, name: &str, params: &[u8]) -> Result<Txn, DecodeError> {
+        if name != PROCEDURE {
+            return Err(DecodeError::invalid(
+                "procedure",
+                format!("ycsb has no procedure '{name}'"),
+            ));
+        }
+        Ok(Arc::new(decode_params(&self.cfg, params)?))
+    }
 }
 
 /// Per-operation metadata, aligned with its piece's reads.
@@ -388,44 +401,121 @@ impl YcsbGenerator {
             scratch.sort_unstable_by_key(|d| (d.partition, d.idx));
         }
 
-        let npieces = 1 + scratch
-            .windows(2)
-            .filter(|w| w[0].partition != w[1].partition)
-            .count();
-        let mut pieces = Vec::with_capacity(npieces);
-        let mut ops = Vec::with_capacity(scratch.len());
-        for run in scratch.chunk_by(|a, b| a.partition == b.partition) {
-            let nw = run.iter().filter(|d| d.op.rmw).count();
-            let mut reads = Vec::with_capacity(run.len());
-            let mut writes = Vec::with_capacity(nw);
-            for d in run {
-                let key = Key::in_shard(TABLE, ShardId(d.partition), d.row);
-                reads.push(Access::all(key));
-                if d.op.rmw {
-                    writes.push(Access {
-                        key,
-                        columns: Columns::one(d.op.field),
-                    });
-                }
-                ops.push(d.op);
+        assemble(cfg, scratch, multi)
+    }
+}
+
+/// Group draws (sorted by partition) into one piece per partition.
+fn assemble(cfg: &YcsbConfig, draws: &[Draw], multi_partition: bool) -> YcsbTxn {
+    let npieces = 1 + draws
+        .windows(2)
+        .filter(|w| w[0].partition != w[1].partition)
+        .count();
+    let mut pieces = Vec::with_capacity(npieces);
+    let mut ops = Vec::with_capacity(draws.len());
+    for run in draws.chunk_by(|a, b| a.partition == b.partition) {
+        let nw = run.iter().filter(|d| d.op.rmw).count();
+        let mut reads = Vec::with_capacity(run.len());
+        let mut writes = Vec::with_capacity(nw);
+        for d in run {
+            let key = Key::in_shard(TABLE, ShardId(d.partition), d.row);
+            reads.push(Access::all(key));
+            if d.op.rmw {
+                writes.push(Access {
+                    key,
+                    columns: Columns::one(d.op.field),
+                });
             }
-            pieces.push(PieceSpec {
-                shard: ShardId(run[0].partition),
-                reads,
-                writes,
-                kind: PieceKind::Deferrable,
-                inputs: Vec::new(),
-                dynamic: false,
+            ops.push(d.op);
+        }
+        pieces.push(PieceSpec {
+            shard: ShardId(run[0].partition),
+            reads,
+            writes,
+            kind: PieceKind::Deferrable,
+            inputs: Vec::new(),
+            dynamic: false,
+        });
+    }
+    YcsbTxn {
+        pieces,
+        ops,
+        fields: cfg.fields,
+        field_size: cfg.field_size,
+        multi_partition,
+    }
+}
+
+/// Decode the parameters [`YcsbTxn::encode_params`] wrote, checking them
+/// against `cfg`: pieces on distinct ascending partitions of the
+/// deployment, ranks in range, fields that exist.
+fn decode_params(cfg: &YcsbConfig, mut buf: &[u8]) -> Result<YcsbTxn, DecodeError> {
+    let buf = &mut buf;
+    let multi = get_bool(buf, "ycsb multi-partition flag")?;
+    let npieces = get_len(buf, 2, "ycsb pieces")?;
+    let mut draws: Vec<Draw> = Vec::new();
+    let mut last: Option<u32> = None;
+    for _ in 0..npieces {
+        let partition = get_varint(buf, "ycsb partition")?;
+        if partition >= u64::from(cfg.partitions) {
+            return Err(DecodeError::invalid(
+                "ycsb partition",
+                format!("{partition} >= partitions ({})", cfg.partitions),
+            ));
+        }
+        let partition = partition as u32;
+        if last.is_some_and(|l| l >= partition) {
+            return Err(DecodeError::invalid("ycsb partitions", "not ascending"));
+        }
+        last = Some(partition);
+        let nops = get_len(buf, 2, "ycsb operations")?;
+        if nops == 0 {
+            return Err(DecodeError::invalid("ycsb piece", "no operations"));
+        }
+        for _ in 0..nops {
+            let row = get_varint(buf, "ycsb rank")?;
+            if row >= cfg.keys_per_partition {
+                return Err(DecodeError::invalid(
+                    "ycsb rank",
+                    format!("{row} >= keys_per_partition ({})", cfg.keys_per_partition),
+                ));
+            }
+            let op = if get_bool(buf, "ycsb rmw flag")? {
+                let field = get_varint(buf, "ycsb field")?;
+                if field >= u64::from(cfg.fields) {
+                    return Err(DecodeError::invalid(
+                        "ycsb field",
+                        format!("{field} >= fields ({})", cfg.fields),
+                    ));
+                }
+                YcsbOp {
+                    rmw: true,
+                    field: field as u32,
+                    seed: get_u64(buf, "ycsb seed")?,
+                }
+            } else {
+                YcsbOp {
+                    rmw: false,
+                    field: 0,
+                    seed: 0,
+                }
+            };
+            let idx = draws.len() as u32;
+            draws.push(Draw {
+                partition,
+                idx,
+                row,
+                op,
             });
         }
-        YcsbTxn {
-            pieces,
-            ops,
-            fields: cfg.fields,
-            field_size: cfg.field_size,
-            multi_partition: multi,
-        }
     }
+    if draws.is_empty() {
+        return Err(DecodeError::invalid("ycsb transaction", "no pieces"));
+    }
+    if !buf.is_empty() {
+        return Err(DecodeError::Trailing(buf.len()));
+    }
+    Ok(assemble(cfg, &draws, multi))
 }
 
 impl TxnGenerator for YcsbGenerator {
@@ -491,6 +581,28 @@ impl YcsbTxn {
 impl Procedure for YcsbTxn {
     fn name(&self) -> &'static str {
         PROCEDURE
+    }
+
+    /// Wire parameters: the multi-partition flag; the piece count; per
+    /// piece its partition and operation count; per operation the key's
+    /// rank, the rmw flag and, for a read-modify-write, its field and seed.
+    /// Field count and size come from the receiver's configuration.
+    fn encode_params(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
+        out.put_u8(u8::from(self.multi_partition));
+        put_varint(out, self.pieces.len() as u64);
+        for (i, p) in self.pieces.iter().enumerate() {
+            put_varint(out, u64::from(p.shard.0));
+            put_varint(out, p.reads.len() as u64);
+            for (op, a) in self.ops(i).iter().zip(&p.reads) {
+                put_varint(out, key_rank(a.key));
+                out.put_u8(u8::from(op.rmw));
+                if op.rmw {
+                    put_varint(out, u64::from(op.field));
+                    out.put_u64_le(op.seed);
+                }
+            }
+        }
+        Ok(())
     }
 
     fn pieces(&self) -> &[PieceSpec] {

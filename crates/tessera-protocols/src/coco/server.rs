@@ -261,12 +261,21 @@ impl CocoServer {
             };
             match cc {
                 Cc::PtOcc => r.meta.wts == seen && mine(r.meta.lock),
+                // A record this transaction has locked is in its write
+                // set: it only must not have changed since the read (Fig. 4,
+                // lock step). Extending its rts to `ts` would stretch the
+                // old version's validity over the very timestamp the write
+                // installs, so a concurrent reader validating at `ts` would
+                // see the old version and be ordered together with the
+                // writer, not before it (a G2 cycle under contention).
+                // Only records in T.RS \ T.WS are extended (§5.2).
+                Cc::LtOcc if r.meta.lock == txn.0 => r.meta.wts == seen,
                 Cc::LtOcc => {
                     if r.meta.wts != seen {
                         false
                     } else if r.meta.rts >= ts {
                         true
-                    } else if mine(r.meta.lock) {
+                    } else if r.meta.lock == 0 {
                         r.meta.rts = ts;
                         true
                     } else {

@@ -163,3 +163,42 @@ fn epoch_prepare_waits_for_transactions_of_the_epoch() {
         "the abort freed epoch 1 but its redo log was not forced"
     );
 }
+
+/// The trace that broke LT-OCC (a G2 cycle in seed 4's history): T1 reads
+/// and writes x, so it locks x and validates its read of x at its own
+/// timestamp. That validation must not stretch the old version's rts to
+/// T1's timestamp: then a reader T2 of the old x, validating at the same
+/// timestamp, would pass and be ordered with T1 instead of before it.
+#[test]
+fn lt_occ_write_set_reads_do_not_extend_rts() {
+    let mut p = One::new(Cc::LtOcc, 0);
+    let x = Key::new(0, 1);
+    let t1 = TxnId::new(NodeId(3), 0, 1);
+    let t2 = TxnId::new(NodeId(3), 0, 2);
+    let out = p.replies(3, prepare(t1, true, vec![(x, 0)]));
+    let [Msg::Prepared {
+        ok: true,
+        bound: ts,
+        ..
+    }] = out[..]
+    else {
+        panic!("T1 should lock and validate: {out:?}");
+    };
+    let r = p.s.store().unwrap().get(x).unwrap();
+    assert_eq!(
+        (r.meta.wts, r.meta.rts),
+        (0, 0),
+        "rts of a locked write-set record moved"
+    );
+    let mut read_old = prepare(t2, false, vec![(x, 0)]);
+    if let Msg::Prepare { ts: t, .. } = &mut read_old {
+        *t = ts;
+    }
+    assert!(
+        matches!(
+            p.replies(3, read_old)[..],
+            [Msg::Prepared { ok: false, .. }]
+        ),
+        "T2 read x's old version at T1's timestamp while T1 holds x"
+    );
+}

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tessera_core::ids::{NodeId, ShardId, Time, TxnId};
 use tessera_core::node::Ctx;
 use tessera_core::topology::Topology;
-use tessera_core::txn::{participants, PieceKind, Procedure, Txn, TxnOutcome, Value};
+use tessera_core::txn::{participants, PieceKind, Procedure, Txn, TxnOutcome};
 use tessera_core::FastMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,22 +117,13 @@ impl Driver {
                 if p.shard != shard || self.received[i] || self.sent[i] != resend {
                     continue;
                 }
-                let ready = p.inputs.iter().all(|&j| self.replies[j as usize].is_some());
-                if !ready {
+                let replies = &self.replies;
+                let Some(ins) = p.gather_inputs(|j| replies[j].as_ref().map(|r| &r.output)) else {
                     continue;
-                }
+                };
                 self.sent[i] = true;
                 ids.push(i as u16);
-                inputs.push(
-                    p.inputs
-                        .iter()
-                        .map(|&j| {
-                            self.replies[j as usize]
-                                .as_ref()
-                                .map_or_else(Value::new, |r| r.output.clone())
-                        })
-                        .collect(),
-                );
+                inputs.push(ins);
             }
             if !ids.is_empty() {
                 ctx.send(

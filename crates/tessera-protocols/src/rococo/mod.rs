@@ -56,10 +56,8 @@
 
 pub mod coordinator;
 mod driver;
-mod graph;
 pub mod msg;
 pub mod offline;
-mod order;
 mod server;
 #[cfg(test)]
 mod tests;

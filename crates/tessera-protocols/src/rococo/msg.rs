@@ -2,57 +2,12 @@
 //! and the dependency information they carry.
 
 use std::sync::Arc;
-use tessera_core::ids::{Key, ShardId, TxnId};
+use tessera_core::ids::TxnId;
 use tessera_core::node::WireSize;
-use tessera_core::txn::{ReadObs, Txn, Value};
+use tessera_core::txn::{Txn, Value};
 
-/// A transaction's status in a dependency graph, ordered as the paper orders
-/// it: STARTED < COMMITTING < DECIDED (§3.2).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-pub enum Status {
-    /// Some server has its start request; its dependencies may still grow.
-    Started,
-    /// Its start phase is over: every edge into it is known (the commit
-    /// request carries the union of its start replies).
-    Committing,
-    /// Its strongly connected component, and so its place in the execution
-    /// order, is fixed.
-    Decided,
-}
-
-/// The type of a dependency edge T′ → T (§3.2): `I` when both conflicting
-/// pieces are immediate (the order is already fixed by execution), `D` when
-/// both are deferrable (the order may still be changed). An i-path is
-/// stronger than a d-path (§3.4), so merging keeps the stronger type.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-pub enum Edge {
-    D,
-    I,
-}
-
-/// What a message says about one transaction of a dependency graph.
-#[derive(Clone, Debug)]
-pub struct Vertex {
-    pub txn: TxnId,
-    pub status: Status,
-    /// The shards the transaction involves: where to send a status request.
-    pub shards: Arc<[ShardId]>,
-    /// Known edges into the transaction, T′ → T. Complete once the status is
-    /// at least [`Status::Committing`].
-    pub parents: Vec<(TxnId, Edge)>,
-    /// For a [`Status::Decided`] transaction whose component has two or more
-    /// members: the members in their execution order.
-    pub scc: Option<Arc<[TxnId]>>,
-}
-
-/// One executed piece, as a server reports it.
-#[derive(Clone, Debug)]
-pub struct PieceReply {
-    pub piece: u16,
-    pub reads: Vec<ReadObs>,
-    pub writes: Vec<Key>,
-    pub output: Value,
-}
+use crate::depgraph::{replies_size, vertices_size};
+pub use crate::depgraph::{Edge, PieceReply, Status, Vertex};
 
 /// Coordinator → server: the start request of some pieces of `txn`
 /// (Fig. 6), with each piece's inputs.
@@ -119,24 +74,6 @@ pub enum Msg {
         round: u32,
         results: Vec<PieceReply>,
     },
-}
-
-fn vertices_size(deps: &[Vertex]) -> usize {
-    deps.iter()
-        .map(|v| {
-            8 + 1
-                + 2
-                + 4 * v.shards.len()
-                + 9 * v.parents.len()
-                + v.scc.as_ref().map_or(0, |s| 8 * s.len())
-        })
-        .sum()
-}
-
-fn replies_size(r: &[PieceReply]) -> usize {
-    r.iter()
-        .map(|r| 2 + r.reads.len() * 20 + r.writes.len() * 12 + 4 + r.output.len())
-        .sum()
 }
 
 fn inputs_size(pieces: &[u16], inputs: &[Vec<Value>]) -> usize {

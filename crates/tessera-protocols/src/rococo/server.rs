@@ -10,18 +10,19 @@
 //! the same deferred results once they exist.
 
 use super::driver::{well_formed, Driver};
-use super::graph::{Decision, DepGraph};
 use super::msg::{Edge, Msg, PieceReply, Start, Status, Vertex};
 use super::tracker::Tracker;
 use super::RococoConfig;
+use crate::depgraph::graph::{Decision, DepGraph};
+use crate::depgraph::run_piece;
 use std::collections::VecDeque;
 use std::sync::Arc;
-use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, Version};
+use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId};
 use tessera_core::node::{Ctx, Node};
 use tessera_core::protocol::ServerEnv;
 use tessera_core::storage::Store;
 use tessera_core::topology::Topology;
-use tessera_core::txn::{participants, PieceKind, PieceSpec, ReadObs, Txn, Value};
+use tessera_core::txn::{participants, PieceKind, Txn, Value};
 use tessera_core::{FastMap, FastSet};
 
 /// A piece of a local transaction, as received.
@@ -668,64 +669,6 @@ impl RococoServer {
         // A status request about a transaction that never showed up here
         // is dropped after two epochs; its asker resends it.
         self.inquiries.retain(|_, (e, _)| *e + 2 > epoch);
-    }
-}
-
-/// Run one piece on the store: read (observations only for keys the
-/// transaction has not written itself), execute, install the writes as
-/// version `txn` at once — Rococo never aborts a transaction that started.
-fn run_piece(
-    store: &mut Store,
-    txn: TxnId,
-    written: &mut Vec<Key>,
-    proc: &Txn,
-    spec: &PieceSpec,
-    piece: u16,
-    inputs: &[Value],
-) -> PieceReply {
-    let mut obs = Vec::with_capacity(spec.reads.len());
-    let res = {
-        let mut values: Vec<Option<&Value>> = Vec::with_capacity(spec.reads.len());
-        for a in &spec.reads {
-            let (value, version) = match store.get(a.key) {
-                Some(r) => (Some(&r.value), r.meta.version),
-                None => (None, Version::INITIAL),
-            };
-            values.push(value);
-            if !written.contains(&a.key) {
-                obs.push(ReadObs {
-                    key: a.key,
-                    version,
-                });
-            }
-        }
-        proc.execute(piece as usize, &values, inputs)
-    };
-    if res.user_abort {
-        tracing::warn!(
-            ?txn,
-            name = proc.name(),
-            "Rococo does not support user aborts (§3.1): the piece commits"
-        );
-    }
-    let mut keys = Vec::with_capacity(res.writes.len());
-    for (k, v) in res.writes {
-        debug_assert!(
-            spec.writes.iter().any(|a| a.key == k),
-            "{} piece {piece} wrote undeclared key {k}",
-            proc.name()
-        );
-        store.install(k, v, txn.version());
-        if !written.contains(&k) {
-            written.push(k);
-        }
-        keys.push(k);
-    }
-    PieceReply {
-        piece,
-        reads: obs,
-        writes: keys,
-        output: res.output,
     }
 }
 

@@ -9,7 +9,7 @@ use tessera_core::ids::{NodeId, ShardId, Time, TimerId, TxnId};
 use tessera_core::node::{Ctx, Node};
 use tessera_core::protocol::{Coordinator, CoordinatorEnv};
 use tessera_core::topology::Topology;
-use tessera_core::txn::{participants, AbortReason, Attempt, TxnOutcome, Value};
+use tessera_core::txn::{participants, AbortReason, Attempt, TxnOutcome};
 use tessera_core::{FastMap, FastSet};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,21 +111,16 @@ impl TwoPcCoordinator {
                     continue;
                 }
                 let due = if resend { st.sent[i] } else { !st.sent[i] };
-                if !due || !p.inputs.iter().all(|&j| st.results[j as usize].is_some()) {
+                if !due {
                     continue;
                 }
+                let results = &st.results;
+                let Some(ins) = p.gather_inputs(|j| results[j].as_ref().map(|r| &r.output)) else {
+                    continue;
+                };
                 st.sent[i] = true;
                 ids.push(i as u16);
-                inputs.push(
-                    p.inputs
-                        .iter()
-                        .map(|&j| {
-                            st.results[j as usize]
-                                .as_ref()
-                                .map_or_else(Value::new, |r| r.output.clone())
-                        })
-                        .collect(),
-                );
+                inputs.push(ins);
             }
             if !ids.is_empty() {
                 ctx.send(

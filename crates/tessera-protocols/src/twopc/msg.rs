@@ -1,5 +1,11 @@
 //! The messages of 2PC over pieces.
 
+use bytes::{BufMut, BytesMut};
+use tessera_core::codec::{
+    bytes_len, decode_txn, encode_txn, get_bool, get_key, get_len, get_txn_id, get_u8, get_value,
+    get_varint, get_version, key_len, put_bytes, put_key, put_txn_id, put_varint, varint_len,
+    Codec, DecodeCx, DecodeError, EncodeError,
+};
 use tessera_core::ids::{Key, Time, TxnId};
 use tessera_core::node::WireSize;
 use tessera_core::txn::{AbortReason, ReadObs, Txn, Value};
@@ -99,32 +105,303 @@ impl Msg {
     }
 }
 
-/// Header (type, txn id) plus payload, as a compact binary codec would
-/// encode it.
+/// Message type tags on the wire. The numbering is part of the protocol
+/// version ([`tessera_core::codec`]); append, never renumber.
+mod tag {
+    pub const EXECUTE: u8 = 0;
+    pub const EXECUTE_OK: u8 = 1;
+    pub const EXECUTE_FAILED: u8 = 2;
+    pub const LOCK: u8 = 3;
+    pub const LOCKED: u8 = 4;
+    pub const PREPARE: u8 = 5;
+    pub const VOTE: u8 = 6;
+    pub const COMMIT_ONE_PHASE: u8 = 7;
+    pub const ONE_PHASE_DONE: u8 = 8;
+    pub const COMMIT: u8 = 9;
+    pub const ABORT: u8 = 10;
+    pub const ACK: u8 = 11;
+    pub const INQUIRE: u8 = 12;
+}
+
+fn reason_byte(r: AbortReason) -> u8 {
+    match r {
+        AbortReason::LockConflict => 0,
+        AbortReason::Validation => 1,
+        AbortReason::Timeout => 2,
+        AbortReason::User => 3,
+        AbortReason::Stale => 4,
+    }
+}
+
+fn get_reason(buf: &mut &[u8]) -> Result<AbortReason, DecodeError> {
+    Ok(match get_u8(buf, "abort reason")? {
+        0 => AbortReason::LockConflict,
+        1 => AbortReason::Validation,
+        2 => AbortReason::Timeout,
+        3 => AbortReason::User,
+        4 => AbortReason::Stale,
+        t => {
+            return Err(DecodeError::UnknownTag {
+                what: "abort reason",
+                tag: t.into(),
+            })
+        }
+    })
+}
+
+impl Msg {
+    /// The tag and, for the messages that carry one, the flag byte.
+    fn head(&self) -> (u8, Option<u8>) {
+        match self {
+            Msg::Execute(_) => (tag::EXECUTE, None),
+            Msg::ExecuteOk { .. } => (tag::EXECUTE_OK, None),
+            Msg::ExecuteFailed { reason, .. } => (tag::EXECUTE_FAILED, Some(reason_byte(*reason))),
+            Msg::Lock { .. } => (tag::LOCK, None),
+            Msg::Locked { ok, .. } => (tag::LOCKED, Some(u8::from(*ok))),
+            Msg::Prepare { .. } => (tag::PREPARE, None),
+            Msg::Vote { yes, .. } => (tag::VOTE, Some(u8::from(*yes))),
+            Msg::CommitOnePhase { .. } => (tag::COMMIT_ONE_PHASE, None),
+            Msg::OnePhaseDone { committed, .. } => {
+                (tag::ONE_PHASE_DONE, Some(u8::from(*committed)))
+            }
+            Msg::Commit { .. } => (tag::COMMIT, None),
+            Msg::Abort { .. } => (tag::ABORT, None),
+            Msg::Ack { .. } => (tag::ACK, None),
+            Msg::Inquire { .. } => (tag::INQUIRE, None),
+        }
+    }
+}
+
+fn reply_len(r: &PieceReply) -> usize {
+    varint_len(r.piece.into())
+        + varint_len(r.reads.len() as u64)
+        + r.reads.iter().map(|o| key_len(o.key) + 8).sum::<usize>()
+        + varint_len(r.writes.len() as u64)
+        + r.writes.iter().map(|k| key_len(*k)).sum::<usize>()
+        + bytes_len(&r.output)
+        + 1
+}
+
+/// Layout: tag (1 byte), transaction id (8 bytes), then per type:
+/// * Execute: since (varint), floor (8), the procedure
+///   ([`tessera_core::codec::encode_txn`]), piece count and indices
+///   (varints), per piece its inputs (count, then length-prefixed values).
+/// * ExecuteOk: reply count; per reply the piece, reads (key, version),
+///   writes (keys), output, user-abort flag.
+/// * ExecuteFailed: reason byte. Locked / Vote / OnePhaseDone: flag byte.
+/// * the rest: nothing more.
+impl Codec for Msg {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
+        let (t, flag) = self.head();
+        out.put_u8(t);
+        put_txn_id(out, self.txn());
+        if let Some(f) = flag {
+            out.put_u8(f);
+        }
+        match self {
+            Msg::Execute(e) => {
+                put_varint(out, e.since);
+                put_txn_id(out, e.floor);
+                encode_txn(e.proc.as_ref(), out)?;
+                put_varint(out, e.pieces.len() as u64);
+                for p in &e.pieces {
+                    put_varint(out, (*p).into());
+                }
+                for ins in &e.inputs {
+                    put_varint(out, ins.len() as u64);
+                    for v in ins {
+                        put_bytes(out, v);
+                    }
+                }
+            }
+            Msg::ExecuteOk { results, .. } => {
+                put_varint(out, results.len() as u64);
+                for r in results {
+                    put_varint(out, r.piece.into());
+                    put_varint(out, r.reads.len() as u64);
+                    for o in &r.reads {
+                        put_key(out, o.key);
+                        out.put_u64_le(o.version.0);
+                    }
+                    put_varint(out, r.writes.len() as u64);
+                    for k in &r.writes {
+                        put_key(out, *k);
+                    }
+                    put_bytes(out, &r.output);
+                    out.put_u8(u8::from(r.user_abort));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn decode(buf: &mut &[u8], cx: &DecodeCx) -> Result<Self, DecodeError> {
+        let t = get_u8(buf, "message tag")?;
+        let txn = get_txn_id(buf)?;
+        Ok(match t {
+            tag::EXECUTE => Msg::Execute(decode_execute(buf, cx, txn)?),
+            tag::EXECUTE_OK => {
+                let n = get_len(buf, 4, "piece replies")?;
+                let mut results = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let piece = get_varint(buf, "piece index")?;
+                    let piece = u16::try_from(piece)
+                        .map_err(|_| DecodeError::invalid("piece index", "> u16"))?;
+                    let nr = get_len(buf, 17, "reads")?;
+                    let mut reads = Vec::with_capacity(nr);
+                    for _ in 0..nr {
+                        let key = get_key(buf)?;
+                        let version = get_version(buf)?;
+                        reads.push(ReadObs { key, version });
+                    }
+                    let nw = get_len(buf, 9, "writes")?;
+                    let mut writes = Vec::with_capacity(nw);
+                    for _ in 0..nw {
+                        writes.push(get_key(buf)?);
+                    }
+                    let output = get_value(buf, "piece output")?;
+                    let user_abort = get_bool(buf, "user abort flag")?;
+                    results.push(PieceReply {
+                        piece,
+                        reads,
+                        writes,
+                        output,
+                        user_abort,
+                    });
+                }
+                Msg::ExecuteOk { txn, results }
+            }
+            tag::EXECUTE_FAILED => Msg::ExecuteFailed {
+                txn,
+                reason: get_reason(buf)?,
+            },
+            tag::LOCK => Msg::Lock { txn },
+            tag::LOCKED => Msg::Locked {
+                txn,
+                ok: get_bool(buf, "locked flag")?,
+            },
+            tag::PREPARE => Msg::Prepare { txn },
+            tag::VOTE => Msg::Vote {
+                txn,
+                yes: get_bool(buf, "vote")?,
+            },
+            tag::COMMIT_ONE_PHASE => Msg::CommitOnePhase { txn },
+            tag::ONE_PHASE_DONE => Msg::OnePhaseDone {
+                txn,
+                committed: get_bool(buf, "committed flag")?,
+            },
+            tag::COMMIT => Msg::Commit { txn },
+            tag::ABORT => Msg::Abort { txn },
+            tag::ACK => Msg::Ack { txn },
+            tag::INQUIRE => Msg::Inquire { txn },
+            t => {
+                return Err(DecodeError::UnknownTag {
+                    what: "2pc message",
+                    tag: t.into(),
+                })
+            }
+        })
+    }
+}
+
+/// Decode an Execute and check that its piece indices and input counts fit
+/// the procedure, which the participant indexes with.
+fn decode_execute(buf: &mut &[u8], cx: &DecodeCx, txn: TxnId) -> Result<Execute, DecodeError> {
+    let since = get_varint(buf, "since")?;
+    let floor = get_txn_id(buf)?;
+    let proc = decode_txn(buf, cx)?;
+    let specs = proc.pieces();
+    let n = get_len(buf, 2, "pieces")?;
+    let mut pieces = Vec::with_capacity(n);
+    for _ in 0..n {
+        let p = get_varint(buf, "piece index")?;
+        if p >= specs.len() as u64 {
+            return Err(DecodeError::invalid(
+                "piece index",
+                format!("{p} but the procedure has {} pieces", specs.len()),
+            ));
+        }
+        pieces.push(p as u16);
+    }
+    let mut inputs = Vec::with_capacity(n);
+    for &p in &pieces {
+        let k = get_len(buf, 1, "piece inputs")?;
+        if k != specs[p as usize].inputs.len() {
+            return Err(DecodeError::invalid(
+                "piece inputs",
+                format!(
+                    "{k} inputs for piece {p}, which takes {}",
+                    specs[p as usize].inputs.len()
+                ),
+            ));
+        }
+        let mut ins = Vec::with_capacity(k);
+        for _ in 0..k {
+            ins.push(get_value(buf, "piece input")?);
+        }
+        inputs.push(ins);
+    }
+    Ok(Execute {
+        txn,
+        since,
+        proc,
+        floor,
+        pieces,
+        inputs,
+    })
+}
+
+/// The encoded size, computed without encoding: exact for every message
+/// but Execute, whose procedure parameters are estimated (8 bytes per key
+/// read or written) rather than encoded on the `local` runtime's hot path.
+/// The `tcp` runtime counts the bytes it really writes.
 impl WireSize for Msg {
     fn wire_size(&self) -> usize {
-        const HEADER: usize = 1 + 8;
-        HEADER
+        let (_, flag) = self.head();
+        1 + 8
+            + usize::from(flag.is_some())
             + match self {
-                Msg::Execute(Execute { pieces, inputs, .. }) => {
-                    8 + 8
-                        + 2
-                        + 2 * pieces.len()
+                Msg::Execute(Execute {
+                    since,
+                    proc,
+                    pieces,
+                    inputs,
+                    ..
+                }) => {
+                    let name = proc.name();
+                    let params: usize = pieces
+                        .iter()
+                        .map(|&p| {
+                            let s = &proc.pieces()[p as usize];
+                            8 * (s.reads.len() + s.writes.len())
+                        })
+                        .sum();
+                    varint_len(*since)
+                        + 8
+                        + bytes_len(name.as_bytes())
+                        + varint_len(params as u64)
+                        + params
+                        + varint_len(pieces.len() as u64)
+                        + pieces
+                            .iter()
+                            .map(|p| varint_len((*p).into()))
+                            .sum::<usize>()
                         + inputs
                             .iter()
-                            .flat_map(|v| v.iter())
-                            .map(|v| 4 + v.len())
+                            .map(|v| {
+                                varint_len(v.len() as u64)
+                                    + v.iter().map(|x| bytes_len(x)).sum::<usize>()
+                            })
                             .sum::<usize>()
                 }
-                Msg::ExecuteOk { results, .. } => results
-                    .iter()
-                    .map(|r| 2 + 1 + r.reads.len() * 20 + r.writes.len() * 12 + 4 + r.output.len())
-                    .sum(),
-                Msg::ExecuteFailed { .. }
-                | Msg::Vote { .. }
-                | Msg::OnePhaseDone { .. }
-                | Msg::Locked { .. } => 1,
+                Msg::ExecuteOk { results, .. } => {
+                    varint_len(results.len() as u64) + results.iter().map(reply_len).sum::<usize>()
+                }
                 _ => 0,
             }
     }
 }
+
+#[cfg(test)]
+mod tests;

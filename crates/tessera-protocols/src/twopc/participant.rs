@@ -19,6 +19,8 @@ use tessera_core::storage::Store;
 use tessera_core::txn::{AbortReason, PieceSpec, ReadObs, Txn, Value};
 use tessera_core::FastMap;
 
+mod recovery;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Active,
@@ -80,6 +82,11 @@ pub struct Participant<C> {
     /// Transactions granted locks by a release, to resume.
     granted: Vec<TxnId>,
     wounded: Vec<TxnId>,
+    // Crash recovery (see `recovery`): this replica's shard, replies
+    // waiting for their log records, and the last log token used.
+    shard: tessera_core::ids::ShardId,
+    pending: FastMap<u64, recovery::Pending>,
+    log_seq: u64,
 }
 
 const SWEEP: TimerId = TimerId(1);
@@ -87,7 +94,7 @@ const SWEEP: TimerId = TimerId(1);
 impl<C: ConcurrencyControl> Participant<C> {
     pub fn new(cc: C, timeouts: Timeouts, env: ServerEnv) -> Self {
         let ended = Tombstones::new(timeouts.tombstone);
-        Participant {
+        let mut p = Participant {
             cc,
             store: env.store,
             timeouts,
@@ -95,7 +102,12 @@ impl<C: ConcurrencyControl> Participant<C> {
             ended,
             granted: Vec::new(),
             wounded: Vec::new(),
-        }
+            shard: env.shard,
+            pending: tessera_core::fast_map(),
+            log_seq: 0,
+        };
+        p.recover(&env.recovered);
+        p
     }
 
     fn sweep_period(&self) -> Time {
@@ -123,6 +135,14 @@ impl<C: ConcurrencyControl> Participant<C> {
             }
             Some(_) => return, // a late duplicate
             None => {}
+        }
+        if !self.txns.contains_key(&txn)
+            && !recovery::first_contact_ok(proc.as_ref(), self.shard, &pieces)
+        {
+            let reason = AbortReason::Timeout;
+            self.tombstone(now, txn);
+            ctx.send(from, Msg::ExecuteFailed { txn, reason });
+            return;
         }
         let st = self
             .txns
@@ -456,26 +476,21 @@ impl<C: ConcurrencyControl> Node<Msg> for Participant<C> {
                 self.resume_granted(ctx);
             }
             Msg::Prepare { txn } => {
-                let yes = self.prepare(ctx, txn);
-                ctx.send(from, Msg::Vote { txn, yes });
+                self.on_prepare(ctx, from, txn);
                 self.resume_granted(ctx);
             }
             Msg::CommitOnePhase { txn } => {
-                let committed = self.prepare(ctx, txn);
-                if committed {
-                    self.commit(ctx, txn);
-                }
-                ctx.send(from, Msg::OnePhaseDone { txn, committed });
+                self.on_commit_one_phase(ctx, from, txn);
                 self.resume_granted(ctx);
             }
             Msg::Commit { txn } => {
-                self.commit(ctx, txn);
-                ctx.send(from, Msg::Ack { txn });
+                self.on_commit(ctx, from, txn);
                 self.resume_granted(ctx);
             }
             Msg::Abort { txn } => {
                 // The coordinator decided: no need to tell it.
                 if self.txns.contains_key(&txn) {
+                    self.log_abort(ctx, txn);
                     self.abort_local(ctx, txn, AbortReason::Validation, false);
                 } else if !self.ended.contains(txn) {
                     self.tombstone(ctx.now(), txn);
@@ -500,8 +515,16 @@ impl<C: ConcurrencyControl> Node<Msg> for Participant<C> {
         }
     }
 
+    fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
+        self.persisted(ctx, token);
+    }
+
     fn store(&self) -> Option<&Store> {
         Some(&self.store)
+    }
+
+    fn snapshot(&self) -> Option<bytes::Bytes> {
+        Some(self.snapshot_record())
     }
 }
 
@@ -573,18 +596,28 @@ mod tests {
             }
         }
 
-        /// Deliver `msg` from the coordinator (node 1); the messages sent back.
+        /// Deliver `msg` from the coordinator (node 1); the messages sent
+        /// back. Log records are durable at once, as on `local`.
         fn deliver(&mut self, msg: Msg) -> Vec<Msg> {
             let mut effects = Vec::new();
             let mut ctx = Ctx::new(self.now, NodeId(0), &mut self.rng, &mut effects);
             self.p.on_message(&mut ctx, NodeId(1), msg);
-            effects
-                .into_iter()
-                .filter_map(|e| match e {
-                    Effect::Send { msg, .. } => Some(msg),
-                    _ => None,
-                })
-                .collect()
+            let mut sent = Vec::new();
+            while !effects.is_empty() {
+                for e in std::mem::take(&mut effects) {
+                    match e {
+                        Effect::Send { msg, .. } => sent.push(msg),
+                        Effect::Persist { token, .. } => {
+                            let mut more = Vec::new();
+                            let mut ctx = Ctx::new(self.now, NodeId(0), &mut self.rng, &mut more);
+                            self.p.on_persisted(&mut ctx, token);
+                            effects.extend(more);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            sent
         }
     }
 

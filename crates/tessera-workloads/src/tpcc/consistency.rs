@@ -21,7 +21,8 @@
 //! holds only until the first Delivery, so it is checked right after
 //! population only ([`check_population`]). Our own invariants are checked
 //! too: the delivery cursor is the smallest new-order id (or
-//! `D_NEXT_O_ID` when none), order ids are dense `1..D_NEXT_O_ID`, a
+//! `D_NEXT_O_ID` when none) and its queue lists the customers of orders
+//! `[cursor, D_NEXT_O_ID)`, order ids are dense `1..D_NEXT_O_ID`, a
 //! customer's LAST_ORDER names their newest order, and a customer has
 //! `C_PAYMENT_CNT` history rows.
 //!
@@ -80,6 +81,8 @@ struct DistrictInfo {
     ytd: i64,
     next_o_id: u32,
     cursor: u32,
+    /// The customers the delivery queue lists, oldest order first.
+    queue: Vec<u32>,
     orders: BTreeMap<u32, OrderInfo>,
     new_orders: Vec<u32>,
     history: i64,
@@ -120,7 +123,9 @@ pub fn check(l: &Layout, stores: &[Store]) -> Report {
         e.next_o_id = h.next_o_id;
     }
     for (row, v) in rows(stores, schema::DELIVERY_CURSOR) {
-        dists.entry(row).or_default().cursor = schema::Cursor::read(v).next;
+        let e = dists.entry(row).or_default();
+        e.cursor = schema::Cursor::read(v).next;
+        e.queue = schema::decode_ids(&v[schema::Cursor::LEN..]).collect();
     }
     for (row, v) in rows(stores, schema::ORDER) {
         let (dist, o) = Layout::order_of(row);
@@ -248,6 +253,18 @@ fn check_districts(
                     s,
                     "{name}: delivery cursor {} but oldest new order {expect_cursor}",
                     di.cursor
+                );
+            });
+        }
+        let queued: Vec<Option<u32>> = (di.cursor..di.next_o_id)
+            .map(|o| di.orders.get(&o).map(|oi| oi.c_id))
+            .collect();
+        if queued != di.queue.iter().map(|&c| Some(c)).collect::<Vec<_>>() {
+            rep.fail(3, |s| {
+                let _ = write!(
+                    s,
+                    "{name}: delivery queue lists customers {:?} but orders {}..{} have {queued:?}",
+                    di.queue, di.cursor, di.next_o_id
                 );
             });
         }

@@ -9,7 +9,7 @@
 //! | DISTRICT, DELIVERY_CURSOR | `dist` |
 //! | CUSTOMER, LAST_ORDER | `cust = dist·C + (c − 1)` |
 //! | NAME_INDEX | `dist·1000 + name` |
-//! | HISTORY | `cust << hist_bits \| payment_cnt` (unique per customer: see payment) |
+//! | HISTORY | `cust << hist_bits \| id` (0 for the loaded row; a payment's random id: see payment) |
 //! | ORDER, NEW_ORDER | `dist << 40 \| o_id` |
 //! | ORDER_LINE | `dist << 44 \| o_id << 4 \| (ol − 1)` |
 //! | STOCK | `(w − 1)·I + (i − 1)` |
@@ -216,13 +216,19 @@ impl Layout {
         )
     }
 
-    /// The history row of customer (w, d, c)'s `cnt`-th payment.
-    pub fn history(&self, w: u32, d: u32, c: u32, cnt: u32) -> Key {
+    /// The history row `id` of customer (w, d, c) (its low
+    /// [`Self::history_id_bits`] bits).
+    pub fn history(&self, w: u32, d: u32, c: u32, id: u64) -> Key {
         let mask = (1u64 << self.hist_bits) - 1;
         Key::new(
             HISTORY,
-            (self.cust(w, d, c) << self.hist_bits) | (u64::from(cnt) & mask),
+            (self.cust(w, d, c) << self.hist_bits) | (id & mask),
         )
+    }
+
+    /// Bits of a history row id.
+    pub fn history_id_bits(&self) -> u32 {
+        self.hist_bits
     }
 
     /// The customer number of a history row.

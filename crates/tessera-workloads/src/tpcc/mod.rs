@@ -627,7 +627,9 @@ impl TpccGenerator {
         let by = self.customer_by(rng);
         let amount = rng.random_range(100..=500_000);
         let date = self.tick();
-        payment::Payment::new(l, self.w, d, c_w, c_d, by, amount, date)
+        // The history row's id: random, never 0 (the loaded row's).
+        let hid = rng.random_range(1..1u64 << l.history_id_bits().min(63));
+        payment::Payment::new(l, self.w, d, c_w, c_d, by, amount, date, hid)
     }
 
     /// An Order-Status (clause 2.6.1).
@@ -639,9 +641,10 @@ impl TpccGenerator {
 
     /// A Delivery (clause 2.7.1).
     pub fn delivery<R: Rng + ?Sized>(&mut self, rng: &mut R) -> delivery::Delivery {
+        let d = rng.random_range(1..=self.layout.districts);
         let carrier = rng.random_range(1..=10);
         let date = self.tick();
-        delivery::Delivery::new(self.layout, self.w, carrier, date)
+        delivery::Delivery::new(self.layout, self.w, d, carrier, date)
     }
 
     /// A Stock-Level (clause 2.8.1).

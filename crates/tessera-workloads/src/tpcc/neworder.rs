@@ -2,21 +2,39 @@
 //!
 //! | # | piece | shard | reads | writes | kind | inputs |
 //! |---|---|---|---|---|---|---|
-//! | 0 | district | home district's | DISTRICT(D_TAX, D_NEXT_O_ID) | DISTRICT(D_NEXT_O_ID) | immediate | — |
-//! | 1 | warehouse + customer | home district's | WAREHOUSE(W_TAX), CUSTOMER(C_DISCOUNT, C_LAST, C_CREDIT) | — | immediate | — |
-//! | 2 | items | home district's (ITEM is replicated) | ITEM(I_PRICE, I_NAME, I_DATA) per distinct item | — | immediate | — |
-//! | 3.. | stock, one per supplying shard | that shard | STOCK(S_QUANTITY, S_DIST_xx, S_YTD, S_ORDER_CNT, S_REMOTE_CNT, S_DATA) | STOCK(S_QUANTITY, S_YTD, S_ORDER_CNT, S_REMOTE_CNT) | immediate | — |
-//! | last | insert (dynamic: keyed by the o_id of piece 0) | home district's | — | ORDER, NEW-ORDER, ORDER-LINE × ol_cnt, LAST_ORDER | deferrable | all others |
+//! | 0 | home | home district's | DISTRICT(D_TAX, D_NEXT_O_ID), WAREHOUSE(W_TAX), DELIVERY_CURSOR, ITEM(I_PRICE, I_NAME, I_DATA) per distinct item | DISTRICT(D_NEXT_O_ID), DELIVERY_CURSOR | immediate | — |
+//! | 1.. | stock, one per supplying shard | that shard | STOCK(S_QUANTITY, S_YTD, S_ORDER_CNT, S_REMOTE_CNT, S_DATA) | STOCK(S_QUANTITY, S_YTD, S_ORDER_CNT, S_REMOTE_CNT) | deferrable | 0 |
+//! | last | insert (dynamic: keyed by the o_id of piece 0) | home district's | CUSTOMER(C_DISCOUNT, C_LAST, C_CREDIT) | ORDER, NEW-ORDER, ORDER-LINE × ol_cnt, LAST_ORDER | deferrable | 0 |
 //!
-//! Outputs: the district piece hands out `o_id` and `D_TAX`; piece 1 gives
-//! `W_TAX` and `C_DISCOUNT`; the items piece the prices (it rolls back, with
-//! a user abort, when an item id is unused: clause 2.4.2.3); each stock
-//! piece the `S_DIST_xx` of its lines (the order lines' `OL_DIST_INFO`). The
-//! insert piece writes the order and returns `o_id` and the total amount.
+//! The home piece hands out `o_id`, appends the customer to the district's
+//! delivery queue (for Delivery, see [`super::delivery`]) and returns
+//! `o_id`, `D_TAX`, `W_TAX` and the item prices. It checks the items first
+//! and rolls back with a user abort, writing nothing, when an item id is
+//! unused (clause 2.4.2.3). The insert piece writes the order and returns
+//! `o_id` and the total amount. `OL_DIST_INFO` is the supplying stock row's
+//! `S_DIST_xx`, a column no transaction writes: it is read from the static
+//! copy ([`super::populate::stock_dist`]), as ITEM is.
+//!
+//! **Kinds, as Rococo's TPC-C (§3.1, Fig. 3–4, Fig. 13).** Only the home
+//! piece is immediate: its `o_id` keys the insert piece (the paper's p1).
+//! The stock pieces are deferrable (the paper's p2): their outputs feed
+//! nothing, and two instances' immediate stock pieces would close an I–I
+//! SC-cycle with the district pieces (§4.2's example of a needed merge).
+//! The insert piece is deferrable (p3) and takes inputs from the immediate
+//! home piece only. The customer's `C_DISCOUNT` is read by the insert piece
+//! rather than immediately, because Payment and Delivery update the
+//! customer row in deferrable pieces: Rococo tracks dependencies by row
+//! (§3.4), and a row touched by an immediate and a deferrable piece gives
+//! an edge the runtime cannot honour. The item check and the district
+//! update share one piece so that a rollback happens before any write: an
+//! immediate piece that wrote cannot be undone (the paper's "simple
+//! termination", §3.1). The other pieces wait for the home piece's output,
+//! so a rolled-back NewOrder reaches no other piece.
 
 use super::keys::Layout;
+use super::populate;
 use super::schema::{self, col, cols, In, Out};
-use super::schema::{District, Item, LastOrder, Order, OrderLine, Stock, Warehouse};
+use super::schema::{Cursor, District, Item, LastOrder, Order, OrderLine, Stock, Warehouse};
 use super::{acc, piece, NEWORDER};
 use std::borrow::Cow;
 use tessera_core::txn::{PieceKind, PieceResult, PieceSpec, Procedure, Value};
@@ -30,20 +48,15 @@ pub struct Line {
     pub quantity: u8,
 }
 
-const P_DISTRICT: usize = 0;
-const P_WC: usize = 1;
-const P_ITEMS: usize = 2;
-const P_STOCK: usize = 3;
+const P_HOME: usize = 0;
+const P_STOCK: usize = 1;
 
-/// Where a line's stock is handled: stock piece `piece − P_STOCK`, stock
-/// key `key` within it, and the line's position `slot` among that piece's
-/// lines.
+/// Where a line's item and stock are: its distinct item `item` (among the
+/// home piece's) and its stock key `key` within its stock piece.
 #[derive(Clone, Copy, Debug)]
 struct LineAt {
     item: u16,
-    piece: u16,
     key: u16,
-    slot: u16,
 }
 
 /// One NewOrder transaction.
@@ -61,46 +74,25 @@ pub struct NewOrder {
     pieces: Vec<PieceSpec>,
 }
 
-fn stock_cols(d: u32) -> tessera_core::txn::Columns {
-    let mut c = cols(&[
+fn stock_cols() -> tessera_core::txn::Columns {
+    cols(&[
         col::S_QUANTITY,
         col::S_YTD,
         col::S_ORDER_CNT,
         col::S_REMOTE_CNT,
         col::S_DATA,
-    ]);
-    c.0 |= 1 << (col::S_DIST_01 + (d - 1) % 10);
-    c
+    ])
+}
+
+fn customer_cols() -> tessera_core::txn::Columns {
+    cols(&[col::C_DISCOUNT, col::C_LAST, col::C_CREDIT])
 }
 
 impl NewOrder {
     pub fn new(layout: Layout, w: u32, d: u32, c: u32, lines: Vec<Line>, date: u64) -> Self {
         let l = &layout;
         let home = l.district_shard(w, d);
-        let mut pieces = Vec::with_capacity(5);
-        pieces.push(piece(
-            home,
-            PieceKind::Immediate,
-            vec![acc(l.district(w, d), cols(&[col::D_TAX, col::D_NEXT_O_ID]))],
-            vec![acc(l.district(w, d), cols(&[col::D_NEXT_O_ID]))],
-            vec![],
-            false,
-        ));
-        pieces.push(piece(
-            home,
-            PieceKind::Immediate,
-            vec![
-                acc(l.warehouse(w, home), cols(&[col::W_TAX])),
-                acc(
-                    l.customer(w, d, c),
-                    cols(&[col::C_DISCOUNT, col::C_LAST, col::C_CREDIT]),
-                ),
-            ],
-            vec![],
-            vec![],
-            false,
-        ));
-
+        let mut pieces = Vec::with_capacity(4);
         // Distinct items; stock keys grouped by shard, distinct per piece.
         let mut items: Vec<u32> = Vec::with_capacity(lines.len());
         let mut shards: Vec<ShardId> = Vec::with_capacity(2);
@@ -120,9 +112,7 @@ impl NewOrder {
                 // stock row is touched.
                 at.push(LineAt {
                     item: item as u16,
-                    piece: u16::MAX,
                     key: 0,
-                    slot: 0,
                 });
                 continue;
             }
@@ -146,25 +136,32 @@ impl NewOrder {
             };
             at.push(LineAt {
                 item: item as u16,
-                piece: p as u16,
                 key: k as u16,
-                slot: stock_lines[p].len() as u16,
             });
             stock_lines[p].push(n as u16);
         }
+        // Keys in the order Payment's home piece takes them (warehouse,
+        // then district), so that lock-based protocols do not deadlock on
+        // the two pieces.
+        let mut home_reads = vec![
+            acc(l.warehouse(w, home), cols(&[col::W_TAX])),
+            acc(l.district(w, d), cols(&[col::D_TAX, col::D_NEXT_O_ID])),
+            acc(l.cursor(w, d), tessera_core::txn::Columns::ALL),
+        ];
+        home_reads.extend(items.iter().map(|&i| {
+            acc(
+                l.item(i, home),
+                cols(&[col::I_PRICE, col::I_NAME, col::I_DATA]),
+            )
+        }));
         pieces.push(piece(
             home,
             PieceKind::Immediate,
-            items
-                .iter()
-                .map(|&i| {
-                    acc(
-                        l.item(i, home),
-                        cols(&[col::I_PRICE, col::I_NAME, col::I_DATA]),
-                    )
-                })
-                .collect(),
-            vec![],
+            home_reads,
+            vec![
+                acc(l.district(w, d), cols(&[col::D_NEXT_O_ID])),
+                acc(l.cursor(w, d), tessera_core::txn::Columns::ALL),
+            ],
             vec![],
             false,
         ));
@@ -177,25 +174,24 @@ impl NewOrder {
         for (s, keys) in shards.iter().zip(&stock_keys) {
             pieces.push(piece(
                 *s,
-                PieceKind::Immediate,
-                keys.iter().map(|&k| acc(k, stock_cols(d))).collect(),
+                PieceKind::Deferrable,
+                keys.iter().map(|&k| acc(k, stock_cols())).collect(),
                 keys.iter().map(|&k| acc(k, write_cols)).collect(),
-                vec![],
+                vec![P_HOME as u16],
                 false,
             ));
         }
-        let inputs: Vec<u16> = (0..pieces.len() as u16).collect();
         pieces.push(piece(
             home,
             PieceKind::Deferrable,
-            vec![],
+            vec![acc(l.customer(w, d, c), customer_cols())],
             vec![
                 acc(Layout::placeholder(schema::ORDER), Insert::order_cols()),
                 acc(Layout::placeholder(schema::NEW_ORDER), Insert::all()),
                 acc(Layout::placeholder(schema::ORDER_LINE), Insert::all()),
                 acc(l.last_order(w, d, c), Insert::all()),
             ],
-            inputs,
+            vec![P_HOME as u16],
             true,
         ));
         NewOrder {
@@ -229,52 +225,47 @@ impl NewOrder {
         self.lines.iter().any(|l| l.supply_w != self.w)
     }
 
-    fn run_district(&self, reads: &[Option<&Value>]) -> PieceResult {
-        let Some(mut dh) = District::decode(reads[0]) else {
-            return missing();
-        };
-        let o_id = dh.next_o_id;
-        dh.next_o_id += 1;
-        let key = self.layout.district(self.w, self.d);
-        PieceResult {
-            writes: vec![(key, dh.patch(reads[0].expect("decoded")))],
-            output: Out::with_capacity(8).u32(o_id).u32(dh.tax).done(),
-            user_abort: false,
-        }
-    }
-
-    fn warehouse_customer(reads: &[Option<&Value>]) -> PieceResult {
-        let (Some(wh), Some(ch)) = (
-            Warehouse::decode(reads[0]),
-            schema::Customer::decode(reads[1]),
+    /// The home piece: check the items (roll back before any write when
+    /// one is unused), take the next order id, queue the order for
+    /// delivery; output `o_id`, `D_TAX`, `W_TAX` and the item prices.
+    fn run_home(&self, reads: &[Option<&Value>]) -> PieceResult {
+        let (items, rows) = (&reads[3..], &reads[..3]);
+        let mut out = Out::with_capacity(12 + items.len() * 8);
+        let (Some(wh), Some(mut dh), Some(_)) = (
+            Warehouse::decode(rows[0]),
+            District::decode(rows[1]),
+            Cursor::decode(rows[2]),
         ) else {
             return missing();
         };
-        PieceResult {
-            writes: vec![],
-            output: Out::with_capacity(8).u32(wh.tax).u32(ch.discount).done(),
-            user_abort: false,
-        }
-    }
-
-    /// Prices of the distinct items; a missing item rolls the order back.
-    fn items(reads: &[Option<&Value>]) -> PieceResult {
-        let mut out = Out::with_capacity(reads.len() * 8);
-        for r in reads {
+        let mut prices = Vec::with_capacity(items.len());
+        for r in items {
             match Item::decode(*r) {
-                Some(ih) => out.push_i64(ih.price),
+                Some(ih) => prices.push(ih.price),
                 None => return missing(),
             }
         }
+        let o_id = dh.next_o_id;
+        dh.next_o_id += 1;
+        out = out.u32(o_id).u32(dh.tax).u32(wh.tax);
+        for p in prices {
+            out.push_i64(p);
+        }
+        let spec = &self.pieces[P_HOME];
+        let mut queue = rows[2].expect("decoded").to_vec();
+        queue.extend_from_slice(&self.c.to_le_bytes());
         PieceResult {
-            writes: vec![],
+            writes: vec![
+                (spec.writes[0].key, dh.patch(rows[1].expect("decoded"))),
+                (spec.writes[1].key, Value::from(queue)),
+            ],
             output: out.done(),
             user_abort: false,
         }
     }
 
     /// Update the stock rows of stock piece `p`, one line at a time
-    /// (clause 2.4.2.2), and return each line's `S_DIST_xx`.
+    /// (clause 2.4.2.2).
     fn stock(&self, p: usize, reads: &[Option<&Value>]) -> PieceResult {
         let spec = &self.pieces[P_STOCK + p];
         let mut heads = Vec::with_capacity(reads.len());
@@ -284,9 +275,7 @@ impl NewOrder {
                 None => return missing(),
             }
         }
-        let lines = &self.stock_lines[p];
-        let mut out = Out::with_capacity(lines.len() * schema::tail::S_DIST_LEN);
-        for &n in lines {
+        for &n in &self.stock_lines[p] {
             let line = self.lines[n as usize];
             let k = self.at[n as usize].key as usize;
             let s = &mut heads[k];
@@ -301,7 +290,6 @@ impl NewOrder {
             if line.supply_w != self.w {
                 s.remote_cnt += 1;
             }
-            out.push_bytes(schema::stock_dist(reads[k].expect("decoded"), self.d));
         }
         let writes = spec
             .reads
@@ -312,19 +300,21 @@ impl NewOrder {
             .collect();
         PieceResult {
             writes,
-            output: out.done(),
+            output: Value::new(),
             user_abort: false,
         }
     }
 
-    fn insert(&self, inputs: &[Value]) -> PieceResult {
+    fn insert(&self, reads: &[Option<&Value>], inputs: &[Value]) -> PieceResult {
         let l = &self.layout;
         let (w, d) = (self.w, self.d);
-        let mut dist = In::new(&inputs[P_DISTRICT]);
-        let (o_id, d_tax) = (dist.u32(), dist.u32());
-        let mut wc = In::new(&inputs[P_WC]);
-        let (w_tax, discount) = (wc.u32(), wc.u32());
-        let prices = &inputs[P_ITEMS];
+        let Some(ch) = schema::Customer::decode(reads[0]) else {
+            return missing();
+        };
+        let discount = ch.discount;
+        let mut home = In::new(&inputs[0]);
+        let (o_id, d_tax, w_tax) = (home.u32(), home.u32(), home.u32());
+        let prices = inputs[0].get(12..).unwrap_or_default();
         let ol_cnt = self.lines.len() as u8;
         let mut writes = Vec::with_capacity(self.lines.len() + 3);
         writes.push((
@@ -344,12 +334,7 @@ impl NewOrder {
             let price = In::new(prices.get(at.item as usize * 8..).unwrap_or_default()).i64();
             let amount = price * i64::from(line.quantity);
             sum += amount;
-            let dl = schema::tail::S_DIST_LEN;
-            let s = at.slot as usize * dl;
-            let dist_info = inputs
-                .get(P_STOCK + at.piece as usize)
-                .and_then(|o| o.get(s..s + dl))
-                .unwrap_or(&[0; 24]);
+            let dist_info = populate::stock_dist(line.supply_w, line.i_id, d);
             writes.push((
                 l.order_line(w, d, o_id, n as u32 + 1),
                 OrderLine {
@@ -359,7 +344,7 @@ impl NewOrder {
                     quantity: line.quantity,
                     amount,
                 }
-                .with_tail(dist_info),
+                .with_tail(&dist_info),
             ));
         }
         writes.push((
@@ -417,10 +402,8 @@ impl Procedure for NewOrder {
 
     fn execute(&self, piece: usize, reads: &[Option<&Value>], inputs: &[Value]) -> PieceResult {
         match piece {
-            P_DISTRICT => self.run_district(reads),
-            P_WC => Self::warehouse_customer(reads),
-            P_ITEMS => Self::items(reads),
-            p if p == self.insert_piece() => self.insert(inputs),
+            P_HOME => self.run_home(reads),
+            p if p == self.insert_piece() => self.insert(reads, inputs),
             p => self.stock(p - P_STOCK, reads),
         }
     }
@@ -431,7 +414,7 @@ impl Procedure for NewOrder {
         }
         let l = &self.layout;
         let (w, d) = (self.w, self.d);
-        let o_id = In::new(&inputs[P_DISTRICT]).u32();
+        let o_id = In::new(&inputs[0]).u32();
         let spec = &self.pieces[piece];
         let mut writes = Vec::with_capacity(self.lines.len() + 3);
         writes.push(acc(l.order(w, d, o_id), Insert::order_cols()));

@@ -2,22 +2,35 @@
 //!
 //! | # | piece | shard | reads | writes | kind | inputs |
 //! |---|---|---|---|---|---|---|
-//! | 0 | warehouse | home district's | WAREHOUSE(W_NAME, W_YTD) | WAREHOUSE(W_YTD); none in the `district` scheme | immediate | — |
-//! | 1 | district | home district's | DISTRICT(D_NAME, D_YTD) | DISTRICT(D_YTD) | immediate | — |
-//! | (2) | by last name: lookup | customer's district's | NAME_INDEX | — | immediate | — |
-//! | 2/3 | customer (dynamic when by name) | customer's district's | CUSTOMER(C_BALANCE, C_YTD_PAYMENT, C_PAYMENT_CNT, C_CREDIT, C_DATA) | same but C_CREDIT | immediate | (lookup) |
-//! | last | history (dynamic) | customer's district's | — | HISTORY | deferrable | 0, 1, customer |
+//! | 0 | home: warehouse + district | home district's | WAREHOUSE(W_NAME, W_YTD), DISTRICT(D_NAME, D_YTD) | DISTRICT(D_YTD), WAREHOUSE(W_YTD) but not in the `district` scheme | immediate | — |
+//! | (1) | by last name: lookup | customer's district's | NAME_INDEX | — | immediate | — |
+//! | last | customer + history (dynamic when by name) | customer's district's | CUSTOMER(C_BALANCE, C_YTD_PAYMENT, C_PAYMENT_CNT, C_CREDIT, C_DATA) | same but C_CREDIT; HISTORY | deferrable | 0, (lookup) |
 //!
 //! The customer is remote (another warehouse) in `remote_payment` percent
 //! of Payments. By last name, the lookup picks the customer at position
 //! ⌈n/2⌉ of those with the name, sorted by `C_FIRST` (clause 2.5.2.2).
 //!
-//! HISTORY has no primary key in the specification; ours is (customer, its
-//! new `C_PAYMENT_CNT`), which the customer piece returns: unique, because
-//! the count only grows under the customer's lock or validation. The
-//! history row therefore lives on the customer's shard and is keyed by the
-//! customer piece's output (hence dynamic). `H_DATA` is `W_NAME` + four
-//! spaces + `D_NAME`, from the outputs of pieces 0 and 1.
+//! **Kinds, as Rococo's TPC-C (§3.1, §4.1, Fig. 13).** The home piece is
+//! immediate: its output (`W_NAME`, `D_NAME`) feeds `H_DATA`. It is the
+//! only piece of Payment that conflicts with other immediate pieces (other
+//! Payments' home pieces on `D_YTD`/`W_YTD`), so no SC-cycle of I–I
+//! conflicts passes through a Payment. The warehouse and district updates
+//! are one piece: both rows live on the home district's shard in every
+//! scheme (the warehouse row is a read-only replica in the `district`
+//! scheme), and as two immediate pieces they would close an I–I SC-cycle
+//! between two Payments (the checker would merge them, §4.2). The lookup
+//! reads a static index. The customer update is deferrable: Delivery
+//! updates `C_BALANCE` in a deferrable piece, and a C-edge between an
+//! immediate and a deferrable piece would make both immediate (§3.1).
+//! Since its output may feed no piece, the history row is written by the
+//! same piece (HISTORY lives on the customer's shard).
+//!
+//! HISTORY has no primary key in the specification; ours is (customer, a
+//! payment id the client draws at random — a UUID, unique with
+//! overwhelming probability: the row has at least 24 bits below the
+//! customer, usually 40 or more), known when the piece is issued, as
+//! Rococo's dependency tracking needs (§3.2). `H_DATA` is `W_NAME` + four
+//! spaces + `D_NAME`, from the home piece's output.
 
 use super::keys::Layout;
 use super::neworder::missing;
@@ -35,8 +48,7 @@ pub enum CustomerBy {
     Name(u32),
 }
 
-const P_WAREHOUSE: usize = 0;
-const P_DISTRICT: usize = 1;
+const P_HOME: usize = 0;
 
 /// One Payment transaction.
 #[derive(Clone, Debug)]
@@ -50,6 +62,8 @@ pub struct Payment {
     /// In cents.
     amount: i64,
     date: u64,
+    /// The history row's id below the customer (see the module docs).
+    hid: u64,
     pieces: Vec<PieceSpec>,
 }
 
@@ -114,60 +128,57 @@ impl Payment {
         by: CustomerBy,
         amount: i64,
         date: u64,
+        hid: u64,
     ) -> Self {
         let l = &layout;
         let home = l.district_shard(w, d);
         let cs = l.district_shard(c_w, c_d);
         let wkey = l.warehouse(w, home);
-        let mut pieces = Vec::with_capacity(5);
-        pieces.push(piece(
-            home,
-            PieceKind::Immediate,
-            vec![acc(wkey, cols(&[col::W_NAME, col::W_YTD]))],
-            if l.partition.by_district() {
-                vec![]
-            } else {
-                vec![acc(wkey, cols(&[col::W_YTD]))]
-            },
-            vec![],
-            false,
-        ));
         let dkey = l.district(w, d);
+        let mut pieces = Vec::with_capacity(3);
+        let mut home_writes = Vec::with_capacity(2);
+        if !l.partition.by_district() {
+            home_writes.push(acc(wkey, cols(&[col::W_YTD])));
+        }
+        home_writes.push(acc(dkey, cols(&[col::D_YTD])));
         pieces.push(piece(
             home,
             PieceKind::Immediate,
-            vec![acc(dkey, cols(&[col::D_NAME, col::D_YTD]))],
-            vec![acc(dkey, cols(&[col::D_YTD]))],
+            vec![
+                acc(wkey, cols(&[col::W_NAME, col::W_YTD])),
+                acc(dkey, cols(&[col::D_NAME, col::D_YTD])),
+            ],
+            home_writes,
             vec![],
             false,
         ));
-        let (ckey, inputs, dynamic) = match by {
-            CustomerBy::Id(c) => (l.customer(c_w, c_d, c), vec![], false),
+        let (c, inputs) = match by {
+            CustomerBy::Id(c) => (Some(c), vec![P_HOME as u16]),
             CustomerBy::Name(n) => {
                 pieces.push(lookup_piece(l, c_w, c_d, n));
-                (
-                    Layout::placeholder(schema::CUSTOMER),
-                    vec![pieces.len() as u16 - 1],
-                    true,
-                )
+                (None, vec![P_HOME as u16, pieces.len() as u16 - 1])
             }
+        };
+        let (reads, writes) = match c {
+            Some(c) => customer_accesses(l, c_w, c_d, c, hid),
+            None => (
+                vec![acc(
+                    Layout::placeholder(schema::CUSTOMER),
+                    customer_read_cols(),
+                )],
+                vec![
+                    acc(Layout::placeholder(schema::CUSTOMER), customer_write_cols()),
+                    acc(Layout::placeholder(schema::HISTORY), Columns::ALL),
+                ],
+            ),
         };
         pieces.push(piece(
             cs,
-            PieceKind::Immediate,
-            vec![acc(ckey, customer_read_cols())],
-            vec![acc(ckey, customer_write_cols())],
-            inputs,
-            dynamic,
-        ));
-        let customer = pieces.len() as u16 - 1;
-        pieces.push(piece(
-            cs,
             PieceKind::Deferrable,
-            vec![],
-            vec![acc(Layout::placeholder(schema::HISTORY), Columns::ALL)],
-            vec![P_WAREHOUSE as u16, P_DISTRICT as u16, customer],
-            true,
+            reads,
+            writes,
+            inputs,
+            c.is_none(),
         ));
         Payment {
             layout,
@@ -178,6 +189,7 @@ impl Payment {
             by,
             amount,
             date,
+            hid,
             pieces,
         }
     }
@@ -192,42 +204,30 @@ impl Payment {
     }
 
     fn customer_piece(&self) -> usize {
-        self.pieces.len() - 2
-    }
-
-    fn history_piece(&self) -> usize {
         self.pieces.len() - 1
     }
 
-    fn warehouse(&self, reads: &[Option<&Value>]) -> PieceResult {
-        let Some(mut h) = Warehouse::decode(reads[0]) else {
+    /// The home piece: `D_YTD` (and `W_YTD` outside the `district` scheme)
+    /// grow by the amount; outputs `W_NAME` and `D_NAME`.
+    fn home(&self, reads: &[Option<&Value>]) -> PieceResult {
+        let (Some(mut wh), Some(mut dh)) =
+            (Warehouse::decode(reads[0]), District::decode(reads[1]))
+        else {
             return missing();
         };
-        let v = reads[0].expect("decoded");
-        let name = &v[Warehouse::LEN + tail::W_NAME..][..tail::NAME_LEN];
-        let writes = if self.layout.partition.by_district() {
-            vec![]
-        } else {
-            h.ytd += self.amount;
-            vec![(self.pieces[P_WAREHOUSE].reads[0].key, h.patch(v))]
-        };
+        let (wv, dv) = (reads[0].expect("decoded"), reads[1].expect("decoded"));
+        let mut out = Vec::with_capacity(2 * tail::NAME_LEN);
+        out.extend_from_slice(&wv[Warehouse::LEN + tail::W_NAME..][..tail::NAME_LEN]);
+        out.extend_from_slice(&dv[District::LEN + tail::D_NAME..][..tail::NAME_LEN]);
+        dh.ytd += self.amount;
+        let mut writes = vec![(self.pieces[P_HOME].reads[1].key, dh.patch(dv))];
+        if !self.layout.partition.by_district() {
+            wh.ytd += self.amount;
+            writes.push((self.pieces[P_HOME].reads[0].key, wh.patch(wv)));
+        }
         PieceResult {
             writes,
-            output: Value::copy_from_slice(name),
-            user_abort: false,
-        }
-    }
-
-    fn district(&self, reads: &[Option<&Value>]) -> PieceResult {
-        let Some(mut h) = District::decode(reads[0]) else {
-            return missing();
-        };
-        let v = reads[0].expect("decoded");
-        let name = &v[District::LEN + tail::D_NAME..][..tail::NAME_LEN];
-        h.ytd += self.amount;
-        PieceResult {
-            writes: vec![(self.layout.district(self.w, self.d), h.patch(v))],
-            output: Value::copy_from_slice(name),
+            output: Value::from(out),
             user_abort: false,
         }
     }
@@ -235,7 +235,7 @@ impl Payment {
     /// Clause 2.5.2.2: balance, year-to-date payment, payment count; for a
     /// bad-credit customer, the payment's details prepended to `C_DATA`
     /// (kept at most 500 characters).
-    fn customer(&self, c: u32, reads: &[Option<&Value>]) -> PieceResult {
+    fn customer(&self, c: u32, reads: &[Option<&Value>], names: &[u8]) -> PieceResult {
         let Some(mut h) = Customer::decode(reads[0]).filter(|_| c > 0) else {
             return missing();
         };
@@ -266,24 +266,27 @@ impl Payment {
             h.patch(v)
         };
         PieceResult {
-            writes: vec![(self.layout.customer(self.c_w, self.c_d, c), value)],
-            output: Out::with_capacity(8).u32(c).u32(h.payment_cnt).done(),
+            writes: vec![
+                (self.layout.customer(self.c_w, self.c_d, c), value),
+                (
+                    self.layout.history(self.c_w, self.c_d, c, self.hid),
+                    self.history_row(c, names),
+                ),
+            ],
+            output: Value::new(),
             user_abort: false,
         }
     }
 
-    fn history(&self, inputs: &[Value]) -> PieceResult {
-        let mut cust = In::new(&inputs[2]);
-        let (c, cnt) = (cust.u32(), cust.u32());
-        if c == 0 {
-            return missing();
-        }
+    /// The history row; `names` is the home piece's output.
+    fn history_row(&self, c: u32, names: &[u8]) -> Value {
         let trim = |b: &[u8]| -> Vec<u8> { b.iter().copied().take_while(|&x| x != 0).collect() };
-        let mut data = trim(&inputs[0]);
+        let half = names.len().min(tail::NAME_LEN);
+        let mut data = trim(&names[..half]);
         data.extend_from_slice(b"    ");
-        data.extend_from_slice(&trim(&inputs[1]));
+        data.extend_from_slice(&trim(&names[half..]));
         data.truncate(tail::H_DATA_MAX);
-        let rec = History {
+        History {
             c_id: c,
             c_d_id: self.c_d,
             c_w_id: self.c_w,
@@ -292,13 +295,30 @@ impl Payment {
             date: self.date,
             amount: self.amount,
         }
-        .with_tail(&data);
-        PieceResult {
-            writes: vec![(self.layout.history(self.c_w, self.c_d, c, cnt), rec)],
-            output: Value::new(),
-            user_abort: false,
-        }
+        .with_tail(&data)
     }
+}
+
+/// The customer piece's accesses for customer `c`: its row and its new
+/// history row.
+fn customer_accesses(
+    l: &Layout,
+    c_w: u32,
+    c_d: u32,
+    c: u32,
+    hid: u64,
+) -> (
+    Vec<tessera_core::txn::Access>,
+    Vec<tessera_core::txn::Access>,
+) {
+    let key = l.customer(c_w, c_d, c);
+    (
+        vec![acc(key, customer_read_cols())],
+        vec![
+            acc(key, customer_write_cols()),
+            acc(l.history(c_w, c_d, c, hid), Columns::ALL),
+        ],
+    )
 }
 
 impl Procedure for Payment {
@@ -312,15 +332,13 @@ impl Procedure for Payment {
 
     fn execute(&self, piece: usize, reads: &[Option<&Value>], inputs: &[Value]) -> PieceResult {
         match piece {
-            P_WAREHOUSE => self.warehouse(reads),
-            P_DISTRICT => self.district(reads),
-            p if p == self.history_piece() => self.history(inputs),
+            P_HOME => self.home(reads),
             p if p == self.customer_piece() => {
                 let c = match self.by {
                     CustomerBy::Id(c) => c,
-                    CustomerBy::Name(_) => In::new(&inputs[0]).u32(),
+                    CustomerBy::Name(_) => In::new(&inputs[1]).u32(),
                 };
-                self.customer(c, reads)
+                self.customer(c, reads, &inputs[0])
             }
             _ => lookup(reads),
         }
@@ -331,28 +349,11 @@ impl Procedure for Payment {
         if !spec.dynamic {
             return Cow::Borrowed(spec);
         }
-        let l = &self.layout;
-        let (reads, writes) = if piece == self.history_piece() {
-            let mut cust = In::new(&inputs[2]);
-            let (c, cnt) = (cust.u32(), cust.u32());
-            if c == 0 {
-                return Cow::Borrowed(spec); // no customer: nothing to write
-            }
-            (
-                vec![],
-                vec![acc(l.history(self.c_w, self.c_d, c, cnt), Columns::ALL)],
-            )
-        } else {
-            let c = In::new(&inputs[0]).u32();
-            if c == 0 {
-                return Cow::Borrowed(spec); // reads a placeholder: rolls back
-            }
-            let key = l.customer(self.c_w, self.c_d, c);
-            (
-                vec![acc(key, customer_read_cols())],
-                vec![acc(key, customer_write_cols())],
-            )
-        };
+        let c = In::new(&inputs[1]).u32();
+        if c == 0 {
+            return Cow::Borrowed(spec); // reads a placeholder: rolls back
+        }
+        let (reads, writes) = customer_accesses(&self.layout, self.c_w, self.c_d, c, self.hid);
         Cow::Owned(PieceSpec {
             reads,
             writes,

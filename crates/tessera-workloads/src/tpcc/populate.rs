@@ -210,6 +210,23 @@ fn stock(w: u32, i: u32) -> tessera_core::Value {
     .with_tail(&t)
 }
 
+/// `S_DIST_xx` of district `d` in stock row (w, i) as loaded. The column
+/// never changes (no transaction writes it), so, like ITEM, it can be read
+/// anywhere: NewOrder's insert piece takes `OL_DIST_INFO` from here instead
+/// of from an immediate piece on the stock row, whose `S_QUANTITY` is
+/// updated by a deferrable one (see [`super::neworder`]).
+pub fn stock_dist(w: u32, i: u32, d: u32) -> [u8; tail::S_DIST_LEN] {
+    let mut rng = row_rng(schema::STOCK, u64::from(w), u64::from(i));
+    let mut t = Vec::with_capacity(10 * tail::S_DIST_LEN);
+    for _ in 0..10 {
+        afield(&mut rng, 24, 24, &mut t);
+    }
+    let at = ((d - 1) % 10) as usize * tail::S_DIST_LEN;
+    t[at..at + tail::S_DIST_LEN]
+        .try_into()
+        .expect("24-byte field")
+}
+
 /// One district: DISTRICT, its cursor, CUSTOMER, the name index, HISTORY,
 /// ORDER, ORDER-LINE, NEW-ORDER and LAST_ORDER rows.
 fn load_district(l: &Layout, w: u32, d: u32, store: &mut Store) {
@@ -229,13 +246,6 @@ fn load_district(l: &Layout, w: u32, d: u32, store: &mut Store) {
         .with_tail(&t),
     );
     let delivered = cs - undelivered(cs);
-    store.load(
-        l.cursor(w, d),
-        Cursor {
-            next: delivered + 1,
-        }
-        .with_tail(&[]),
-    );
 
     // Customers, their first history row, and the name index.
     let mut names: Vec<Vec<(Vec<u8>, u32)>> = vec![Vec::new(); name_range(cs) as usize];
@@ -278,7 +288,7 @@ fn load_district(l: &Layout, w: u32, d: u32, store: &mut Store) {
         let mut h = Vec::with_capacity(tail::H_DATA_MAX);
         astring(&mut rng, 12, 24, &mut h);
         store.load(
-            l.history(w, d, c, 1),
+            l.history(w, d, c, 0),
             History {
                 c_id: c,
                 c_d_id: d,
@@ -304,6 +314,13 @@ fn load_district(l: &Layout, w: u32, d: u32, store: &mut Store) {
     let mut rng = row_rng(schema::ORDER, dist, 0);
     let mut perm: Vec<u32> = (1..=cs).collect();
     perm.shuffle(&mut rng);
+    store.load(
+        l.cursor(w, d),
+        Cursor {
+            next: delivered + 1,
+        }
+        .with_tail(&schema::encode_ids(&perm[delivered as usize..])),
+    );
     store.reserve(TableId(schema::ORDER_LINE), cs as usize * 10);
     for (o, &c) in (1..=cs).zip(&perm) {
         let done = o <= delivered;

@@ -34,7 +34,8 @@ pub const STOCK: u32 = 8;
 /// (w, d, last name) → the c_ids with that name, sorted by `C_FIRST`
 /// (clause 2.5.2.2 picks the one at position ⌈n/2⌉).
 pub const NAME_INDEX: u32 = 9;
-/// (w, d) → the oldest undelivered o_id: the district's new-order rows are
+/// (w, d) → the oldest undelivered o_id and the customers of the
+/// undelivered orders, oldest first: the district's new-order rows are
 /// exactly `[cursor, D_NEXT_O_ID)`.
 pub const DELIVERY_CURSOR: u32 = 10;
 /// (w, d, c) → the customer's most recent order: (o_id, ol_cnt).
@@ -270,7 +271,11 @@ header!(
 );
 
 header!(
-    /// DELIVERY_CURSOR: the oldest undelivered order id of a district.
+    /// DELIVERY_CURSOR: the oldest undelivered order id of a district; tail
+    /// = the `O_C_ID` of each undelivered order, oldest first (u32 each,
+    /// [`encode_ids`]). NewOrder appends, Delivery pops: Delivery learns
+    /// the order's customer from an immediate piece, so its deferrable
+    /// piece knows every key it touches when issued (Rococo §3.2).
     Cursor { next: u32 }
 );
 

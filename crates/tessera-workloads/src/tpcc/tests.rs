@@ -339,13 +339,24 @@ fn neworder_takes_the_next_order_id_and_updates_stock() {
 }
 
 #[test]
-fn delivery_takes_the_oldest_new_order_of_each_district() {
+fn delivery_takes_the_oldest_new_order_of_its_district() {
     let cfg = small(Partition::District, 1, 2);
     let (t, mut stores) = loaded(&cfg);
     let l = *t.layout();
     let first = cfg.customers - populate::undelivered(cfg.customers) + 1;
-    let txn = delivery::Delivery::new(l, 1, 4, 99);
-    run_serial(&l, &mut stores, &txn).expect("commits");
+    for d in 1..=cfg.districts {
+        let s = l.district_shard(1, d).0 as usize;
+        let c = schema::Order::read(&stores[s].get(l.order(1, d, first)).unwrap().value).c_id;
+        let before = Customer::read(&stores[s].get(l.customer(1, d, c)).unwrap().value);
+        run_serial(&l, &mut stores, &delivery::Delivery::new(l, 1, d, 4, 99)).expect("commits");
+        let after = Customer::read(&stores[s].get(l.customer(1, d, c)).unwrap().value);
+        assert_eq!(
+            after.delivery_cnt,
+            before.delivery_cnt + 1,
+            "the queue names the customer"
+        );
+        assert!(after.balance > before.balance);
+    }
     for d in 1..=cfg.districts {
         let s = l.district_shard(1, d).0 as usize;
         let no = stores[s].get(l.new_order(1, d, first)).map(|r| &r.value);
@@ -359,8 +370,10 @@ fn delivery_takes_the_oldest_new_order_of_each_district() {
     }
     assert!(consistency::check(&l, &stores).ok());
     // Deliver everything; further deliveries find nothing and change nothing.
-    for _ in 0..populate::undelivered(cfg.customers) + 2 {
-        run_serial(&l, &mut stores, &delivery::Delivery::new(l, 1, 4, 99)).unwrap();
+    for d in 1..=cfg.districts {
+        for _ in 0..populate::undelivered(cfg.customers) + 2 {
+            run_serial(&l, &mut stores, &delivery::Delivery::new(l, 1, d, 4, 99)).unwrap();
+        }
     }
     let rep = consistency::check(&l, &stores);
     assert!(rep.ok(), "{:?}", rep.violations);
@@ -394,12 +407,12 @@ fn payment_by_name_picks_the_middle_customer_and_writes_history() {
         })
         .expect("some name repeats");
     let want = ids[ids.len().div_ceil(2) - 1];
-    let txn = payment::Payment::new(l, 1, 1, 1, 1, CustomerBy::Name(name), 1234, 5);
+    let txn = payment::Payment::new(l, 1, 1, 1, 1, CustomerBy::Name(name), 1234, 5, 77);
     run_serial(&l, &mut stores, &txn).unwrap();
     let ch = Customer::read(&stores[0].get(l.customer(1, 1, want)).unwrap().value);
     assert_eq!(ch.payment_cnt, 2);
     assert_eq!(ch.balance, -1000 - 1234);
-    assert!(stores[0].get(l.history(1, 1, want, 2)).is_some());
+    assert!(stores[0].get(l.history(1, 1, want, 77)).is_some());
     assert!(consistency::check(&l, &stores).ok());
 }
 

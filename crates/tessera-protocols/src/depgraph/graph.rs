@@ -9,8 +9,8 @@
 //! DECIDED in a component of their own, which can never join the component
 //! of a later transaction and are therefore left out of messages.
 
-use super::msg::{Edge, Status, Vertex};
 use super::order;
+use super::{Edge, Status, Vertex};
 use std::sync::Arc;
 use tessera_core::ids::{ShardId, TxnId};
 use tessera_core::{FastMap, FastSet};

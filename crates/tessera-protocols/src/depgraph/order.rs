@@ -4,7 +4,7 @@
 //! component by its i-edges, ties broken by transaction id, so that every
 //! server executes the component's deferred pieces in the same order.
 
-use super::msg::Edge;
+use super::Edge;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use tessera_core::ids::TxnId;

@@ -1,0 +1,196 @@
+//! The `tcp` runtime's two halves: a server process per node
+//! ([`serve`]), and the bench driver ([`bench`]) that runs the client hosts
+//! in its own process against running servers and gathers their reports
+//! into the same [`RawRun`] as the other runtimes.
+//!
+//! Both build the deployment exactly as `sim` and `local` do
+//! ([`crate::deploy::deployment`]) and keep only their own nodes'
+//! factories, so a server loads the same data and runs the same role.
+
+use crate::deploy::{client_config, deployment, RawRun};
+use crate::spec::{BenchSpec, WorkloadSpec};
+use anyhow::{anyhow, Context};
+use std::sync::Arc;
+use tessera_core::codec::{decode_store, Codec, DecodeCx};
+use tessera_core::protocol::Protocol;
+use tessera_core::storage::Store;
+use tessera_core::topology::Role;
+use tessera_core::workload::Workload;
+use tessera_tcp::{run_process, ClusterConfig, LocalNode, ProcessSpec, Stop};
+use tessera_workloads::{MicroConfig, YcsbConfig};
+
+/// The workload a cluster file names, with its parameters.
+pub fn workload_spec(c: &ClusterConfig) -> anyhow::Result<WorkloadSpec> {
+    let params = toml::Value::Table(c.workload.params.clone());
+    let bad = |e: toml::de::Error| anyhow!("{}: [workload]: {e}", c.path.display());
+    Ok(match c.workload.name.as_str() {
+        "ycsb" => WorkloadSpec::Ycsb(params.try_into::<YcsbConfig>().map_err(bad)?),
+        "micro" => WorkloadSpec::Micro(params.try_into::<MicroConfig>().map_err(bad)?),
+        other => {
+            return Err(crate::spec::SpecError::Invalid {
+                flag: "[workload] name",
+                value: other.to_string(),
+                allowed: WorkloadSpec::NAMES.join(", "),
+            }
+            .into())
+        }
+    })
+}
+
+/// The spec a cluster file describes (runtime `tcp`, its protocol, its
+/// workload, its seed).
+pub fn spec_of(c: Arc<ClusterConfig>) -> anyhow::Result<BenchSpec> {
+    let wl = workload_spec(&c)?;
+    let mut s = BenchSpec::new(crate::RuntimeKind::Tcp, &c.cluster.protocol, wl);
+    s.seed = c.cluster.seed;
+    s.cluster = Some(c);
+    Ok(s)
+}
+
+fn cluster(spec: &BenchSpec) -> anyhow::Result<&Arc<ClusterConfig>> {
+    spec.cluster
+        .as_ref()
+        .ok_or_else(|| anyhow!("--runtime tcp needs --config"))
+}
+
+/// Load-size counters for a deployment whose loads happen elsewhere (or
+/// are not reported from this process).
+fn unmeasured(spec: &BenchSpec) -> crate::deploy::LoadedBytes {
+    Arc::new(
+        (0..spec.workload.shards())
+            .map(|_| std::sync::atomic::AtomicU64::new(0))
+            .collect(),
+    )
+}
+
+/// Run node `name` of the cluster until SIGTERM or SIGINT.
+pub fn serve<P: Protocol>(
+    config: &P::Config,
+    spec: &BenchSpec,
+    workload: Arc<dyn Workload>,
+    name: &str,
+) -> anyhow::Result<()>
+where
+    P::Msg: Codec,
+{
+    let c = cluster(spec)?;
+    let me = c.require_node(name)?;
+    let mut dep = deployment::<P>(config, spec, workload.clone(), &unmeasured(spec))?;
+    let factory = dep.factories.swap_remove(me.0 as usize);
+    let servers = c.servers();
+    let listen = servers[me.0 as usize].1;
+    tracing::info!(node = name, %listen, protocol = %spec.protocol, "serving");
+    let out = run_process::<P::Msg>(ProcessSpec {
+        nodes: vec![LocalNode {
+            id: me,
+            factory,
+            wal: c.wal_settings(name),
+            state_dir: Some(c.cluster.run_dir.join("state").join(name)),
+        }],
+        listen: Some(listen),
+        peers: servers.into_iter().filter(|(n, _)| *n != me).collect(),
+        cx: DecodeCx::new(workload),
+        seed: spec.seed,
+        stop: Stop::Signal,
+        net: c.net_config(),
+        stats_every: c.stats_every(),
+    })?;
+    tracing::info!(
+        node = name,
+        messages = out.net.messages,
+        dropped = out.dropped,
+        rejected = out.rejected,
+        "stopped"
+    );
+    Ok(())
+}
+
+/// Run the cluster's client hosts here for `spec.duration` against the
+/// running servers, then fetch every shard leader's store.
+pub fn bench<P: Protocol>(
+    config: &P::Config,
+    spec: &BenchSpec,
+    workload: Arc<dyn Workload>,
+) -> anyhow::Result<RawRun>
+where
+    P::Msg: Codec,
+{
+    let c = cluster(spec)?.clone();
+    let dep = deployment::<P>(config, spec, workload.clone(), &unmeasured(spec))?;
+    let topology = dep.topology.clone();
+    let mut nodes = Vec::new();
+    for (info, factory) in topology.nodes.iter().zip(dep.factories) {
+        if let Role::Client { host } = info.role {
+            let name = format!("client-{host}");
+            nodes.push(LocalNode {
+                id: info.id,
+                factory,
+                wal: c.wal_settings(&name),
+                // A new incarnation per session: servers keep the floors
+                // of earlier sessions' coordinators.
+                state_dir: Some(c.cluster.run_dir.join("state").join(&name)),
+            });
+        }
+    }
+    let servers = c.servers();
+    let out = run_process::<P::Msg>(ProcessSpec {
+        nodes,
+        listen: None,
+        peers: servers.clone(),
+        cx: DecodeCx::new(workload),
+        seed: spec.seed,
+        stop: Stop::After(std::time::Duration::from_nanos(spec.duration)),
+        net: c.net_config(),
+        stats_every: c.stats_every(),
+    })?;
+    if out.dropped > 0 {
+        tracing::warn!(
+            dropped = out.dropped,
+            "messages dropped (no route or full queue)"
+        );
+    }
+    let stores = fetch_stores(&c)?;
+    let mut counters = std::collections::BTreeMap::new();
+    for (_, r) in &out.reports {
+        for (name, n) in &r.counters {
+            *counters.entry(*name).or_insert(0) += n;
+        }
+    }
+    Ok(RawRun {
+        clients: out
+            .reports
+            .into_iter()
+            .filter_map(|(_, r)| r.client)
+            .collect(),
+        counters,
+        // The servers load and run in their own processes.
+        loaded_bytes: 0,
+        server_busy: 0,
+        replica_stores: Vec::new(),
+        stores,
+        net: out.net,
+        events: out.events,
+        elapsed: out.elapsed,
+        client_config: client_config(spec),
+        topology,
+    })
+}
+
+/// Every shard leader's store, fetched from its server process.
+pub fn fetch_stores(c: &ClusterConfig) -> anyhow::Result<Vec<Store>> {
+    let topology = c.topology();
+    let servers = c.servers();
+    topology
+        .shards
+        .iter()
+        .enumerate()
+        .map(|(s, g)| {
+            let leader = g.leader();
+            let addr = servers[leader.0 as usize].1;
+            let img = tessera_tcp::fetch_store(addr, leader, c.net.max_frame_bytes.max(1 << 30))
+                .with_context(|| format!("fetching shard {s}'s store from {addr}"))?
+                .ok_or_else(|| anyhow!("{addr} has no store for shard {s}"))?;
+            decode_store(&mut &img[..]).with_context(|| format!("shard {s}'s store image"))
+        })
+        .collect()
+}

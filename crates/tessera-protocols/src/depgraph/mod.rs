@@ -1,0 +1,144 @@
+//! The dependency graph and deterministic execution order shared by Rococo
+//! (OSDI '14, §3.2) and Janus (OSDI '16, §3.1–3.2): one implementation, two
+//! protocols.
+//!
+//! * [`graph`] — a server's graph `S.dep`: vertices with a status and their
+//!   incoming edges; finding a committing transaction's strongly connected
+//!   component among its ancestors, or the ancestors it must wait for.
+//! * [`order`] — the component in deterministic execution order (Tarjan,
+//!   shared with the isolation checker; i-edges first, ties by id).
+//! * [`run_piece`] — executing a piece at the store once its place in the
+//!   order is fixed.
+
+pub mod graph;
+pub mod order;
+
+use std::sync::Arc;
+use tessera_core::ids::{Key, ShardId, TxnId, Version};
+use tessera_core::storage::Store;
+use tessera_core::txn::{PieceSpec, ReadObs, Txn, Value};
+
+/// A transaction's status in a dependency graph, ordered as the paper orders
+/// it: STARTED < COMMITTING < DECIDED (§3.2).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Status {
+    /// Some server has its start request; its dependencies may still grow.
+    Started,
+    /// Its start phase is over: every edge into it is known (the commit
+    /// request carries the union of its start replies).
+    Committing,
+    /// Its strongly connected component, and so its place in the execution
+    /// order, is fixed.
+    Decided,
+}
+
+/// The type of a dependency edge T′ → T (§3.2): `I` when both conflicting
+/// pieces are immediate (the order is already fixed by execution), `D` when
+/// both are deferrable (the order may still be changed). An i-path is
+/// stronger than a d-path (§3.4), so merging keeps the stronger type.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Edge {
+    D,
+    I,
+}
+
+/// What a message says about one transaction of a dependency graph.
+#[derive(Clone, Debug)]
+pub struct Vertex {
+    pub txn: TxnId,
+    pub status: Status,
+    /// The shards the transaction involves: where to send a status request.
+    pub shards: Arc<[ShardId]>,
+    /// Known edges into the transaction, T′ → T. Complete once the status is
+    /// at least [`Status::Committing`].
+    pub parents: Vec<(TxnId, Edge)>,
+    /// For a [`Status::Decided`] transaction whose component has two or more
+    /// members: the members in their execution order.
+    pub scc: Option<Arc<[TxnId]>>,
+}
+
+/// One executed piece, as a server reports it.
+#[derive(Clone, Debug)]
+pub struct PieceReply {
+    pub piece: u16,
+    pub reads: Vec<ReadObs>,
+    pub writes: Vec<Key>,
+    pub output: Value,
+}
+
+pub(crate) fn vertices_size(deps: &[Vertex]) -> usize {
+    deps.iter()
+        .map(|v| {
+            8 + 1
+                + 2
+                + 4 * v.shards.len()
+                + 9 * v.parents.len()
+                + v.scc.as_ref().map_or(0, |s| 8 * s.len())
+        })
+        .sum()
+}
+
+pub(crate) fn replies_size(r: &[PieceReply]) -> usize {
+    r.iter()
+        .map(|r| 2 + r.reads.len() * 20 + r.writes.len() * 12 + 4 + r.output.len())
+        .sum()
+}
+
+/// Run one piece on the store: read (observations only for keys the
+/// transaction has not written itself), execute, install the writes as
+/// version `txn` at once: neither Rococo nor Janus aborts a transaction
+/// that reached execution.
+pub(crate) fn run_piece(
+    store: &mut Store,
+    txn: TxnId,
+    written: &mut Vec<Key>,
+    proc: &Txn,
+    spec: &PieceSpec,
+    piece: u16,
+    inputs: &[Value],
+) -> PieceReply {
+    let mut obs = Vec::with_capacity(spec.reads.len());
+    let res = {
+        let mut values: Vec<Option<&Value>> = Vec::with_capacity(spec.reads.len());
+        for a in &spec.reads {
+            let (value, version) = match store.get(a.key) {
+                Some(r) => (Some(&r.value), r.meta.version),
+                None => (None, Version::INITIAL),
+            };
+            values.push(value);
+            if !written.contains(&a.key) {
+                obs.push(ReadObs {
+                    key: a.key,
+                    version,
+                });
+            }
+        }
+        proc.execute(piece as usize, &values, inputs)
+    };
+    if res.user_abort {
+        tracing::warn!(
+            ?txn,
+            name = proc.name(),
+            "user aborts are not supported by dependency-graph protocols (Rococo §3.1, Janus §3): the piece commits"
+        );
+    }
+    let mut keys = Vec::with_capacity(res.writes.len());
+    for (k, v) in res.writes {
+        debug_assert!(
+            spec.writes.iter().any(|a| a.key == k),
+            "{} piece {piece} wrote undeclared key {k}",
+            proc.name()
+        );
+        store.install(k, v, txn.version());
+        if !written.contains(&k) {
+            written.push(k);
+        }
+        keys.push(k);
+    }
+    PieceReply {
+        piece,
+        reads: obs,
+        writes: keys,
+        output: res.output,
+    }
+}

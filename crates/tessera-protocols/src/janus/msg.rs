@@ -1,0 +1,113 @@
+//! The messages of Janus (§3.1, Algorithms 1–5), and the dependency lists
+//! they carry.
+
+use crate::depgraph::{replies_size, PieceReply};
+use std::sync::Arc;
+use tessera_core::ids::{ShardId, TxnId};
+use tessera_core::node::WireSize;
+use tessera_core::txn::Txn;
+
+/// A ballot (§3.2–3.3): 0 for the transaction's own coordinator.
+pub type Ballot = u64;
+
+/// One direct dependency `T′ → T`, with the shards T′ involves so that a
+/// server that does not know T′ can send it an Inquire (Algorithm 4, l. 45).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Dep {
+    pub txn: TxnId,
+    pub shards: Arc<[ShardId]>,
+}
+
+/// A transaction as committed: its procedure (so that a replica that missed
+/// its PreAccept can still execute it), the consensus dependencies, and the
+/// abandon flag (§3.3).
+#[derive(Debug)]
+pub struct CommitInfo {
+    pub txn: TxnId,
+    pub proc: Txn,
+    pub deps: Vec<Dep>,
+    pub abandon: bool,
+}
+
+#[derive(Clone, Debug)]
+pub enum Msg {
+    /// Coordinator → every replica of every participating shard
+    /// (Algorithm 1, l. 3). Janus transactions are one-shot (§3): each
+    /// server finds its pieces in the procedure.
+    PreAccept {
+        txn: TxnId,
+        ballot: Ballot,
+        proc: Txn,
+    },
+    /// Algorithm 2, l. 31: the transaction's direct dependencies here,
+    /// sorted by id.
+    PreAcceptOk {
+        txn: TxnId,
+        ballot: Ballot,
+        deps: Vec<Dep>,
+    },
+    /// Algorithm 2, l. 25: a higher ballot was seen.
+    PreAcceptNotOk {
+        txn: TxnId,
+        ballot: Ballot,
+    },
+    /// Coordinator → every replica (Algorithm 1, l. 16).
+    Accept {
+        txn: TxnId,
+        ballot: Ballot,
+        deps: Arc<Vec<Dep>>,
+    },
+    AcceptOk {
+        txn: TxnId,
+        ballot: Ballot,
+    },
+    /// Algorithm 3, l. 34, with the highest ballot seen.
+    AcceptNotOk {
+        txn: TxnId,
+        ballot: Ballot,
+    },
+    /// Coordinator → every replica (Algorithm 1, l. 22).
+    Commit(Arc<CommitInfo>),
+    /// Algorithm 4, l. 57: the results of the transaction's pieces at this
+    /// replica's shard.
+    CommitOk {
+        txn: TxnId,
+        abandon: bool,
+        results: Vec<PieceReply>,
+    },
+    /// Server → server: tell me `txn` once it is committing there
+    /// (Algorithm 4, l. 45).
+    Inquire {
+        txn: TxnId,
+    },
+    /// The answer: the transaction as committed.
+    InquireOk(Arc<CommitInfo>),
+}
+
+fn deps_size(deps: &[Dep]) -> usize {
+    deps.iter().map(|d| 8 + 1 + 4 * d.shards.len()).sum()
+}
+
+fn info_size(i: &CommitInfo) -> usize {
+    // The procedure travels as its name and arguments; 64 bytes is what the
+    // micro and YCSB procedures take in a compact codec.
+    1 + 64 + deps_size(&i.deps)
+}
+
+/// Header (type, txn id) plus payload, as a compact binary codec would
+/// encode it.
+impl WireSize for Msg {
+    fn wire_size(&self) -> usize {
+        const HEADER: usize = 1 + 8;
+        HEADER
+            + match self {
+                Msg::PreAccept { .. } => 8 + 64,
+                Msg::PreAcceptOk { deps, .. } => 8 + deps_size(deps),
+                Msg::Accept { deps, .. } => 8 + deps_size(deps),
+                Msg::PreAcceptNotOk { .. } | Msg::AcceptOk { .. } | Msg::AcceptNotOk { .. } => 8,
+                Msg::Commit(i) | Msg::InquireOk(i) => info_size(i),
+                Msg::CommitOk { results, .. } => 1 + replies_size(results),
+                Msg::Inquire { .. } => 0,
+            }
+    }
+}
