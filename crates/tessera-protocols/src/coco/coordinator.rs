@@ -52,6 +52,8 @@ struct TxnState {
     ts: u64,
     /// One primary: lock and validate in a single round.
     combined: bool,
+    /// The abort floor the primaries answered with (all must agree).
+    floor: Option<u64>,
     retransmit_at: Time,
 }
 
@@ -75,6 +77,10 @@ pub struct CocoCoordinator {
     last_tid: u64,
     committed_epoch: u64,
     parked: BTreeMap<u64, Vec<Parked>>,
+    /// Epoch ranges `[from, to)` the epoch manager aborted (§3.2).
+    aborted: Vec<(u64, u64)>,
+    /// The highest abort floor heard of, from the manager or a primary.
+    floor: u64,
 }
 
 const TICK: TimerId = TimerId(1);
@@ -99,6 +105,8 @@ impl CocoCoordinator {
             last_tid: 0,
             committed_epoch: 0,
             parked: BTreeMap::new(),
+            aborted: Vec::new(),
+            floor: 0,
         }
     }
 
@@ -335,6 +343,7 @@ impl CocoCoordinator {
         ok: bool,
         epoch: u64,
         bound: u64,
+        floor: u64,
     ) {
         let Some(mut st) = self.txns.remove(&txn) else {
             return;
@@ -348,6 +357,14 @@ impl CocoCoordinator {
             return;
         };
         o.answered = true;
+        self.floor = self.floor.max(floor);
+        if floor < self.floor || *st.floor.get_or_insert(floor) != floor {
+            // A primary answered before an epoch abort reached it (its data
+            // is still to be reverted) or primaries disagree: what the
+            // transaction locked or read may be gone.
+            self.abort_txn(ctx, txn, &mut st, AbortReason::Timeout);
+            return;
+        }
         if !ok {
             let reason = if st.phase == Phase::Locking {
                 AbortReason::LockConflict
@@ -389,7 +406,19 @@ impl CocoCoordinator {
                 }
             }
         }
-        st.epoch = epoch.max(epoch_of(st.ts));
+        // A writer's epoch is its timestamp's: timestamps grow along every
+        // read and overwrite, so then epochs do too, and an epoch abort
+        // takes every transaction that depended on it (§3.2). LT-OCC's
+        // timestamp already lies in an epoch no earlier than any primary
+        // that locked for it; validating primaries hold nothing.
+        st.epoch = match self.config.cc {
+            Cc::LtOcc if !st.writes.is_empty() => epoch_of(st.ts),
+            _ => epoch.max(epoch_of(st.ts)),
+        };
+        if self.is_aborted(st.epoch) || st.floor.is_some_and(|f| f < self.floor) {
+            self.abort_txn(ctx, txn, st, AbortReason::Timeout);
+            return;
+        }
         if st.writes.is_empty() {
             self.release(ctx, txn, st);
             return;
@@ -435,6 +464,10 @@ impl CocoCoordinator {
 
     /// Report the commit, now or when its epoch commits (epoch mode).
     fn release(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
+        if self.is_aborted(st.epoch) {
+            self.abort_txn(ctx, txn, st, AbortReason::Timeout);
+            return;
+        }
         self.open.remove(&txn);
         st.phase = Phase::Done;
         let proc = &st.attempt.txn;
@@ -464,7 +497,10 @@ impl CocoCoordinator {
         }
     }
 
-    fn on_epoch_commit(&mut self, ctx: &mut Ctx<Msg>, epoch: u64) {
+    fn on_epoch_commit(&mut self, ctx: &mut Ctx<Msg>, epoch: u64, aborted: Vec<(u64, u64)>) {
+        for r in aborted {
+            self.note_abort(ctx, r.0, r.1);
+        }
         self.committed_epoch = self.committed_epoch.max(epoch);
         while let Some(entry) = self.parked.first_entry() {
             if *entry.key() > self.committed_epoch {
@@ -474,6 +510,63 @@ impl CocoCoordinator {
                 ctx.done(txn, outcome);
             }
         }
+    }
+
+    fn is_aborted(&self, epoch: u64) -> bool {
+        self.aborted.iter().any(|&(a, b)| (a..b).contains(&epoch))
+    }
+
+    /// Epochs `[epoch, next)` aborted (§3.2): their parked results and the
+    /// transactions deciding or writing back in them abort, to be re-run by
+    /// their clients; the rest find out when they decide.
+    fn on_epoch_abort(&mut self, ctx: &mut Ctx<Msg>, epoch: u64, next: u64) {
+        self.note_abort(ctx, epoch, next);
+        let mut doomed: Vec<TxnId> = self
+            .txns
+            .iter()
+            .filter(|(_, st)| {
+                matches!(st.phase, Phase::Deciding | Phase::WritingBack)
+                    && self.is_aborted(st.epoch)
+            })
+            .map(|(t, _)| *t)
+            .collect();
+        doomed.sort_unstable();
+        for txn in doomed {
+            let mut st = self.txns.remove(&txn).expect("listed");
+            self.abort_txn(ctx, txn, &mut st, AbortReason::Timeout);
+        }
+    }
+
+    /// Remember an aborted range and abort its parked results.
+    fn note_abort(&mut self, ctx: &mut Ctx<Msg>, epoch: u64, next: u64) {
+        if self.aborted.contains(&(epoch, next)) {
+            return;
+        }
+        self.aborted.push((epoch, next));
+        self.floor = self.floor.max(next);
+        let gone: Vec<u64> = self.parked.range(epoch..next).map(|(e, _)| *e).collect();
+        for e in gone {
+            for (txn, _) in self.parked.remove(&e).expect("listed") {
+                ctx.done(txn, TxnOutcome::Aborted(AbortReason::Timeout));
+            }
+        }
+    }
+
+    /// End `txn` aborted: release what it locked, report it.
+    fn abort_txn(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        txn: TxnId,
+        st: &mut TxnState,
+        reason: AbortReason,
+    ) {
+        for &n in &st.locked_at {
+            ctx.send(n, Msg::Abort { txn });
+        }
+        self.open.remove(&txn);
+        self.decided.remove(&txn);
+        st.phase = Phase::Done;
+        ctx.done(txn, TxnOutcome::Aborted(reason));
     }
 
     fn on_inquire(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) {
@@ -541,6 +634,7 @@ impl Coordinator<Msg> for CocoCoordinator {
             bound: 0,
             ts: 0,
             combined: false,
+            floor: None,
             retransmit_at: ctx.now() + self.config.retransmit,
         };
         self.open.insert(txn);
@@ -567,10 +661,21 @@ impl Node<Msg> for CocoCoordinator {
                 ok,
                 epoch,
                 bound,
-            } => self.on_prepared(ctx, from, txn, round, ok, epoch, bound),
+                floor,
+            } => self.on_prepared(ctx, from, txn, round, ok, epoch, bound, floor),
             Msg::WrittenBack { txn } => self.on_written_back(ctx, from, txn),
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
-            Msg::EpochCommit { epoch } => self.on_epoch_commit(ctx, epoch),
+            Msg::EpochCommit { epoch, aborted } => self.on_epoch_commit(ctx, epoch, aborted),
+            Msg::EpochAbort { epoch, next } => self.on_epoch_abort(ctx, epoch, next),
+            Msg::Abort { txn } => {
+                // A primary lost the transaction's locks to an epoch abort.
+                if let Some(mut st) = self.txns.remove(&txn) {
+                    if st.phase == Phase::WritingBack {
+                        self.abort_txn(ctx, txn, &mut st, AbortReason::Timeout);
+                    }
+                    self.keep(txn, st);
+                }
+            }
             other => tracing::warn!(?from, msg = ?other, "coordinator got a server's message"),
         }
     }

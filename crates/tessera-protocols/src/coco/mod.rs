@@ -25,12 +25,19 @@
 //! (replication asynchronous, results released when the transaction's
 //! epoch commits, §3.1, see [`epoch`]).
 //!
+//! Failures (§3.2): in `epoch` mode an epoch whose prepare is overdue
+//! (a server crashed, cut off or stuck behind the locks of a crashed
+//! coordinator) aborts, with the next one: servers revert every tuple to
+//! its last committed-epoch version ([`undo`]), drop the epoch's locks,
+//! and client hosts report its transactions aborted, so clients re-run
+//! them. See [`epoch`].
+//!
 //! Known deviations and what is not done yet:
-//! * No epoch abort and revert on failures (§3.2) and no recovery from the
-//!   redo logs; servers are not crashed in the tests. Until then a
-//!   coordinator forces its commit decision before write-back, as 2PC does,
-//!   so that primaries of a crashed coordinator learn its outcome
-//!   (**Inquire**, presumed abort); COCO proper does not need this record.
+//! * No recovery of a crashed server from the redo logs and no backup
+//!   takeover of a crashed primary; servers are not crashed in the tests.
+//!   A coordinator forces its commit decision before write-back, as 2PC
+//!   does, so that primaries of a crashed coordinator learn its outcome
+//!   (**Inquire**, presumed abort) in the 2PC modes.
 //! * Redo logs are written (one record per epoch per server) but never read.
 //! * No snapshot transactions (§5.3), no deletes or inserts beyond
 //!   placeholders (§6.3), no checkpoints.
@@ -41,6 +48,7 @@ pub mod epoch;
 mod msg;
 mod server;
 pub mod tid;
+pub mod undo;
 
 pub use coordinator::CocoCoordinator;
 pub use msg::Msg;
@@ -100,6 +108,8 @@ pub struct CocoConfig {
     /// How long finished transactions are remembered by a primary when
     /// their coordinator's floor does not pass them first.
     pub tombstone: Time,
+    /// An epoch whose prepare is unanswered this long aborts (§3.2).
+    pub epoch_timeout: Time,
 }
 
 impl CocoConfig {
@@ -111,6 +121,7 @@ impl CocoConfig {
             retransmit: 10 * MS,
             inquire: 50 * MS,
             tombstone: 2000 * MS,
+            epoch_timeout: 50 * MS,
         }
     }
 }

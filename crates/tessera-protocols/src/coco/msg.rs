@@ -57,12 +57,18 @@ pub enum Msg {
     /// `epoch`: the primary's current epoch; `bound`: PT-OCC the largest
     /// TID of the locked records, LT-OCC the smallest timestamp above their
     /// rts.
+    ///
+    /// `floor`: the first epoch after the last epoch abort the primary has
+    /// carried out (§3.2). A transaction whose primaries answer with
+    /// different floors saw some of them before an abort and some after,
+    /// and aborts.
     Prepared {
         txn: TxnId,
         round: u8,
         ok: bool,
         epoch: u64,
         bound: u64,
+        floor: u64,
     },
     /// Install the locked write set with timestamp `ts`, as part of `epoch`.
     WriteBack {
@@ -99,7 +105,21 @@ pub enum Msg {
         epoch: u64,
     },
     /// Epoch manager → servers and client hosts: `epoch` committed.
+    /// `aborted`: every range of epochs aborted so far, so that a client
+    /// host that missed an **EpochAbort** never releases their results.
     EpochCommit {
+        epoch: u64,
+        aborted: Vec<(u64, u64)>,
+    },
+    /// Epoch manager → servers (until acknowledged) and client hosts:
+    /// a server did not prepare `epoch` in time; every epoch from `epoch`
+    /// up to (not including) `next` aborts and its writes are reverted
+    /// (§3.2, failure points 1–4).
+    EpochAbort {
+        epoch: u64,
+        next: u64,
+    },
+    EpochAborted {
         epoch: u64,
     },
 }
@@ -128,13 +148,15 @@ impl WireSize for Msg {
                     .map(|r| 2 + 1 + r.reads.len() * 28 + kv_size(&r.writes) + 4 + r.output.len())
                     .sum(),
                 Msg::Prepare { writes, reads, .. } => 16 + kv_size(writes) + reads.len() * 20,
-                Msg::Prepared { .. } => 17,
+                Msg::Prepared { .. } => 25,
+                Msg::EpochCommit { aborted, .. } => 8 + 16 * aborted.len(),
+                Msg::EpochAbort { .. } => 16,
                 Msg::WriteBack { .. } => 16,
                 Msg::Replicate { writes, .. } => 32 + kv_size(writes),
                 Msg::Replicated { .. }
                 | Msg::EpochPrepare { .. }
                 | Msg::EpochPrepared { .. }
-                | Msg::EpochCommit { .. } => 8,
+                | Msg::EpochAborted { .. } => 8,
                 Msg::WrittenBack { .. } | Msg::Abort { .. } | Msg::Inquire { .. } => 0,
             }
     }

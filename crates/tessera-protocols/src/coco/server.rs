@@ -5,13 +5,14 @@
 
 use super::epoch::{Action, EpochManager};
 use super::msg::{Msg, PieceReply, TsRead};
+use super::undo::Undo;
 use super::{Cc, CocoConfig, CommitMode};
 use crate::tombstones::Tombstones;
 use bytes::{BufMut, Bytes, BytesMut};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use tessera_core::ids::{Key, NodeId, Time, TimerId, TxnId, Version};
-use tessera_core::node::{Ctx, Node};
+use tessera_core::node::{Ctx, Node, NodeReport};
 use tessera_core::protocol::ServerEnv;
 use tessera_core::storage::Store;
 use tessera_core::topology::{Role, Topology};
@@ -77,6 +78,17 @@ pub struct CocoServer {
     /// Messages to this node itself (the epoch manager's), delivered after
     /// the current step's handler returns.
     local: VecDeque<Msg>,
+    /// Last committed-epoch versions of what open epochs wrote (`epoch`
+    /// mode only, §3.2).
+    undo: Undo,
+    /// The first epoch after the last abort carried out here (0: none).
+    floor: u64,
+    /// Epoch ranges `[from, to)` aborted: late writes of theirs are dropped.
+    aborted: Vec<(u64, u64)>,
+    /// Tuples put back by epoch aborts, and the manager's aborts already
+    /// reported (results counters).
+    reverted: u64,
+    aborts_reported: u64,
 }
 
 const SWEEP: TimerId = TimerId(1);
@@ -101,7 +113,14 @@ impl CocoServer {
                 .map(|n| n.id)
                 .collect();
             let clients = topo.client_hosts().map(|n| n.id).collect();
-            EpochManager::new(servers, clients)
+            // Only epoch mode can take an epoch back: the 2PC modes have
+            // released their results already.
+            let timeout = if config.commit == CommitMode::Epoch {
+                config.epoch_timeout
+            } else {
+                Time::MAX
+            };
+            EpochManager::new(servers, clients, timeout)
         });
         CocoServer {
             me: env.me,
@@ -122,6 +141,11 @@ impl CocoServer {
             manager,
             manager_node,
             local: VecDeque::new(),
+            undo: Undo::default(),
+            floor: 0,
+            aborted: Vec::new(),
+            reverted: 0,
+            aborts_reported: 0,
         }
     }
 
@@ -299,10 +323,27 @@ impl CocoServer {
         round: u8,
     ) {
         self.ended.raise_floor(floor);
+        if self.ended.get(txn) == Some(&false) {
+            // Aborted here (a lost lock conflict, or its locks went with an
+            // epoch abort, §3.2): the coordinator may still be waiting.
+            let (epoch, floor) = (self.epoch, self.floor);
+            ctx.send(
+                from,
+                Msg::Prepared {
+                    txn,
+                    round,
+                    ok: false,
+                    epoch,
+                    bound: 0,
+                    floor,
+                },
+            );
+            return;
+        }
         if self.ended.contains(txn)
             || (self.ended.below_floor(txn) && !self.held.contains_key(&txn))
         {
-            return; // decided already: the coordinator no longer waits
+            return; // committed already: the coordinator no longer waits
         }
         let mut bound = 0;
         let mut locked_now = false;
@@ -319,6 +360,7 @@ impl CocoServer {
                             ok: true,
                             epoch,
                             bound,
+                            floor: self.floor,
                         },
                     );
                     return;
@@ -336,6 +378,7 @@ impl CocoServer {
                             ok: false,
                             epoch,
                             bound: 0,
+                            floor: self.floor,
                         },
                     );
                     return;
@@ -382,6 +425,7 @@ impl CocoServer {
                 ok,
                 epoch,
                 bound,
+                floor: self.floor,
             },
         );
     }
@@ -392,13 +436,19 @@ impl CocoServer {
                 Some(true) if !self.replication.values().any(|r| r.txn == txn) => {
                     ctx.send(from, Msg::WrittenBack { txn });
                 }
-                Some(false) => tracing::warn!(?txn, "write-back for a transaction aborted here"),
+                // Its locks went with an epoch abort (§3.2): so did its
+                // epoch, everywhere.
+                Some(false) => ctx.send(from, Msg::Abort { txn }),
                 _ => {}
             }
             return;
         };
         let version = txn.version();
+        let keep_undo = self.config.commit == CommitMode::Epoch;
         for (k, v) in &h.writes {
+            if keep_undo {
+                self.undo.before_write(&self.store, *k, epoch);
+            }
             let r = self.store.get_mut(*k).expect("locked records exist");
             r.value = v.clone();
             r.meta.version = version;
@@ -467,8 +517,21 @@ impl CocoServer {
         version: Version,
         writes: Vec<(Key, Value)>,
     ) {
+        if self.is_aborted(epoch) {
+            // A late write of an aborted epoch: never applied.
+            ctx.send(from, Msg::Replicated { seq });
+            return;
+        }
+        let keep_undo = self.config.commit == CommitMode::Epoch;
         for (k, v) in &writes {
             let newer = self.store.get(*k).is_none_or(|r| ts > r.meta.wts);
+            if keep_undo {
+                if newer {
+                    self.undo.before_write(&self.store, *k, epoch);
+                } else {
+                    self.undo.skipped_write(*k, epoch, ts, v, version);
+                }
+            }
             if newer {
                 self.store.install(*k, v.clone(), version);
                 let r = self.store.get_mut(*k).expect("installed");
@@ -508,8 +571,42 @@ impl CocoServer {
             return;
         }
         self.epoch = self.epoch.max(epoch + 1);
+        // Every earlier epoch is decided, and aborted ones are reverted.
+        self.undo.committed(epoch.saturating_sub(1));
         self.prepare_wanted = Some(self.prepare_wanted.map_or(epoch, |w| w.max(epoch)));
         self.try_prepare(ctx);
+    }
+
+    fn is_aborted(&self, epoch: u64) -> bool {
+        self.aborted.iter().any(|&(a, b)| (a..b).contains(&epoch))
+    }
+
+    /// The epoch manager aborted epochs `[epoch, next)` (§3.2): drop their
+    /// locks and pending replication, put every tuple they wrote back to
+    /// its last committed version, discard their unforced redo records,
+    /// and move on to `next`.
+    fn on_epoch_abort(&mut self, ctx: &mut Ctx<Msg>, epoch: u64, next: u64) {
+        if self.floor < next {
+            self.floor = next;
+            self.aborted.push((epoch, next));
+            let mut held: Vec<(TxnId, Held)> = self.held.drain().collect();
+            held.sort_unstable_by_key(|(t, _)| *t);
+            for (txn, h) in held {
+                self.unlock(txn, h.writes.iter().map(|(k, _)| *k));
+                self.ended.insert(txn, false, ctx.now());
+            }
+            self.replication.retain(|_, r| r.epoch < epoch);
+            let reverted = self.undo.revert(&mut self.store, epoch, next);
+            self.reverted += reverted as u64;
+            // Everything not yet forced belongs to the aborted epochs: the
+            // prepare of `epoch - 1` forced the rest.
+            self.log.clear();
+            self.prepare_wanted = None;
+            self.epoch = self.epoch.max(next);
+            tracing::debug!(node = ?self.me, epoch, next, reverted, "epoch abort");
+        }
+        let to = self.manager_node;
+        self.send(ctx, to, Msg::EpochAborted { epoch });
     }
 
     /// Answer the wanted prepare once nothing of its epoch is in flight
@@ -588,7 +685,14 @@ impl CocoServer {
             Msg::EpochPrepared { epoch } => {
                 self.run_manager(ctx, |m, out| m.prepared(from, epoch, out))
             }
-            Msg::EpochCommit { epoch } => self.epoch = self.epoch.max(epoch + 1),
+            Msg::EpochCommit { epoch, .. } => {
+                self.epoch = self.epoch.max(epoch + 1);
+                self.undo.committed(epoch);
+            }
+            Msg::EpochAbort { epoch, next } => self.on_epoch_abort(ctx, epoch, next),
+            Msg::EpochAborted { epoch } => {
+                self.run_manager(ctx, |m, _| m.abort_acknowledged(from, epoch))
+            }
             Msg::ReadOk { .. }
             | Msg::Prepared { .. }
             | Msg::WrittenBack { .. }
@@ -651,6 +755,21 @@ impl Node<Msg> for CocoServer {
             None => {}
         }
         self.drain_local(ctx);
+    }
+
+    fn take_report(&mut self) -> NodeReport {
+        let all = self
+            .manager
+            .as_ref()
+            .map_or(0, |m| m.aborted().len() as u64);
+        let aborts = all - std::mem::replace(&mut self.aborts_reported, all);
+        NodeReport {
+            client: None,
+            counters: vec![
+                ("epoch_aborts", aborts),
+                ("tuples_reverted", std::mem::take(&mut self.reverted)),
+            ],
+        }
     }
 
     fn store(&self) -> Option<&Store> {
