@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tessera_core::ids::MS;
 use tessera_harness::experiment;
-use tessera_harness::faults::{random_plan, replica_plan};
+use tessera_harness::faults::{replica_plan, RandomFaults};
 use tessera_harness::registry;
 use tessera_harness::sites::{ClientSites, Sites};
 use tessera_harness::spec::Knobs;
@@ -198,6 +198,8 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         switch_value_width: a.switch_value_width,
         switch_stages: a.switch_stages,
         recirculation_ns: a.recirculation_ns,
+        commit: a.commit.clone(),
+        epoch_ms: a.epoch_ms,
     };
     if a.write_ratio.is_some() && !matches!(s.workload, WorkloadSpec::Counter(_)) {
         return Err(Failure::Usage(
@@ -220,23 +222,33 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
             "--faults and --replica-faults are two different plans: pick one".into(),
         ));
     }
+    if a.faults && a.replica_faults {
+        return Err(Failure::Usage(
+            "--faults and --replica-faults are two fault plans: choose one".into(),
+        ));
+    }
     if a.faults {
-        let topo = tessera_harness::deploy::topology(&s);
-        s.sim = random_plan(s.seed, &topo, s.duration);
-    }
-    if a.replica_faults {
-        if a.replicas.is_none() {
-            return Err(Failure::Usage(
-                "--replica-faults needs --replicas (the plan names replicas)".into(),
-            ));
+        // Drawn when each run starts, for the topology its protocol runs on.
+        s.faults = Some(RandomFaults {
+            loss: a.loss,
+            duplicate: a.duplicate,
+            reorder: a.reorder,
+        });
+    } else {
+        if a.replica_faults {
+            if a.replicas.is_none() {
+                return Err(Failure::Usage(
+                    "--replica-faults needs --replicas (the plan names replicas)".into(),
+                ));
+            }
+            let topo = tessera_harness::deploy::topology(&s);
+            let until = s.duration.saturating_sub(s.drain + 20 * MS);
+            s.sim = replica_plan(s.seed, &topo, until);
         }
-        let topo = tessera_harness::deploy::topology(&s);
-        let until = s.duration.saturating_sub(s.drain + 20 * MS);
-        s.sim = replica_plan(s.seed, &topo, until);
+        s.sim.loss = a.loss.unwrap_or(s.sim.loss);
+        s.sim.duplicate = a.duplicate.unwrap_or(s.sim.duplicate);
+        s.sim.reorder = a.reorder.unwrap_or(s.sim.reorder);
     }
-    s.sim.loss = a.loss.unwrap_or(s.sim.loss);
-    s.sim.duplicate = a.duplicate.unwrap_or(s.sim.duplicate);
-    s.sim.reorder = a.reorder.unwrap_or(s.sim.reorder);
     s.validate()?;
     Ok(s)
 }
@@ -613,6 +625,8 @@ pub fn default_comparison() -> Result<()> {
         switch_value_width: None,
         switch_stages: None,
         recirculation_ns: None,
+        commit: None,
+        epoch_ms: None,
         repeat: 1,
     };
     println!("tessera: YCSB (2 partitions, zipf 0.9) on the embedded cluster, 2 s per protocol");

@@ -241,8 +241,8 @@ pub struct RunArgs {
     /// last --drain + 20 ms). Needs --replicas.
     #[arg(long)]
     replica_faults: bool,
-    /// Servers per shard, a replica group (2pl-paxos, occ-paxos, tapir;
-    /// default 3; 1 for the unreplicated protocols).
+    /// Servers per shard, a replica group (janus, 2pl-paxos, occ-paxos,
+    /// tapir, pt-occ, lt-occ: default 3; 1 for the unreplicated protocols).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64), allow_negative_numbers = true)]
     replicas: Option<u32>,
     /// sim: sites and their round trips: one, three-regions (Janus Table 2:
@@ -279,6 +279,13 @@ pub struct RunArgs {
     /// nocc: switch time per operation (recirculation), ns (default 100).
     #[arg(long, allow_negative_numbers = true)]
     recirculation_ns: Option<u64>,
+    /// pt-occ, lt-occ, s2pl: commit and replication: 2pc (no replication),
+    /// 2pc-sync, or epoch (COCO, the default for pt-occ and lt-occ).
+    #[arg(long)]
+    commit: Option<String>,
+    /// pt-occ, lt-occ: epoch length in ms (default 10).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000), allow_negative_numbers = true)]
+    epoch_ms: Option<u64>,
     /// bench: run each protocol N times (seeds seed, seed+1, ...); every run
     /// goes to --out, the table shows each protocol's median run by
     /// throughput, and a line per protocol gives median, min and max.

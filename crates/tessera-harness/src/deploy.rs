@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tessera_core::client::{ClientConfig, ClientHost, ClientReport};
-use tessera_core::ids::{NodeId, ShardId, Time, US};
+use tessera_core::ids::{NodeId, ShardId, Time, Version, US};
 use tessera_core::node::Node;
 use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv, SwitchEnv};
 use tessera_core::runtime::{Deployment, NetCounters, NodeFactory, RunOutput};
@@ -221,7 +221,13 @@ pub fn run_protocol<P: Protocol>(
     let dep = deployment::<P>(config, spec, workload, &loaded)?;
     let topology = dep.topology.clone();
     let out: RunOutput<P::Msg> = match spec.runtime {
-        RuntimeKind::Sim => tessera_sim::run(dep, &spec.sim_config())?,
+        RuntimeKind::Sim => {
+            let sim = match &spec.faults {
+                Some(f) => f.plan(&spec.sim_config(), spec.seed, &topology, spec.duration),
+                None => spec.sim_config(),
+            };
+            tessera_sim::run(dep, &sim)?
+        }
         RuntimeKind::Local => {
             let workers = local_workers(spec);
             let cfg = tessera_local::LocalConfig::new(&topology, workers);
@@ -257,6 +263,9 @@ pub fn run_protocol<P: Protocol>(
         Vec::new()
     };
     let mut counters = BTreeMap::new();
+    if topology.shards.iter().any(|g| g.replicas.len() > 1) {
+        counters.insert("replica_divergent_keys", divergent_keys(&topology, &out));
+    }
     for r in &out.reports {
         for (name, n) in &r.counters {
             *counters.entry(*name).or_insert(0) += n;
@@ -311,6 +320,37 @@ pub fn store_digest(store: &Store) -> u64 {
         r.value.hash(&mut h);
     }
     h.finish()
+}
+
+/// Keys whose value or version differs between a shard's first replica
+/// and another of its replicas (0 once replication has converged).
+fn divergent_keys<M>(topology: &Topology, out: &RunOutput<M>) -> u64 {
+    let mut n = 0;
+    for g in &topology.shards {
+        let Some(first) = out.nodes[g.leader().0 as usize].store() else {
+            continue;
+        };
+        for r in &g.replicas[1..] {
+            let Some(other) = out.nodes[r.0 as usize].store() else {
+                continue;
+            };
+            let differs = |a: &Store, b: &Store| {
+                a.records_sorted()
+                    .into_iter()
+                    .filter(|(k, rec)| {
+                        // A missing record equals a never-written
+                        // placeholder (locked by a transaction that aborted).
+                        b.get(*k).map_or(
+                            !rec.value.is_empty() || rec.meta.version != Version::INITIAL,
+                            |o| o.value != rec.value || o.meta.version != rec.meta.version,
+                        )
+                    })
+                    .count() as u64
+            };
+            n += differs(first, other).max(differs(other, first));
+        }
+    }
+    n
 }
 
 /// The node id of client host `h` (for fault plans).

@@ -15,6 +15,38 @@ use tessera_core::ids::{Time, MS};
 use tessera_core::topology::{Role, Topology};
 use tessera_sim::{Crash, Partition, SimConfig};
 
+/// `--faults`: a [`random_plan`] drawn when the run starts, for the
+/// topology the protocol really runs on (its registry entry may add
+/// replicas or switches), with the network rates the user fixed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RandomFaults {
+    pub loss: Option<f64>,
+    pub duplicate: Option<f64>,
+    pub reorder: Option<f64>,
+}
+
+impl RandomFaults {
+    /// `base` (latencies, CPU costs, ...) with the plan's crashes,
+    /// partitions and network rates.
+    pub fn plan(
+        &self,
+        base: &SimConfig,
+        seed: u64,
+        topology: &Topology,
+        duration: Time,
+    ) -> SimConfig {
+        let p = random_plan(seed, topology, duration);
+        SimConfig {
+            loss: self.loss.unwrap_or(p.loss),
+            duplicate: self.duplicate.unwrap_or(p.duplicate),
+            reorder: self.reorder.unwrap_or(p.reorder),
+            crashes: p.crashes,
+            partitions: p.partitions,
+            ..base.clone()
+        }
+    }
+}
+
 /// A fault plan for `topology` over a run of `duration`, drawn from `seed`.
 pub fn random_plan(seed: u64, topology: &Topology, duration: Time) -> SimConfig {
     let mut rng = SmallRng::seed_from_u64(seed ^ 0xFA17_FA17);
@@ -134,6 +166,36 @@ pub fn replica_plan(seed: u64, topology: &Topology, until: Time) -> SimConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--faults` draws its plan for the topology the protocol runs on:
+    /// with three replicas per shard the crashed node is still a client
+    /// host (drawn for one replica, its id would name a backup server).
+    #[test]
+    fn random_faults_follow_the_run_topology_and_the_user_rates() {
+        let topo = Topology::new(3, 3, 2);
+        let base = SimConfig {
+            fsync: 7,
+            ..SimConfig::default()
+        };
+        let f = RandomFaults {
+            loss: Some(0.0),
+            duplicate: None,
+            reorder: Some(0.5),
+        };
+        for seed in 0..50 {
+            let cfg = f.plan(&base, seed, &topo, 200 * MS);
+            assert_eq!(cfg.fsync, 7);
+            assert_eq!((cfg.loss, cfg.reorder), (0.0, 0.5));
+            assert_eq!(cfg.duplicate, random_plan(seed, &topo, 200 * MS).duplicate);
+            for c in &cfg.crashes {
+                assert!(
+                    matches!(topo.nodes[c.node.0 as usize].role, Role::Client { .. }),
+                    "seed {seed}: crashed {:?}, a server",
+                    c.node
+                );
+            }
+        }
+    }
 
     #[test]
     fn replica_faults_hit_a_minority_of_each_shard_at_a_time() {

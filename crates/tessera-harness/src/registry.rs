@@ -6,9 +6,12 @@ use crate::sites::ClientSites;
 use crate::spec::BenchSpec;
 use crate::spec::SpecError;
 use std::sync::Arc;
+use tessera_checker::Level;
 use tessera_core::codec::Codec;
+use tessera_core::ids::MS;
 use tessera_core::protocol::Protocol;
 use tessera_core::workload::Workload;
+use tessera_protocols::coco::{Cc, Coco, CocoConfig, CommitMode};
 use tessera_protocols::janus::{Janus, JanusConfig};
 use tessera_protocols::layered::{OccPaxos, PaxosLogConfig, TwoPlPaxos};
 use tessera_protocols::nocc::{Nocc, NoccConfig};
@@ -35,6 +38,9 @@ pub struct ProtocolEntry {
     /// Hidden entries exist for tests (e.g. a deliberately broken variant)
     /// and are not listed to users.
     pub hidden: bool,
+    /// What `--check` holds the history to: the isolation the protocol
+    /// promises (strict serializability unless it says less).
+    pub level: Level,
     run: Runner,
     tcp: Option<TcpHooks>,
 }
@@ -46,14 +52,8 @@ impl ProtocolEntry {
         P::Config: Clone,
     {
         Self::configured::<P>(name, summary, move |spec| {
-            if let Some(flag) = spec.knobs.set_flags().first() {
-                return Err(SpecError::Invalid {
-                    flag,
-                    value: name.into(),
-                    allowed: "protocols that have this knob (see --help)".into(),
-                });
-            }
-            unreplicated(name, spec)?;
+            unreplicated(spec, name)?;
+            only_knobs(spec, name, &[])?;
             Ok((config.clone(), spec.clone()))
         })
     }
@@ -72,6 +72,7 @@ impl ProtocolEntry {
             name,
             summary,
             hidden: false,
+            level: Level::StrictSerializable,
             run: Box::new(move |spec, workload| {
                 let (config, spec) = configure(spec)?;
                 run_protocol::<P>(&config, &spec, workload)
@@ -114,6 +115,12 @@ impl ProtocolEntry {
 
     fn hidden(mut self) -> Self {
         self.hidden = true;
+        self
+    }
+
+    /// The protocol promises only `level`.
+    fn guarantees(mut self, level: Level) -> Self {
+        self.level = level;
         self
     }
 
@@ -196,6 +203,27 @@ pub fn registry() -> Vec<ProtocolEntry> {
             "TAPIR: OCC at every replica over inconsistent replication, no leader (Janus §5-6)",
             tapir,
         ),
+        ProtocolEntry::configured::<Coco>(
+            "pt-occ",
+            "COCO PT-OCC (Silo TIDs); --commit epoch (default) | 2pc-sync | 2pc (VLDB '21 §5.1)",
+            |spec| coco(spec, Cc::PtOcc),
+        ),
+        ProtocolEntry::configured::<Coco>(
+            "lt-occ",
+            "COCO LT-OCC (TicToc [wts, rts]); --commit epoch (default) | 2pc-sync | 2pc (§5.2)",
+            |spec| coco(spec, Cc::LtOcc),
+        )
+        // TicToc commits back in logical time: a transaction may be ordered
+        // before one that finished before it started (§5.2, TicToc §3).
+        .guarantees(Level::Serializable),
+        ProtocolEntry::configured::<TwoPlProtocol>(
+            "s2pl",
+            "S2PL NO_WAIT + 2PC, COCO's baseline (§7.1.2); only --commit 2pc so far",
+            {
+                let config = twopl(Policy::NoWait);
+                move |spec| s2pl(spec, config.clone())
+            },
+        ),
         ProtocolEntry::configured::<Nocc>(
             "nocc",
             "NOCC: OCC by compares at one store, verified early by a switch per rack (NOCC §2)",
@@ -219,15 +247,42 @@ pub fn registry() -> Vec<ProtocolEntry> {
     ]
 }
 
-/// Refuse a replica group larger than one for a protocol that does not
-/// replicate (its extra servers would sit idle, holding stale data).
-fn unreplicated(name: &str, spec: &BenchSpec) -> Result<(), SpecError> {
-    match spec.replicas {
-        None | Some(1) => Ok(()),
+/// Refuse `--replicas` other than 1 for a protocol that does not replicate.
+fn unreplicated(spec: &BenchSpec, name: &str) -> Result<(), SpecError> {
+    match spec.replicas.filter(|r| *r != 1) {
         Some(r) => Err(SpecError::Invalid {
             flag: "--replicas",
             value: r.to_string(),
-            allowed: format!("1 for {name}, which does not replicate its shards"),
+            allowed: format!("1 for {name}, which is not replicated"),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Refuse any knob set that `name` does not read (`allowed`).
+fn only_knobs(spec: &BenchSpec, name: &str, allowed: &[&str]) -> Result<(), SpecError> {
+    match spec
+        .knobs
+        .set_flags()
+        .into_iter()
+        .find(|f| !allowed.contains(f))
+    {
+        Some(flag) => Err(SpecError::Invalid {
+            flag,
+            value: name.into(),
+            allowed: "protocols that have this knob (see --help)".into(),
+        }),
+        None => Ok(()),
+    }
+}
+
+fn commit_mode(spec: &BenchSpec, default: CommitMode) -> Result<CommitMode, SpecError> {
+    match &spec.knobs.commit {
+        None => Ok(default),
+        Some(s) => CommitMode::parse(s).ok_or_else(|| SpecError::Invalid {
+            flag: "--commit",
+            value: s.clone(),
+            allowed: CommitMode::NAMES.join(", "),
         }),
     }
 }
@@ -253,13 +308,7 @@ fn layered<X>(
     spec: &BenchSpec,
     cc: X,
 ) -> Result<(TwoPcConfig<X, PaxosLogConfig>, BenchSpec), SpecError> {
-    if let Some(flag) = spec.knobs.set_flags().first() {
-        return Err(SpecError::Invalid {
-            flag,
-            value: spec.protocol.clone(),
-            allowed: "protocols that have this knob (see --help)".into(),
-        });
-    }
+    only_knobs(spec, &spec.protocol, &[])?;
     let rtt = slowest_round_trip(spec);
     let mut timeouts = Timeouts::default();
     timeouts.retransmit = timeouts.retransmit.max(2 * rtt);
@@ -286,18 +335,46 @@ fn layered<X>(
 /// TAPIR's configuration: three replicas and clients spread over the sites
 /// unless told; timeouts cover the slowest round trip of the world.
 fn tapir(spec: &BenchSpec) -> Result<(TapirConfig, BenchSpec), SpecError> {
-    if let Some(flag) = spec.knobs.set_flags().first() {
-        return Err(SpecError::Invalid {
-            flag,
-            value: spec.protocol.clone(),
-            allowed: "protocols that have this knob (see --help)".into(),
-        });
-    }
+    only_knobs(spec, &spec.protocol, &[])?;
     let config = TapirConfig::for_round_trip(slowest_round_trip(spec));
     let mut spec = spec.clone();
     spec.replicas = Some(spec.replicas.unwrap_or(3));
     spec.client_sites = Some(spec.client_sites.unwrap_or(ClientSites::Spread));
     Ok((config, spec))
+}
+
+/// COCO's configuration: epoch commit and three replicas unless told.
+fn coco(spec: &BenchSpec, cc: Cc) -> Result<(CocoConfig, BenchSpec), SpecError> {
+    only_knobs(spec, &spec.protocol, &["--commit", "--epoch-ms"])?;
+    let mut config = CocoConfig::new(cc, commit_mode(spec, CommitMode::Epoch)?);
+    if let Some(ms) = spec.knobs.epoch_ms {
+        if !(1..=1000).contains(&ms) {
+            return Err(SpecError::Invalid {
+                flag: "--epoch-ms",
+                value: ms.to_string(),
+                allowed: "1 to 1000".into(),
+            });
+        }
+        config.epoch = ms * MS;
+    }
+    let mut spec = spec.clone();
+    spec.replicas = Some(spec.replicas.unwrap_or(3));
+    Ok((config, spec))
+}
+
+/// S2PL NO_WAIT reuses 2PL + 2PC; its replicated commit modes are not
+/// built yet, and are refused rather than run unreplicated.
+fn s2pl<X: Clone>(spec: &BenchSpec, config: X) -> Result<(X, BenchSpec), SpecError> {
+    only_knobs(spec, "s2pl", &["--commit"])?;
+    if commit_mode(spec, CommitMode::TwoPc)? != CommitMode::TwoPc {
+        return Err(SpecError::Invalid {
+            flag: "--commit",
+            value: spec.knobs.commit.clone().unwrap_or_default(),
+            allowed: "2pc for s2pl (2pc-sync and epoch are not built yet)".into(),
+        });
+    }
+    unreplicated(spec, "s2pl with --commit 2pc")?;
+    Ok((config, spec.clone()))
 }
 
 /// NOCC's configuration from the spec's knobs; one switch unless told.
@@ -309,6 +386,18 @@ fn nocc(spec: &BenchSpec, verify: bool) -> Result<(NoccConfig, BenchSpec), SpecE
             allowed: "1: NOCC has a single store".into(),
         });
     }
+    only_knobs(
+        spec,
+        &spec.protocol,
+        &[
+            "--switch-cache",
+            "--switch-max-ops",
+            "--switch-value-width",
+            "--switch-stages",
+            "--recirculation-ns",
+        ],
+    )?;
+    unreplicated(spec, &spec.protocol)?;
     let d = NoccConfig::default();
     let k = &spec.knobs;
     let positive = |flag: &'static str, v: Option<u64>, default: u64| match v {
@@ -320,7 +409,6 @@ fn nocc(spec: &BenchSpec, verify: bool) -> Result<(NoccConfig, BenchSpec), SpecE
         Some(v) => Ok(v),
         None => Ok(default),
     };
-    unreplicated(&spec.protocol, spec)?;
     let config = NoccConfig {
         verify,
         validate: true,
@@ -375,22 +463,9 @@ pub fn find(name: &str) -> Result<ProtocolEntry, crate::spec::SpecError> {
 /// Janus replicates every shard itself (§3.1): groups of three unless the
 /// spec says otherwise.
 fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
-    if let Some(flag) = spec.knobs.set_flags().first() {
-        return Err(SpecError::Invalid {
-            flag,
-            value: "janus".into(),
-            allowed: "protocols that have this knob (see --help)".into(),
-        });
-    }
+    only_knobs(spec, "janus", &[])?;
     let mut spec = spec.clone();
     spec.replicas = Some(spec.replicas.unwrap_or(3));
-    if spec.replicas == Some(0) {
-        return Err(SpecError::Invalid {
-            flag: "--replicas",
-            value: "0".into(),
-            allowed: "at least 1 replica per shard".into(),
-        });
-    }
     Ok((JanusConfig::default(), spec))
 }
 
@@ -412,5 +487,61 @@ mod tests {
             err.contains("--protocol") && err.contains("2pl-ww"),
             "{err}"
         );
+    }
+
+    /// Every entry refuses the knobs it does not read, naming the flag,
+    /// before anything runs.
+    #[test]
+    fn knobs_are_refused_by_protocols_that_do_not_read_them() {
+        use crate::spec::{Knobs, RuntimeKind, WorkloadSpec};
+        let wl_spec = WorkloadSpec::Ycsb(tessera_workloads::YcsbConfig {
+            partitions: 1,
+            ..Default::default()
+        });
+        let wl = crate::run::workload(&wl_spec).unwrap();
+        let cases: [(&str, Knobs); 2] = [
+            (
+                "--epoch-ms",
+                Knobs {
+                    epoch_ms: Some(5),
+                    ..Knobs::default()
+                },
+            ),
+            (
+                "--switch-cache",
+                Knobs {
+                    switch_cache: Some(10),
+                    ..Knobs::default()
+                },
+            ),
+        ];
+        for e in registry() {
+            for (flag, knobs) in &cases {
+                let reads = match *flag {
+                    "--epoch-ms" => ["pt-occ", "lt-occ"].contains(&e.name),
+                    _ => e.name.starts_with("nocc"),
+                };
+                if reads {
+                    continue;
+                }
+                let mut spec = BenchSpec::new(RuntimeKind::Sim, e.name, wl_spec.clone());
+                spec.knobs = knobs.clone();
+                let err = e
+                    .run(&spec, wl.clone())
+                    .err()
+                    .unwrap_or_else(|| panic!("{} ran with {flag}", e.name))
+                    .to_string();
+                assert!(err.contains(flag), "{}: {err}", e.name);
+            }
+        }
+        let mut spec = BenchSpec::new(RuntimeKind::Sim, "nocc", wl_spec);
+        spec.replicas = Some(3);
+        let err = find("nocc")
+            .unwrap()
+            .run(&spec, wl)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("--replicas"), "{err}");
     }
 }

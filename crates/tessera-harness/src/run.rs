@@ -7,7 +7,7 @@ use crate::spec::{BenchSpec, WorkloadSpec};
 use std::fs::File;
 use std::io::BufWriter;
 use std::sync::Arc;
-use tessera_checker::{Level, Report};
+use tessera_checker::Report;
 use tessera_core::history::History;
 use tessera_core::ids::MS;
 use tessera_core::stats::ClientStats;
@@ -64,7 +64,7 @@ pub fn run_bench(spec: &BenchSpec) -> anyhow::Result<BenchOutcome> {
         tessera_checker::write_elle(h, BufWriter::new(f))?;
     }
     let check = match (&history, spec.check) {
-        (Some(h), true) => Some(tessera_checker::check(h, Level::StrictSerializable)),
+        (Some(h), true) => Some(tessera_checker::check(h, entry.level)),
         _ => None,
     };
     let consistency = if spec.check {

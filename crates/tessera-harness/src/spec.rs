@@ -105,6 +105,9 @@ pub struct BenchSpec {
     pub history: Option<PathBuf>,
     /// The simulated world (only for `sim`).
     pub sim: SimConfig,
+    /// Replace `sim`'s faults with a random plan drawn from `seed` when the
+    /// run starts (`--faults`, only for `sim`).
+    pub faults: Option<crate::faults::RandomFaults>,
     /// Worker threads (only for `local`); 0 = one per core.
     pub workers: usize,
     /// Attempts per transaction before the client gives up (Janus §6.1: 20).
@@ -112,9 +115,9 @@ pub struct BenchSpec {
     /// Switch nodes between the client hosts and the servers (NOCC's
     /// racks). `None`: the protocol's default (see the registry).
     pub switches: Option<u32>,
-    /// Servers per shard (a replica group). `None`: the protocol's default
-    /// (1, or 3 for the replicated protocols: Janus, the layered baselines
-    /// and TAPIR; see the registry).
+    /// Servers per shard, a replica group (`--replicas`). `None`: the
+    /// protocol's default (1, or 3 for the replicated protocols: Janus,
+    /// COCO, the layered baselines and TAPIR; see the registry).
     pub replicas: Option<u32>,
     /// Sites of the simulated world (`None`: one data center with the
     /// simulator's own latency). See [`crate::sites`].
@@ -148,18 +151,24 @@ pub struct Knobs {
     pub switch_stages: Option<u32>,
     /// NOCC: switch time per operation of a transaction (recirculation), ns.
     pub recirculation_ns: Option<u64>,
+    /// COCO: `--commit 2pc|2pc-sync|epoch`.
+    pub commit: Option<String>,
+    /// COCO: epoch length in ms (`--epoch-ms`, 1–1000).
+    pub epoch_ms: Option<u64>,
 }
 
 impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 5] = [
+        let flags: [(&'static str, bool); 7] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
             ("--switch-stages", self.switch_stages.is_some()),
             ("--recirculation-ns", self.recirculation_ns.is_some()),
+            ("--commit", self.commit.is_some()),
+            ("--epoch-ms", self.epoch_ms.is_some()),
         ];
         for (f, set) in flags {
             if set {
@@ -189,6 +198,7 @@ impl BenchSpec {
             check: false,
             history: None,
             sim: SimConfig::default(),
+            faults: None,
             workers: 0,
             max_attempts: 20,
             switches: None,
@@ -304,8 +314,14 @@ impl BenchSpec {
             WorkloadSpec::Tpcc(c) => c.validate(),
         };
         r.map_err(|e| SpecError::Workload(e.to_string()))?;
-        self.sim_config()
-            .validate()
+        let mut sim = self.sim_config();
+        if let Some(f) = &self.faults {
+            // The rates the user fixed for the plan drawn at run time.
+            sim.loss = f.loss.unwrap_or(0.0);
+            sim.duplicate = f.duplicate.unwrap_or(0.0);
+            sim.reorder = f.reorder.unwrap_or(0.0);
+        }
+        sim.validate()
             .map_err(|e| SpecError::Workload(e.to_string()))?;
         Ok(())
     }

@@ -21,6 +21,7 @@ pub const PARAMS: &[&str] = &[
     "write-ratio",
     "keys",
     "loss",
+    "epoch-ms",
 ];
 
 impl Vary {
@@ -78,6 +79,7 @@ impl Vary {
             ("multi-partition", WorkloadSpec::Ycsb(c)) => c.multi_partition = v,
             ("read-ratio", WorkloadSpec::Ycsb(c)) => c.read_ratio = v,
             ("loss", _) => spec.sim.loss = v,
+            ("epoch-ms", _) => spec.knobs.epoch_ms = Some(count(v)? as u64),
             (name, w) => {
                 return Err(SpecError::Invalid {
                     flag: "--vary",

@@ -34,6 +34,7 @@
 //! The harness's registry is the one place that maps protocol names to these
 //! types.
 
+pub mod coco;
 pub mod depgraph;
 pub mod janus;
 pub mod layered;

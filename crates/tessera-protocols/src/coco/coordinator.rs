@@ -1,0 +1,709 @@
+//! The coordinator (a worker of the paper, on a client host): executes
+//! pieces at the nearest replicas, runs the lock, validate and write-back
+//! rounds at the primaries, and releases results (at once, or at the end of
+//! the transaction's epoch).
+
+use super::msg::{Msg, PieceReply};
+use super::tid::{epoch_of, lt_occ_ts, pt_occ_tid};
+use super::{Cc, CocoConfig, CommitMode};
+use bytes::{BufMut, Bytes, BytesMut};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId};
+use tessera_core::node::{Ctx, Node};
+use tessera_core::protocol::{Coordinator, CoordinatorEnv};
+use tessera_core::topology::Topology;
+use tessera_core::txn::{participants, AbortReason, Attempt, ReadObs, TxnOutcome, Value};
+use tessera_core::FastMap;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Executing,
+    Locking,
+    Validating,
+    /// Waiting for the commit decision to be durable.
+    Deciding,
+    WritingBack,
+    /// Reported (or parked until its epoch commits): forgotten here.
+    Done,
+}
+
+/// A request of the current round, resent until answered.
+struct Out {
+    to: NodeId,
+    msg: Msg,
+    answered: bool,
+}
+
+struct TxnState {
+    attempt: Attempt,
+    phase: Phase,
+    results: Vec<Option<PieceReply>>,
+    sent: Vec<bool>,
+    out: Vec<Out>,
+    /// Primaries asked to lock (told to abort on an abort).
+    locked_at: Vec<NodeId>,
+    /// Write set and read set per shard (reads: key, TID or wts seen).
+    writes: BTreeMap<ShardId, Vec<(Key, Value)>>,
+    reads: BTreeMap<ShardId, Vec<(Key, u64)>>,
+    /// The largest epoch a primary reported, and the largest bound.
+    epoch: u64,
+    bound: u64,
+    ts: u64,
+    /// One primary: lock and validate in a single round.
+    combined: bool,
+    /// The abort floor the primaries answered with (all must agree).
+    floor: Option<u64>,
+    retransmit_at: Time,
+}
+
+/// One primary's part of a round: its shard, writes to lock, reads to
+/// validate.
+type Request = (ShardId, Vec<(Key, Value)>, Vec<(Key, u64)>);
+
+/// A committed transaction whose result waits for its epoch (§3.1).
+type Parked = (TxnId, TxnOutcome);
+
+pub struct CocoCoordinator {
+    config: CocoConfig,
+    topology: Arc<Topology>,
+    me: NodeId,
+    incarnation: u8,
+    txns: FastMap<TxnId, TxnState>,
+    open: BTreeSet<TxnId>,
+    /// Durable commit decisions not yet fully written back: (ts, epoch).
+    decided: FastMap<TxnId, (u64, u64)>,
+    /// PT-OCC rule (b): the last TID this worker issued.
+    last_tid: u64,
+    committed_epoch: u64,
+    parked: BTreeMap<u64, Vec<Parked>>,
+    /// Epoch ranges `[from, to)` the epoch manager aborted (§3.2).
+    aborted: Vec<(u64, u64)>,
+    /// The highest abort floor heard of, from the manager or a primary.
+    floor: u64,
+}
+
+const TICK: TimerId = TimerId(1);
+
+impl CocoCoordinator {
+    pub fn new(config: CocoConfig, env: CoordinatorEnv) -> Self {
+        let mut decided = tessera_core::fast_map();
+        for r in &env.recovered {
+            if r.len() == 24 {
+                let word = |i: usize| u64::from_le_bytes(r[i..i + 8].try_into().expect("8 bytes"));
+                decided.insert(TxnId(word(0)), (word(8), word(16)));
+            }
+        }
+        CocoCoordinator {
+            config,
+            topology: env.topology,
+            me: env.me,
+            incarnation: env.incarnation,
+            txns: tessera_core::fast_map(),
+            open: BTreeSet::new(),
+            decided,
+            last_tid: 0,
+            committed_epoch: 0,
+            parked: BTreeMap::new(),
+            aborted: Vec::new(),
+            floor: 0,
+        }
+    }
+
+    fn primary(&self, shard: ShardId) -> NodeId {
+        self.topology.leader(shard)
+    }
+
+    /// The replica that serves reads: on this host's site if one is, else
+    /// the primary; only the primary when backups are not kept up to date.
+    fn nearest(&self, shard: ShardId) -> NodeId {
+        let group = &self.topology.shards[shard.0 as usize].replicas;
+        if !self.config.commit.replicates() {
+            return group[0];
+        }
+        let site = self.topology.nodes[self.me.0 as usize].site;
+        let local: Vec<NodeId> = group
+            .iter()
+            .copied()
+            .filter(|n| self.topology.nodes[n.0 as usize].site == site)
+            .collect();
+        if local.is_empty() {
+            group[0]
+        } else {
+            local[self.me.0 as usize % local.len()]
+        }
+    }
+
+    fn floor(&self, txn: TxnId) -> TxnId {
+        self.open.first().copied().unwrap_or(txn)
+    }
+
+    /// Send every piece whose inputs are ready, one Read per shard.
+    fn dispatch(&self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
+        let proc = st.attempt.txn.clone();
+        for shard in participants(&*proc) {
+            let mut ids = Vec::new();
+            let mut inputs = Vec::new();
+            for (i, p) in proc.pieces().iter().enumerate() {
+                let ready = p.inputs.iter().all(|&j| st.results[j as usize].is_some());
+                if p.shard != shard || st.sent[i] || !ready {
+                    continue;
+                }
+                st.sent[i] = true;
+                ids.push(i as u16);
+                inputs.push(
+                    p.inputs
+                        .iter()
+                        .map(|&j| {
+                            st.results[j as usize]
+                                .as_ref()
+                                .expect("ready")
+                                .output
+                                .clone()
+                        })
+                        .collect(),
+                );
+            }
+            if ids.is_empty() {
+                continue;
+            }
+            let own = st
+                .results
+                .iter()
+                .zip(proc.pieces())
+                .filter(|(_, p)| p.shard == shard)
+                .filter_map(|(r, _)| r.as_ref())
+                .flat_map(|r| r.writes.iter().cloned())
+                .collect();
+            let msg = Msg::Read {
+                txn,
+                proc: proc.clone(),
+                pieces: ids,
+                inputs,
+                own,
+            };
+            let to = self.nearest(shard);
+            ctx.send(to, msg.clone());
+            st.out.push(Out {
+                to,
+                msg,
+                answered: false,
+            });
+        }
+    }
+
+    fn on_read_ok(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, results: Vec<PieceReply>) {
+        let Some(mut st) = self.txns.remove(&txn) else {
+            return;
+        };
+        if st.phase == Phase::Executing {
+            for r in results {
+                let i = r.piece as usize;
+                if st.results[i].is_none() {
+                    st.results[i] = Some(r);
+                }
+            }
+            for o in &mut st.out {
+                if let Msg::Read { pieces, .. } = &o.msg {
+                    o.answered = pieces.iter().all(|&p| st.results[p as usize].is_some());
+                }
+            }
+            if st
+                .results
+                .iter()
+                .any(|r| r.as_ref().is_some_and(|r| r.user_abort))
+            {
+                self.open.remove(&txn);
+                ctx.done(txn, TxnOutcome::Aborted(AbortReason::User));
+                return;
+            }
+            if st.results.iter().all(Option::is_some) {
+                self.start_commit(ctx, txn, &mut st);
+            } else {
+                self.dispatch(ctx, txn, &mut st);
+            }
+        }
+        self.keep(txn, st);
+    }
+
+    fn keep(&mut self, txn: TxnId, st: TxnState) {
+        if st.phase != Phase::Done {
+            self.txns.insert(txn, st);
+        }
+    }
+
+    /// Gather the write and read sets and start the lock (or the single
+    /// prepare) round.
+    fn start_commit(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
+        let proc = st.attempt.txn.clone();
+        for (r, p) in st.results.iter().zip(proc.pieces()) {
+            let r = r.as_ref().expect("all pieces ran");
+            let ws = st.writes.entry(p.shard).or_default();
+            for (k, v) in &r.writes {
+                match ws.iter_mut().find(|(wk, _)| wk == k) {
+                    Some(w) => w.1 = v.clone(),
+                    None => ws.push((*k, v.clone())),
+                }
+            }
+            let rs = st.reads.entry(p.shard).or_default();
+            for o in &r.reads {
+                if !rs.iter().any(|(k, _)| *k == o.key) {
+                    rs.push((o.key, o.wts));
+                }
+            }
+        }
+        st.writes.retain(|_, w| !w.is_empty());
+        st.reads.retain(|_, r| !r.is_empty());
+        let seen = st.reads.values().flatten().map(|r| r.1).max().unwrap_or(0);
+        st.bound = seen;
+        st.epoch = epoch_of(seen);
+        let shards: BTreeSet<ShardId> = st.writes.keys().chain(st.reads.keys()).copied().collect();
+        if shards.len() == 1 {
+            let shard = *shards.first().expect("one");
+            let writes = st.writes.get(&shard).cloned().unwrap_or_default();
+            let reads = st.reads.get(&shard).cloned().unwrap_or_default();
+            let phase = if writes.is_empty() {
+                Phase::Validating
+            } else {
+                Phase::Locking
+            };
+            st.combined = true;
+            self.round(ctx, txn, st, phase, vec![(shard, writes, reads)]);
+        } else if !st.writes.is_empty() {
+            let reqs = st
+                .writes
+                .iter()
+                .map(|(s, w)| (*s, w.clone(), Vec::new()))
+                .collect();
+            self.round(ctx, txn, st, Phase::Locking, reqs);
+        } else {
+            self.validate_round(ctx, txn, st);
+        }
+    }
+
+    fn round(
+        &self,
+        ctx: &mut Ctx<Msg>,
+        txn: TxnId,
+        st: &mut TxnState,
+        phase: Phase,
+        reqs: Vec<Request>,
+    ) {
+        st.phase = phase;
+        st.out.clear();
+        let floor = self.floor(txn);
+        if reqs.is_empty() {
+            return;
+        }
+        for (shard, writes, reads) in reqs {
+            let to = self.primary(shard);
+            if !writes.is_empty() {
+                st.locked_at.push(to);
+            }
+            let msg = Msg::Prepare {
+                txn,
+                floor,
+                writes,
+                reads,
+                ts: st.ts_for_validation(self.config.cc),
+                round: phase as u8,
+            };
+            ctx.send(to, msg.clone());
+            st.out.push(Out {
+                to,
+                msg,
+                answered: false,
+            });
+        }
+    }
+
+    fn validate_round(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
+        if self.config.cc == Cc::LtOcc {
+            st.ts = lt_occ_ts(st.bound, st.bound, st.epoch);
+        }
+        let reqs: Vec<_> = st
+            .reads
+            .iter()
+            .map(|(s, r)| (*s, Vec::new(), r.clone()))
+            .collect();
+        if reqs.is_empty() {
+            self.decide(ctx, txn, st);
+        } else {
+            self.round(ctx, txn, st, Phase::Validating, reqs);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_prepared(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        from: NodeId,
+        txn: TxnId,
+        round: u8,
+        ok: bool,
+        epoch: u64,
+        bound: u64,
+        floor: u64,
+    ) {
+        let Some(mut st) = self.txns.remove(&txn) else {
+            return;
+        };
+        if !matches!(st.phase, Phase::Locking | Phase::Validating) || round != st.phase as u8 {
+            self.keep(txn, st);
+            return;
+        }
+        let Some(o) = st.out.iter_mut().find(|o| o.to == from && !o.answered) else {
+            self.keep(txn, st);
+            return;
+        };
+        o.answered = true;
+        self.floor = self.floor.max(floor);
+        if floor < self.floor || *st.floor.get_or_insert(floor) != floor {
+            // A primary answered before an epoch abort reached it (its data
+            // is still to be reverted) or primaries disagree: what the
+            // transaction locked or read may be gone.
+            self.abort_txn(ctx, txn, &mut st, AbortReason::Timeout);
+            return;
+        }
+        if !ok {
+            let reason = if st.phase == Phase::Locking {
+                AbortReason::LockConflict
+            } else {
+                AbortReason::Validation
+            };
+            for &n in &st.locked_at {
+                ctx.send(n, Msg::Abort { txn });
+            }
+            self.open.remove(&txn);
+            ctx.done(txn, TxnOutcome::Aborted(reason));
+            return;
+        }
+        st.epoch = st.epoch.max(epoch);
+        st.bound = st.bound.max(bound);
+        if st.out.iter().all(|o| o.answered) {
+            if st.phase == Phase::Validating || st.combined || st.reads.is_empty() {
+                self.decide(ctx, txn, &mut st);
+            } else {
+                self.validate_round(ctx, txn, &mut st);
+            }
+        }
+        self.keep(txn, st);
+    }
+
+    /// Every lock held and every read valid: fix the timestamp and the
+    /// epoch, force the decision (when there is something to write) and
+    /// write back.
+    fn decide(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
+        let epoch = st.epoch.max(epoch_of(self.last_tid)).max(1);
+        match self.config.cc {
+            Cc::PtOcc => {
+                st.ts = pt_occ_tid(st.bound, self.last_tid, epoch);
+                self.last_tid = st.ts;
+            }
+            Cc::LtOcc => {
+                if st.ts == 0 {
+                    st.ts = lt_occ_ts(st.bound, st.bound, epoch);
+                }
+            }
+        }
+        // A writer's epoch is its timestamp's: timestamps grow along every
+        // read and overwrite, so then epochs do too, and an epoch abort
+        // takes every transaction that depended on it (§3.2). LT-OCC's
+        // timestamp already lies in an epoch no earlier than any primary
+        // that locked for it; validating primaries hold nothing.
+        st.epoch = match self.config.cc {
+            Cc::LtOcc if !st.writes.is_empty() => epoch_of(st.ts),
+            _ => epoch.max(epoch_of(st.ts)),
+        };
+        if self.is_aborted(st.epoch) || st.floor.is_some_and(|f| f < self.floor) {
+            self.abort_txn(ctx, txn, st, AbortReason::Timeout);
+            return;
+        }
+        if st.writes.is_empty() {
+            self.release(ctx, txn, st);
+            return;
+        }
+        st.phase = Phase::Deciding;
+        st.out.clear();
+        ctx.persist(txn.0, decision_record(txn, st.ts, st.epoch));
+    }
+
+    fn write_back(&self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
+        st.phase = Phase::WritingBack;
+        for shard in st.writes.keys() {
+            let to = self.primary(*shard);
+            let msg = Msg::WriteBack {
+                txn,
+                ts: st.ts,
+                epoch: st.epoch,
+            };
+            ctx.send(to, msg.clone());
+            st.out.push(Out {
+                to,
+                msg,
+                answered: false,
+            });
+        }
+    }
+
+    fn on_written_back(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) {
+        let Some(mut st) = self.txns.remove(&txn) else {
+            return;
+        };
+        if st.phase == Phase::WritingBack {
+            for o in st.out.iter_mut().filter(|o| o.to == from) {
+                o.answered = true;
+            }
+            if st.out.iter().all(|o| o.answered) {
+                self.decided.remove(&txn);
+                self.release(ctx, txn, &mut st);
+            }
+        }
+        self.keep(txn, st);
+    }
+
+    /// Report the commit, now or when its epoch commits (epoch mode).
+    fn release(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
+        if self.is_aborted(st.epoch) {
+            self.abort_txn(ctx, txn, st, AbortReason::Timeout);
+            return;
+        }
+        self.open.remove(&txn);
+        st.phase = Phase::Done;
+        let proc = &st.attempt.txn;
+        let mut reads = Vec::new();
+        let mut outputs = Vec::with_capacity(st.results.len());
+        for r in st.results.iter().flatten() {
+            reads.extend(r.reads.iter().map(|o| ReadObs {
+                key: o.key,
+                version: o.version,
+            }));
+            outputs.push(r.output.clone());
+        }
+        debug_assert_eq!(outputs.len(), proc.pieces().len());
+        let writes = st.writes.values().flatten().map(|(k, _)| *k).collect();
+        let outcome = TxnOutcome::Committed {
+            reads,
+            writes,
+            outputs,
+        };
+        if self.config.commit == CommitMode::Epoch && st.epoch > self.committed_epoch {
+            self.parked
+                .entry(st.epoch)
+                .or_default()
+                .push((txn, outcome));
+        } else {
+            ctx.done(txn, outcome);
+        }
+    }
+
+    fn on_epoch_commit(&mut self, ctx: &mut Ctx<Msg>, epoch: u64, aborted: Vec<(u64, u64)>) {
+        for r in aborted {
+            self.note_abort(ctx, r.0, r.1);
+        }
+        self.committed_epoch = self.committed_epoch.max(epoch);
+        while let Some(entry) = self.parked.first_entry() {
+            if *entry.key() > self.committed_epoch {
+                break;
+            }
+            for (txn, outcome) in entry.remove() {
+                ctx.done(txn, outcome);
+            }
+        }
+    }
+
+    fn is_aborted(&self, epoch: u64) -> bool {
+        self.aborted.iter().any(|&(a, b)| (a..b).contains(&epoch))
+    }
+
+    /// Epochs `[epoch, next)` aborted (§3.2): their parked results and the
+    /// transactions deciding or writing back in them abort, to be re-run by
+    /// their clients; the rest find out when they decide.
+    fn on_epoch_abort(&mut self, ctx: &mut Ctx<Msg>, epoch: u64, next: u64) {
+        self.note_abort(ctx, epoch, next);
+        let mut doomed: Vec<TxnId> = self
+            .txns
+            .iter()
+            .filter(|(_, st)| {
+                matches!(st.phase, Phase::Deciding | Phase::WritingBack)
+                    && self.is_aborted(st.epoch)
+            })
+            .map(|(t, _)| *t)
+            .collect();
+        doomed.sort_unstable();
+        for txn in doomed {
+            let mut st = self.txns.remove(&txn).expect("listed");
+            self.abort_txn(ctx, txn, &mut st, AbortReason::Timeout);
+        }
+    }
+
+    /// Remember an aborted range and abort its parked results.
+    fn note_abort(&mut self, ctx: &mut Ctx<Msg>, epoch: u64, next: u64) {
+        if self.aborted.contains(&(epoch, next)) {
+            return;
+        }
+        self.aborted.push((epoch, next));
+        self.floor = self.floor.max(next);
+        let gone: Vec<u64> = self.parked.range(epoch..next).map(|(e, _)| *e).collect();
+        for e in gone {
+            for (txn, _) in self.parked.remove(&e).expect("listed") {
+                ctx.done(txn, TxnOutcome::Aborted(AbortReason::Timeout));
+            }
+        }
+    }
+
+    /// End `txn` aborted: release what it locked, report it.
+    fn abort_txn(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        txn: TxnId,
+        st: &mut TxnState,
+        reason: AbortReason,
+    ) {
+        for &n in &st.locked_at {
+            ctx.send(n, Msg::Abort { txn });
+        }
+        self.open.remove(&txn);
+        self.decided.remove(&txn);
+        st.phase = Phase::Done;
+        ctx.done(txn, TxnOutcome::Aborted(reason));
+    }
+
+    fn on_inquire(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) {
+        if let Some(st) = self.txns.get(&txn) {
+            if st.phase == Phase::WritingBack {
+                let msg = Msg::WriteBack {
+                    txn,
+                    ts: st.ts,
+                    epoch: st.epoch,
+                };
+                ctx.send(from, msg);
+            }
+        } else if let Some(&(ts, epoch)) = self.decided.get(&txn) {
+            ctx.send(from, Msg::WriteBack { txn, ts, epoch });
+        } else {
+            // Presumed abort: not live and no durable decision.
+            ctx.send(from, Msg::Abort { txn });
+        }
+    }
+
+    fn tick(&mut self, ctx: &mut Ctx<Msg>) {
+        let now = ctx.now();
+        let rto = self.config.retransmit;
+        for st in self.txns.values_mut() {
+            if now < st.retransmit_at {
+                continue;
+            }
+            st.retransmit_at = now + rto;
+            for o in st.out.iter().filter(|o| !o.answered) {
+                ctx.send(o.to, o.msg.clone());
+            }
+        }
+        ctx.set_timer(rto / 2, TICK);
+    }
+}
+
+impl TxnState {
+    /// The timestamp a Prepare carries: LT-OCC validates at it (and a
+    /// single-round primary raises it); PT-OCC ignores it.
+    fn ts_for_validation(&self, cc: Cc) -> u64 {
+        match cc {
+            Cc::LtOcc if self.phase == Phase::Validating && self.ts != 0 => self.ts,
+            Cc::LtOcc => self.bound,
+            Cc::PtOcc => 0,
+        }
+    }
+}
+
+impl Coordinator<Msg> for CocoCoordinator {
+    fn submit(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
+        let txn = attempt.id;
+        debug_assert_eq!(txn.node(), self.me);
+        debug_assert_eq!(txn.incarnation(), self.incarnation);
+        let n = attempt.txn.pieces().len();
+        let mut st = TxnState {
+            attempt,
+            phase: Phase::Executing,
+            results: vec![None; n],
+            sent: vec![false; n],
+            out: Vec::new(),
+            locked_at: Vec::new(),
+            writes: BTreeMap::new(),
+            reads: BTreeMap::new(),
+            epoch: 0,
+            bound: 0,
+            ts: 0,
+            combined: false,
+            floor: None,
+            retransmit_at: ctx.now() + self.config.retransmit,
+        };
+        self.open.insert(txn);
+        if n == 0 {
+            self.release(ctx, txn, &mut st);
+            return;
+        }
+        self.dispatch(ctx, txn, &mut st);
+        self.txns.insert(txn, st);
+    }
+}
+
+impl Node<Msg> for CocoCoordinator {
+    fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
+        ctx.set_timer(self.config.retransmit / 2, TICK);
+    }
+
+    fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        match msg {
+            Msg::ReadOk { txn, results } => self.on_read_ok(ctx, txn, results),
+            Msg::Prepared {
+                txn,
+                round,
+                ok,
+                epoch,
+                bound,
+                floor,
+            } => self.on_prepared(ctx, from, txn, round, ok, epoch, bound, floor),
+            Msg::WrittenBack { txn } => self.on_written_back(ctx, from, txn),
+            Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
+            Msg::EpochCommit { epoch, aborted } => self.on_epoch_commit(ctx, epoch, aborted),
+            Msg::EpochAbort { epoch, next } => self.on_epoch_abort(ctx, epoch, next),
+            Msg::Abort { txn } => {
+                // A primary lost the transaction's locks to an epoch abort.
+                if let Some(mut st) = self.txns.remove(&txn) {
+                    if st.phase == Phase::WritingBack {
+                        self.abort_txn(ctx, txn, &mut st, AbortReason::Timeout);
+                    }
+                    self.keep(txn, st);
+                }
+            }
+            other => tracing::warn!(?from, msg = ?other, "coordinator got a server's message"),
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
+        if id == TICK {
+            self.tick(ctx);
+        }
+    }
+
+    fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
+        let txn = TxnId(token);
+        let Some(mut st) = self.txns.remove(&txn) else {
+            return;
+        };
+        if st.phase == Phase::Deciding {
+            self.decided.insert(txn, (st.ts, st.epoch));
+            self.write_back(ctx, txn, &mut st);
+        }
+        self.keep(txn, st);
+    }
+}
+
+/// The durable commit decision: txn, timestamp, epoch.
+fn decision_record(txn: TxnId, ts: u64, epoch: u64) -> Bytes {
+    let mut rec = BytesMut::with_capacity(24);
+    rec.put_u64_le(txn.0);
+    rec.put_u64_le(ts);
+    rec.put_u64_le(epoch);
+    rec.freeze()
+}

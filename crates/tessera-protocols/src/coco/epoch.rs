@@ -1,0 +1,177 @@
+//! The epoch manager (COCO §3.1): one coordinator node commits the
+//! transactions of an epoch together, with one 2PC per epoch.
+//!
+//! Every `epoch` of time the manager asks every server to prepare the open
+//! epoch (**EpochPrepare**). A server moves its own current epoch past it at
+//! once, waits until every transaction it tagged with that epoch (or an
+//! earlier one) has finished and every write of those epochs is replicated,
+//! forces its redo log of the epoch to disk and answers **EpochPrepared**.
+//! With every answer in, the manager forces a commit record and announces
+//! **EpochCommit** to the servers and the client hosts; client hosts release
+//! the results of that epoch's transactions. Aborted transactions simply
+//! never reach write-back: they hold no epoch up.
+//!
+//! Failures (§3.2): a server that has not prepared the epoch within
+//! `timeout` (crashed, cut off, or too slow) aborts it — failure points
+//! 1–4 of Fig. 1; once the commit record is being forced (points 5–9) the
+//! epoch commits whatever happens. The manager sends **EpochAbort** for the
+//! epoch and the one the servers already moved on to; every server reverts
+//! their writes (see [`super::undo`]), drops their locks and acknowledges,
+//! and client hosts report their transactions aborted, to be re-run. No
+//! epoch is prepared until every server has acknowledged the abort. Each
+//! later **EpochCommit** lists the aborted ranges, so a client host that
+//! missed the abort never releases a result of an aborted epoch.
+//!
+//! The manager lives on shard 0's first replica (the topology has no
+//! dedicated role for it); its messages to its own node are delivered
+//! locally by the server.
+
+use super::msg::Msg;
+use tessera_core::ids::{NodeId, Time};
+
+pub struct EpochManager {
+    /// The epoch being prepared, or the next one to prepare.
+    epoch: u64,
+    servers: Vec<NodeId>,
+    clients: Vec<NodeId>,
+    /// Servers that have not yet answered the prepare in progress.
+    waiting: Vec<NodeId>,
+    preparing: bool,
+    /// Waiting for the commit record to be durable.
+    committing: bool,
+    /// When the prepare in progress started, and when it was last sent.
+    started_at: Time,
+    sent_at: Time,
+    /// A prepare still unanswered this long aborts the epoch.
+    timeout: Time,
+    /// The abort in progress: its range, and servers yet to acknowledge.
+    aborting: Option<(u64, u64, Vec<NodeId>)>,
+    /// Every range `[from, to)` of epochs aborted so far.
+    aborted: Vec<(u64, u64)>,
+}
+
+/// What the manager asks its host server to do.
+pub enum Action {
+    Send(NodeId, Msg),
+    /// Force the commit record of `epoch`, then call
+    /// [`EpochManager::commit_durable`].
+    PersistCommit(u64),
+}
+
+impl EpochManager {
+    pub fn new(servers: Vec<NodeId>, clients: Vec<NodeId>, timeout: Time) -> Self {
+        EpochManager {
+            epoch: 1,
+            servers,
+            clients,
+            waiting: Vec::new(),
+            preparing: false,
+            committing: false,
+            started_at: 0,
+            sent_at: 0,
+            timeout,
+            aborting: None,
+            aborted: Vec::new(),
+        }
+    }
+
+    /// Every range of epochs aborted so far.
+    pub fn aborted(&self) -> &[(u64, u64)] {
+        &self.aborted
+    }
+
+    /// The epoch timer fired: start preparing the open epoch unless the
+    /// previous one is still in progress (a slow epoch delays the next).
+    pub fn tick(&mut self, now: Time, out: &mut Vec<Action>) {
+        if self.preparing || self.committing || self.aborting.is_some() {
+            return;
+        }
+        self.preparing = true;
+        self.waiting = self.servers.clone();
+        self.started_at = now;
+        self.sent_at = now;
+        for &s in &self.servers {
+            out.push(Action::Send(s, Msg::EpochPrepare { epoch: self.epoch }));
+        }
+    }
+
+    /// Resend the prepare (or the abort) to servers that did not answer
+    /// within `rto`; abort the epoch when its prepare is overdue.
+    pub fn retransmit(&mut self, now: Time, rto: Time, out: &mut Vec<Action>) {
+        if self.preparing && now.saturating_sub(self.started_at) >= self.timeout {
+            self.abort(now, out);
+            return;
+        }
+        if now.saturating_sub(self.sent_at) < rto {
+            return;
+        }
+        if let Some((epoch, next, waiting)) = &self.aborting {
+            self.sent_at = now;
+            for &s in waiting {
+                out.push(Action::Send(
+                    s,
+                    Msg::EpochAbort {
+                        epoch: *epoch,
+                        next: *next,
+                    },
+                ));
+            }
+        } else if self.preparing {
+            self.sent_at = now;
+            for &s in &self.waiting {
+                out.push(Action::Send(s, Msg::EpochPrepare { epoch: self.epoch }));
+            }
+        }
+    }
+
+    /// Abort the epoch being prepared and the one after it, which servers
+    /// entered when the prepare reached them.
+    fn abort(&mut self, now: Time, out: &mut Vec<Action>) {
+        let (epoch, next) = (self.epoch, self.epoch + 2);
+        tracing::debug!(epoch, waiting = ?self.waiting, "epoch abort: prepare overdue");
+        self.preparing = false;
+        self.aborted.push((epoch, next));
+        self.sent_at = now;
+        for &n in self.servers.iter().chain(&self.clients) {
+            out.push(Action::Send(n, Msg::EpochAbort { epoch, next }));
+        }
+        self.aborting = Some((epoch, next, self.servers.clone()));
+        self.epoch = next;
+    }
+
+    pub fn abort_acknowledged(&mut self, from: NodeId, epoch: u64) {
+        if let Some((e, _, waiting)) = &mut self.aborting {
+            if *e == epoch {
+                waiting.retain(|n| *n != from);
+                if waiting.is_empty() {
+                    self.aborting = None;
+                }
+            }
+        }
+    }
+
+    pub fn prepared(&mut self, from: NodeId, epoch: u64, out: &mut Vec<Action>) {
+        if !self.preparing || epoch != self.epoch {
+            return;
+        }
+        self.waiting.retain(|n| *n != from);
+        if self.waiting.is_empty() {
+            self.preparing = false;
+            self.committing = true;
+            out.push(Action::PersistCommit(self.epoch));
+        }
+    }
+
+    /// The commit record of the epoch is durable: announce it.
+    pub fn commit_durable(&mut self, epoch: u64, out: &mut Vec<Action>) {
+        if !self.committing || epoch != self.epoch {
+            return;
+        }
+        self.committing = false;
+        for &n in self.servers.iter().chain(&self.clients) {
+            let aborted = self.aborted.clone();
+            out.push(Action::Send(n, Msg::EpochCommit { epoch, aborted }));
+        }
+        self.epoch += 1;
+    }
+}

@@ -1,0 +1,149 @@
+//! COCO: epoch-based commit and replication (VLDB '21), first slice.
+//!
+//! Guarantees: serializability (PT-OCC and LT-OCC), with every replica of a
+//! shard converging to the primary's data.
+//!
+//! Phases of a transaction (§4), by message:
+//!
+//! 1. **execution** — the coordinator sends each piece whose inputs are
+//!    ready to the *nearest* replica of its shard (**Read**); the replica
+//!    runs it on its data and returns the reads with their TIDs and the
+//!    writes, which the coordinator buffers.
+//! 2. **lock** — the write set is locked at the primaries, NO_WAIT
+//!    (**Prepare** with writes); with several primaries this round ends
+//!    everywhere before any read is validated.
+//! 3. **validate** — the primaries check that every record read still has
+//!    the TID read (PT-OCC, §5.1) or that its [wts, rts] can be extended to
+//!    the commit timestamp (LT-OCC, §5.2).
+//! 4. **write back** — the primaries install the writes with the commit
+//!    timestamp and replicate them to the backups, which apply a write only
+//!    if its timestamp is newer than theirs (Thomas write rule).
+//!
+//! Commit modes ([`CommitMode`]), the same code configured three ways:
+//! `2pc` (no replication, result released at write-back), `2pc-sync`
+//! (write-back acknowledged once every backup has the writes) and `epoch`
+//! (replication asynchronous, results released when the transaction's
+//! epoch commits, §3.1, see [`epoch`]).
+//!
+//! Failures (§3.2): in `epoch` mode an epoch whose prepare is overdue
+//! (a server crashed, cut off or stuck behind the locks of a crashed
+//! coordinator) aborts, with the next one: servers revert every tuple to
+//! its last committed-epoch version ([`undo`]), drop the epoch's locks,
+//! and client hosts report its transactions aborted, so clients re-run
+//! them. See [`epoch`].
+//!
+//! Known deviations and what is not done yet:
+//! * No recovery of a crashed server from the redo logs and no backup
+//!   takeover of a crashed primary; servers are not crashed in the tests.
+//!   A coordinator forces its commit decision before write-back, as 2PC
+//!   does, so that primaries of a crashed coordinator learn its outcome
+//!   (**Inquire**, presumed abort) in the 2PC modes.
+//! * Redo logs are written (one record per epoch per server) but never read.
+//! * No snapshot transactions (§5.3), no deletes or inserts beyond
+//!   placeholders (§6.3), no checkpoints.
+//! * The epoch manager lives on shard 0's first replica.
+
+mod coordinator;
+pub mod epoch;
+mod msg;
+mod server;
+pub mod tid;
+pub mod undo;
+
+pub use coordinator::CocoCoordinator;
+pub use msg::Msg;
+pub use server::CocoServer;
+
+use tessera_core::ids::{Time, MS};
+use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
+
+/// The concurrency control (§5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cc {
+    /// Physical-time OCC (Silo TIDs).
+    PtOcc,
+    /// Logical-time OCC (TicToc's [wts, rts]).
+    LtOcc,
+}
+
+/// How a transaction commits and is replicated (§7.1.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommitMode {
+    /// 2PC without replication: reads and writes at the primaries only.
+    TwoPc,
+    /// 2PC with synchronous replication before the commit is acknowledged.
+    TwoPcSync,
+    /// COCO's epoch-based commit with asynchronous replication.
+    Epoch,
+}
+
+impl CommitMode {
+    pub const NAMES: &'static [&'static str] = &["2pc", "2pc-sync", "epoch"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "2pc" => Some(CommitMode::TwoPc),
+            "2pc-sync" => Some(CommitMode::TwoPcSync),
+            "epoch" => Some(CommitMode::Epoch),
+            _ => None,
+        }
+    }
+
+    /// Writes go to the backups (and reads may be served by them).
+    pub fn replicates(self) -> bool {
+        self != CommitMode::TwoPc
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct CocoConfig {
+    pub cc: Cc,
+    pub commit: CommitMode,
+    /// Epoch length E (§3.1; 10 ms by default).
+    pub epoch: Time,
+    /// Unanswered requests are resent after this long.
+    pub retransmit: Time,
+    /// A primary asks the coordinator about locks held this long.
+    pub inquire: Time,
+    /// How long finished transactions are remembered by a primary when
+    /// their coordinator's floor does not pass them first.
+    pub tombstone: Time,
+    /// An epoch whose prepare is unanswered this long aborts (§3.2).
+    pub epoch_timeout: Time,
+}
+
+impl CocoConfig {
+    pub fn new(cc: Cc, commit: CommitMode) -> Self {
+        CocoConfig {
+            cc,
+            commit,
+            epoch: 10 * MS,
+            retransmit: 10 * MS,
+            inquire: 50 * MS,
+            tombstone: 2000 * MS,
+            epoch_timeout: 50 * MS,
+        }
+    }
+}
+
+/// COCO's protocol: [`CocoServer`] on every replica, [`CocoCoordinator`] on
+/// every client host.
+pub struct Coco;
+
+impl Protocol for Coco {
+    type Msg = Msg;
+    type Config = CocoConfig;
+    type Server = CocoServer;
+    type Coordinator = CocoCoordinator;
+
+    fn server(config: &CocoConfig, env: ServerEnv) -> CocoServer {
+        CocoServer::new(config.clone(), env)
+    }
+
+    fn coordinator(config: &CocoConfig, env: CoordinatorEnv) -> CocoCoordinator {
+        CocoCoordinator::new(config.clone(), env)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,163 @@
+//! COCO's messages (§3 epochs, §4 execution and commit, replication).
+
+use tessera_core::ids::{Key, TxnId, Version};
+use tessera_core::node::WireSize;
+use tessera_core::txn::{Txn, Value};
+
+/// A read as a replica served it: the history version (for the checker)
+/// and the record's TID (PT-OCC) or wts (LT-OCC).
+#[derive(Clone, Copy, Debug)]
+pub struct TsRead {
+    pub key: Key,
+    pub version: Version,
+    pub wts: u64,
+}
+
+/// One piece run at a replica. Writes come back to the coordinator, which
+/// buffers the write set (§4 execution phase).
+#[derive(Clone, Debug)]
+pub struct PieceReply {
+    pub piece: u16,
+    pub reads: Vec<TsRead>,
+    pub writes: Vec<(Key, Value)>,
+    pub output: Value,
+    pub user_abort: bool,
+}
+
+#[derive(Clone, Debug)]
+pub enum Msg {
+    /// Coordinator → nearest replica: run these pieces on your data.
+    /// `own` holds the transaction's earlier buffered writes on the shard,
+    /// which its pieces read instead of the store.
+    Read {
+        txn: TxnId,
+        proc: Txn,
+        pieces: Vec<u16>,
+        inputs: Vec<Vec<Value>>,
+        own: Vec<(Key, Value)>,
+    },
+    ReadOk {
+        txn: TxnId,
+        results: Vec<PieceReply>,
+    },
+    /// Coordinator → primary: lock `writes` (NO_WAIT), then validate
+    /// `reads` (key, wts seen) at timestamp `ts` (LT-OCC extends rts to it).
+    /// Either part may be empty: with several primaries the lock round
+    /// (writes) ends everywhere before the validation round (reads) starts.
+    Prepare {
+        txn: TxnId,
+        floor: TxnId,
+        writes: Vec<(Key, Value)>,
+        reads: Vec<(Key, u64)>,
+        ts: u64,
+        /// Which round this is, echoed in the answer so that a late
+        /// duplicate answer of the lock round never counts as a validation.
+        round: u8,
+    },
+    /// `epoch`: the primary's current epoch; `bound`: PT-OCC the largest
+    /// TID of the locked records, LT-OCC the smallest timestamp above their
+    /// rts.
+    ///
+    /// `floor`: the first epoch after the last epoch abort the primary has
+    /// carried out (§3.2). A transaction whose primaries answer with
+    /// different floors saw some of them before an abort and some after,
+    /// and aborts.
+    Prepared {
+        txn: TxnId,
+        round: u8,
+        ok: bool,
+        epoch: u64,
+        bound: u64,
+        floor: u64,
+    },
+    /// Install the locked write set with timestamp `ts`, as part of `epoch`.
+    WriteBack {
+        txn: TxnId,
+        ts: u64,
+        epoch: u64,
+    },
+    WrittenBack {
+        txn: TxnId,
+    },
+    Abort {
+        txn: TxnId,
+    },
+    /// Primary → coordinator: `txn` has held locks here a long time.
+    Inquire {
+        txn: TxnId,
+    },
+    /// Primary → backup: apply if newer (Thomas write rule).
+    Replicate {
+        seq: u64,
+        ts: u64,
+        epoch: u64,
+        version: Version,
+        writes: Vec<(Key, Value)>,
+    },
+    Replicated {
+        seq: u64,
+    },
+    /// Epoch manager → every server: prepare `epoch` (§3.1 phase one).
+    EpochPrepare {
+        epoch: u64,
+    },
+    EpochPrepared {
+        epoch: u64,
+    },
+    /// Epoch manager → servers and client hosts: `epoch` committed.
+    /// `aborted`: every range of epochs aborted so far, so that a client
+    /// host that missed an **EpochAbort** never releases their results.
+    EpochCommit {
+        epoch: u64,
+        aborted: Vec<(u64, u64)>,
+    },
+    /// Epoch manager → servers (until acknowledged) and client hosts:
+    /// a server did not prepare `epoch` in time; every epoch from `epoch`
+    /// up to (not including) `next` aborts and its writes are reverted
+    /// (§3.2, failure points 1–4).
+    EpochAbort {
+        epoch: u64,
+        next: u64,
+    },
+    EpochAborted {
+        epoch: u64,
+    },
+}
+
+fn kv_size(w: &[(Key, Value)]) -> usize {
+    w.iter().map(|(_, v)| 12 + 4 + v.len()).sum()
+}
+
+impl WireSize for Msg {
+    fn wire_size(&self) -> usize {
+        const HEADER: usize = 1 + 8;
+        HEADER
+            + match self {
+                Msg::Read {
+                    pieces,
+                    inputs,
+                    own,
+                    ..
+                } => {
+                    2 + 2 * pieces.len()
+                        + inputs.iter().flatten().map(|v| 4 + v.len()).sum::<usize>()
+                        + kv_size(own)
+                }
+                Msg::ReadOk { results, .. } => results
+                    .iter()
+                    .map(|r| 2 + 1 + r.reads.len() * 28 + kv_size(&r.writes) + 4 + r.output.len())
+                    .sum(),
+                Msg::Prepare { writes, reads, .. } => 16 + kv_size(writes) + reads.len() * 20,
+                Msg::Prepared { .. } => 25,
+                Msg::EpochCommit { aborted, .. } => 8 + 16 * aborted.len(),
+                Msg::EpochAbort { .. } => 16,
+                Msg::WriteBack { .. } => 16,
+                Msg::Replicate { writes, .. } => 32 + kv_size(writes),
+                Msg::Replicated { .. }
+                | Msg::EpochPrepare { .. }
+                | Msg::EpochPrepared { .. }
+                | Msg::EpochAborted { .. } => 8,
+                Msg::WrittenBack { .. } | Msg::Abort { .. } | Msg::Inquire { .. } => 0,
+            }
+    }
+}

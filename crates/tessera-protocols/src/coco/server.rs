@@ -1,0 +1,778 @@
+//! A shard replica: serves reads on any replica; locks, validates and
+//! writes back at the primary; applies replicated writes at the backups;
+//! takes part in epoch commit (and hosts the epoch manager on shard 0's
+//! first replica).
+
+use super::epoch::{Action, EpochManager};
+use super::msg::{Msg, PieceReply, TsRead};
+use super::undo::Undo;
+use super::{Cc, CocoConfig, CommitMode};
+use crate::tombstones::Tombstones;
+use bytes::{BufMut, Bytes, BytesMut};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use tessera_core::ids::{Key, NodeId, Time, TimerId, TxnId, Version};
+use tessera_core::node::{Ctx, Node, NodeReport};
+use tessera_core::protocol::ServerEnv;
+use tessera_core::storage::Store;
+use tessera_core::topology::{Role, Topology};
+use tessera_core::txn::{Txn, Value};
+use tessera_core::FastMap;
+
+/// A transaction holding write locks at this primary.
+struct Held {
+    coord: NodeId,
+    writes: Vec<(Key, Value)>,
+    /// The epoch it locked in: an EpochPrepare of this epoch or a later one
+    /// waits for it to finish.
+    tag: u64,
+    /// The answer to its lock request, resent on duplicates.
+    answer: (u64, u64),
+    heard: Time,
+}
+
+/// Writes sent to the backups, not yet acknowledged by all.
+struct Replication {
+    epoch: u64,
+    txn: TxnId,
+    coord: NodeId,
+    msg: Msg,
+    waiting: Vec<NodeId>,
+    sent_at: Time,
+}
+
+/// What to do once a record is durable.
+enum AfterPersist {
+    EpochPrepared(u64),
+    ReplicaAck { to: NodeId, seq: u64 },
+    EpochCommit(u64),
+}
+
+pub struct CocoServer {
+    me: NodeId,
+    config: CocoConfig,
+    store: Store,
+    /// The other replicas of this shard, when this is its primary and the
+    /// commit mode replicates.
+    backups: Vec<NodeId>,
+    held: FastMap<TxnId, Held>,
+    /// Finished transactions (true: committed), so that duplicates neither
+    /// lock again nor install twice.
+    ended: Tombstones<bool>,
+    replication: BTreeMap<u64, Replication>,
+    next_seq: u64,
+    /// This server's current epoch (§3.1): transactions that lock here now
+    /// are tagged with it.
+    epoch: u64,
+    /// The latest epoch the manager asked to prepare and which is not yet
+    /// answered, and the latest one answered.
+    prepare_wanted: Option<u64>,
+    prepared: u64,
+    flushing: bool,
+    /// Redo records of writes not yet forced (§6.2).
+    log: BytesMut,
+    persists: FastMap<u64, AfterPersist>,
+    next_token: u64,
+    manager: Option<EpochManager>,
+    manager_node: NodeId,
+    /// Messages to this node itself (the epoch manager's), delivered after
+    /// the current step's handler returns.
+    local: VecDeque<Msg>,
+    /// Last committed-epoch versions of what open epochs wrote (`epoch`
+    /// mode only, §3.2).
+    undo: Undo,
+    /// The first epoch after the last abort carried out here (0: none).
+    floor: u64,
+    /// Epoch ranges `[from, to)` aborted: late writes of theirs are dropped.
+    aborted: Vec<(u64, u64)>,
+    /// Tuples put back by epoch aborts, and the manager's aborts already
+    /// reported (results counters).
+    reverted: u64,
+    aborts_reported: u64,
+}
+
+const SWEEP: TimerId = TimerId(1);
+const EPOCH: TimerId = TimerId(2);
+
+impl CocoServer {
+    pub fn new(config: CocoConfig, env: ServerEnv) -> Self {
+        let topo: &Arc<Topology> = &env.topology;
+        let group = &topo.shards[env.shard.0 as usize].replicas;
+        let primary = group[0] == env.me;
+        let backups = if primary && config.commit.replicates() {
+            group[1..].to_vec()
+        } else {
+            Vec::new()
+        };
+        let manager_node = topo.shards[0].replicas[0];
+        let manager = (manager_node == env.me).then(|| {
+            let servers = topo
+                .nodes
+                .iter()
+                .filter(|n| matches!(n.role, Role::Server { .. }))
+                .map(|n| n.id)
+                .collect();
+            let clients = topo.client_hosts().map(|n| n.id).collect();
+            // Only epoch mode can take an epoch back: the 2PC modes have
+            // released their results already.
+            let timeout = if config.commit == CommitMode::Epoch {
+                config.epoch_timeout
+            } else {
+                Time::MAX
+            };
+            EpochManager::new(servers, clients, timeout)
+        });
+        CocoServer {
+            me: env.me,
+            ended: Tombstones::new(config.tombstone),
+            config,
+            store: env.store,
+            backups,
+            held: tessera_core::fast_map(),
+            replication: BTreeMap::new(),
+            next_seq: 0,
+            epoch: 1,
+            prepare_wanted: None,
+            prepared: 0,
+            flushing: false,
+            log: BytesMut::new(),
+            persists: tessera_core::fast_map(),
+            next_token: 0,
+            manager,
+            manager_node,
+            local: VecDeque::new(),
+            undo: Undo::default(),
+            floor: 0,
+            aborted: Vec::new(),
+            reverted: 0,
+            aborts_reported: 0,
+        }
+    }
+
+    fn send(&mut self, ctx: &mut Ctx<Msg>, to: NodeId, msg: Msg) {
+        if to == self.me {
+            self.local.push_back(msg);
+        } else {
+            ctx.send(to, msg);
+        }
+    }
+
+    fn persist(&mut self, ctx: &mut Ctx<Msg>, record: Bytes, then: AfterPersist) {
+        self.next_token += 1;
+        self.persists.insert(self.next_token, then);
+        ctx.persist(self.next_token, record);
+    }
+
+    fn run_manager(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        f: impl FnOnce(&mut EpochManager, &mut Vec<Action>),
+    ) {
+        let Some(m) = self.manager.as_mut() else {
+            return;
+        };
+        let mut out = Vec::new();
+        f(m, &mut out);
+        for a in out {
+            match a {
+                Action::Send(to, msg) => self.send(ctx, to, msg),
+                Action::PersistCommit(e) => {
+                    let record = Bytes::copy_from_slice(&e.to_le_bytes());
+                    self.persist(ctx, record, AfterPersist::EpochCommit(e));
+                }
+            }
+        }
+    }
+
+    /// Append redo records of `writes` (§6.2: key, timestamp, value).
+    fn log_writes(&mut self, ts: u64, version: Version, writes: &[(Key, Value)]) {
+        for (k, v) in writes {
+            self.log.put_u32_le(k.table.0);
+            self.log.put_u64_le(k.row);
+            self.log.put_u64_le(ts);
+            self.log.put_u64_le(version.0);
+            self.log.put_u32_le(v.len() as u32);
+            self.log.put_slice(v);
+        }
+    }
+
+    /// Run pieces on this replica's data (§4 execution phase).
+    #[allow(clippy::too_many_arguments)]
+    fn on_read(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        from: NodeId,
+        txn: TxnId,
+        proc: Txn,
+        pieces: Vec<u16>,
+        inputs: Vec<Vec<Value>>,
+        mut own: Vec<(Key, Value)>,
+    ) {
+        let mut results = Vec::with_capacity(pieces.len());
+        for (piece, inputs) in pieces.into_iter().zip(inputs) {
+            let spec = proc.resolve(piece as usize, &inputs);
+            let mut reads = Vec::with_capacity(spec.reads.len());
+            let values: Vec<Option<&Value>> = spec
+                .reads
+                .iter()
+                .map(|a| {
+                    if let Some((_, v)) = own.iter().rev().find(|(k, _)| *k == a.key) {
+                        return Some(v);
+                    }
+                    let r = self.store.get(a.key);
+                    reads.push(TsRead {
+                        key: a.key,
+                        version: r.map_or(Version::INITIAL, |r| r.meta.version),
+                        wts: r.map_or(0, |r| r.meta.wts),
+                    });
+                    r.map(|r| &r.value)
+                })
+                .collect();
+            let res = proc.execute(piece as usize, &values, &inputs);
+            drop(values);
+            own.extend(res.writes.iter().cloned());
+            results.push(PieceReply {
+                piece,
+                reads,
+                writes: res.writes,
+                output: res.output,
+                user_abort: res.user_abort,
+            });
+        }
+        ctx.send(from, Msg::ReadOk { txn, results });
+    }
+
+    fn unlock(&mut self, txn: TxnId, keys: impl Iterator<Item = Key>) {
+        for k in keys {
+            if let Some(r) = self.store.get_mut(k) {
+                if r.meta.lock == txn.0 {
+                    r.meta.lock = 0;
+                }
+            }
+        }
+    }
+
+    /// Lock `writes` NO_WAIT; the bound their metadata puts on the commit
+    /// timestamp, or `None` on a conflict (nothing stays locked).
+    fn lock(&mut self, txn: TxnId, writes: &[(Key, Value)]) -> Option<u64> {
+        let mut bound = 0;
+        for (i, (k, _)) in writes.iter().enumerate() {
+            if self.store.get(*k).is_none() {
+                // A placeholder to lock; it reads as empty until installed.
+                self.store.load(*k, Value::new());
+            }
+            let r = self.store.get_mut(*k).expect("just ensured");
+            if r.meta.lock != 0 && r.meta.lock != txn.0 {
+                self.unlock(txn, writes[..i].iter().map(|(k, _)| *k));
+                return None;
+            }
+            r.meta.lock = txn.0;
+            bound = bound.max(match self.config.cc {
+                Cc::PtOcc => r.meta.wts,
+                Cc::LtOcc => r.meta.rts + 1,
+            });
+        }
+        Some(bound)
+    }
+
+    /// Validate `reads` at timestamp `ts` (§5.1 / §5.2).
+    fn validate(&mut self, txn: TxnId, reads: &[(Key, u64)], ts: u64) -> bool {
+        let cc = self.config.cc;
+        let mine = |lock: u64| lock == 0 || lock == txn.0;
+        reads.iter().all(|&(k, seen)| {
+            let Some(r) = self.store.get_mut(k) else {
+                return seen == 0;
+            };
+            match cc {
+                Cc::PtOcc => r.meta.wts == seen && mine(r.meta.lock),
+                // A record this transaction has locked is in its write
+                // set: it only must not have changed since the read (Fig. 4,
+                // lock step). Extending its rts to `ts` would stretch the
+                // old version's validity over the very timestamp the write
+                // installs, so a concurrent reader validating at `ts` would
+                // see the old version and be ordered together with the
+                // writer, not before it (a G2 cycle under contention).
+                // Only records in T.RS \ T.WS are extended (§5.2).
+                Cc::LtOcc if r.meta.lock == txn.0 => r.meta.wts == seen,
+                Cc::LtOcc => {
+                    if r.meta.wts != seen {
+                        false
+                    } else if r.meta.rts >= ts {
+                        true
+                    } else if r.meta.lock == 0 {
+                        r.meta.rts = ts;
+                        true
+                    } else {
+                        false
+                    }
+                }
+            }
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_prepare(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        from: NodeId,
+        txn: TxnId,
+        floor: TxnId,
+        writes: Vec<(Key, Value)>,
+        reads: Vec<(Key, u64)>,
+        ts: u64,
+        round: u8,
+    ) {
+        self.ended.raise_floor(floor);
+        if self.ended.get(txn) == Some(&false) {
+            // Aborted here (a lost lock conflict, or its locks went with an
+            // epoch abort, §3.2): the coordinator may still be waiting.
+            let (epoch, floor) = (self.epoch, self.floor);
+            ctx.send(
+                from,
+                Msg::Prepared {
+                    txn,
+                    round,
+                    ok: false,
+                    epoch,
+                    bound: 0,
+                    floor,
+                },
+            );
+            return;
+        }
+        if self.ended.contains(txn)
+            || (self.ended.below_floor(txn) && !self.held.contains_key(&txn))
+        {
+            return; // committed already: the coordinator no longer waits
+        }
+        let mut bound = 0;
+        let mut locked_now = false;
+        if !writes.is_empty() {
+            if let Some(h) = self.held.get_mut(&txn) {
+                h.heard = ctx.now();
+                let (epoch, bound) = h.answer;
+                if reads.is_empty() {
+                    ctx.send(
+                        from,
+                        Msg::Prepared {
+                            txn,
+                            round,
+                            ok: true,
+                            epoch,
+                            bound,
+                            floor: self.floor,
+                        },
+                    );
+                    return;
+                }
+            }
+            if !self.held.contains_key(&txn) {
+                let Some(b) = self.lock(txn, &writes) else {
+                    self.ended.insert(txn, false, ctx.now());
+                    let epoch = self.epoch;
+                    ctx.send(
+                        from,
+                        Msg::Prepared {
+                            txn,
+                            round,
+                            ok: false,
+                            epoch,
+                            bound: 0,
+                            floor: self.floor,
+                        },
+                    );
+                    return;
+                };
+                bound = b;
+                locked_now = true;
+            } else {
+                bound = self.held[&txn].answer.1;
+            }
+        }
+        // LT-OCC: with writes locked here the primary picks the timestamp
+        // (single round); a validation round brings it from the coordinator.
+        let ts = match self.config.cc {
+            Cc::LtOcc if !writes.is_empty() => super::tid::lt_occ_ts(ts, bound, self.epoch),
+            _ => ts,
+        };
+        if self.config.cc == Cc::LtOcc && !writes.is_empty() {
+            bound = ts;
+        }
+        let ok = self.validate(txn, &reads, ts);
+        let epoch = self.epoch;
+        if locked_now {
+            if ok {
+                self.held.insert(
+                    txn,
+                    Held {
+                        coord: from,
+                        writes,
+                        tag: epoch,
+                        answer: (epoch, bound),
+                        heard: ctx.now(),
+                    },
+                );
+            } else {
+                self.unlock(txn, writes.iter().map(|(k, _)| *k));
+                self.ended.insert(txn, false, ctx.now());
+            }
+        }
+        ctx.send(
+            from,
+            Msg::Prepared {
+                txn,
+                round,
+                ok,
+                epoch,
+                bound,
+                floor: self.floor,
+            },
+        );
+    }
+
+    fn on_write_back(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, ts: u64, epoch: u64) {
+        let Some(h) = self.held.remove(&txn) else {
+            match self.ended.get(txn) {
+                Some(true) if !self.replication.values().any(|r| r.txn == txn) => {
+                    ctx.send(from, Msg::WrittenBack { txn });
+                }
+                // Its locks went with an epoch abort (§3.2): so did its
+                // epoch, everywhere.
+                Some(false) => ctx.send(from, Msg::Abort { txn }),
+                _ => {}
+            }
+            return;
+        };
+        let version = txn.version();
+        let keep_undo = self.config.commit == CommitMode::Epoch;
+        for (k, v) in &h.writes {
+            if keep_undo {
+                self.undo.before_write(&self.store, *k, epoch);
+            }
+            let r = self.store.get_mut(*k).expect("locked records exist");
+            r.value = v.clone();
+            r.meta.version = version;
+            r.meta.wts = ts;
+            if self.config.cc == Cc::LtOcc {
+                r.meta.rts = ts;
+            }
+            r.meta.lock = 0;
+        }
+        self.log_writes(ts, version, &h.writes);
+        self.ended.insert(txn, true, ctx.now());
+        if self.backups.is_empty() {
+            ctx.send(h.coord, Msg::WrittenBack { txn });
+        } else {
+            self.next_seq += 1;
+            let seq = self.next_seq;
+            let msg = Msg::Replicate {
+                seq,
+                ts,
+                epoch,
+                version,
+                writes: h.writes,
+            };
+            for &b in &self.backups {
+                ctx.send(b, msg.clone());
+            }
+            if self.config.commit == CommitMode::Epoch {
+                ctx.send(h.coord, Msg::WrittenBack { txn });
+            }
+            self.replication.insert(
+                seq,
+                Replication {
+                    epoch,
+                    txn,
+                    coord: h.coord,
+                    msg,
+                    waiting: self.backups.clone(),
+                    sent_at: ctx.now(),
+                },
+            );
+        }
+        self.try_prepare(ctx);
+    }
+
+    fn on_abort(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
+        if let Some(h) = self.held.remove(&txn) {
+            self.unlock(txn, h.writes.iter().map(|(k, _)| *k));
+            self.ended.insert(txn, false, ctx.now());
+            self.try_prepare(ctx);
+        } else if !self.ended.contains(txn) {
+            self.ended.insert(txn, false, ctx.now());
+        }
+    }
+
+    /// A backup applies replicated writes newer than its own (Thomas write
+    /// rule) and acknowledges once they are logged, durably if their epoch
+    /// is already prepared here.
+    #[allow(clippy::too_many_arguments)]
+    fn on_replicate(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        from: NodeId,
+        seq: u64,
+        ts: u64,
+        epoch: u64,
+        version: Version,
+        writes: Vec<(Key, Value)>,
+    ) {
+        if self.is_aborted(epoch) {
+            // A late write of an aborted epoch: never applied.
+            ctx.send(from, Msg::Replicated { seq });
+            return;
+        }
+        let keep_undo = self.config.commit == CommitMode::Epoch;
+        for (k, v) in &writes {
+            let newer = self.store.get(*k).is_none_or(|r| ts > r.meta.wts);
+            if keep_undo {
+                if newer {
+                    self.undo.before_write(&self.store, *k, epoch);
+                } else {
+                    self.undo.skipped_write(*k, epoch, ts, v, version);
+                }
+            }
+            if newer {
+                self.store.install(*k, v.clone(), version);
+                let r = self.store.get_mut(*k).expect("installed");
+                r.meta.wts = ts;
+                if self.config.cc == Cc::LtOcc {
+                    r.meta.rts = r.meta.rts.max(ts);
+                }
+            }
+        }
+        self.log_writes(ts, version, &writes);
+        if epoch <= self.prepared || (self.flushing && Some(epoch) <= self.prepare_wanted) {
+            let record = self.log.split().freeze();
+            self.persist(ctx, record, AfterPersist::ReplicaAck { to: from, seq });
+        } else {
+            ctx.send(from, Msg::Replicated { seq });
+        }
+    }
+
+    fn on_replicated(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, seq: u64) {
+        let Some(r) = self.replication.get_mut(&seq) else {
+            return;
+        };
+        r.waiting.retain(|n| *n != from);
+        if r.waiting.is_empty() {
+            let r = self.replication.remove(&seq).expect("present");
+            if self.config.commit == CommitMode::TwoPcSync {
+                ctx.send(r.coord, Msg::WrittenBack { txn: r.txn });
+            }
+            self.try_prepare(ctx);
+        }
+    }
+
+    fn on_epoch_prepare(&mut self, ctx: &mut Ctx<Msg>, epoch: u64) {
+        if epoch <= self.prepared {
+            let to = self.manager_node;
+            self.send(ctx, to, Msg::EpochPrepared { epoch });
+            return;
+        }
+        self.epoch = self.epoch.max(epoch + 1);
+        // Every earlier epoch is decided, and aborted ones are reverted.
+        self.undo.committed(epoch.saturating_sub(1));
+        self.prepare_wanted = Some(self.prepare_wanted.map_or(epoch, |w| w.max(epoch)));
+        self.try_prepare(ctx);
+    }
+
+    fn is_aborted(&self, epoch: u64) -> bool {
+        self.aborted.iter().any(|&(a, b)| (a..b).contains(&epoch))
+    }
+
+    /// The epoch manager aborted epochs `[epoch, next)` (§3.2): drop their
+    /// locks and pending replication, put every tuple they wrote back to
+    /// its last committed version, discard their unforced redo records,
+    /// and move on to `next`.
+    fn on_epoch_abort(&mut self, ctx: &mut Ctx<Msg>, epoch: u64, next: u64) {
+        if self.floor < next {
+            self.floor = next;
+            self.aborted.push((epoch, next));
+            let mut held: Vec<(TxnId, Held)> = self.held.drain().collect();
+            held.sort_unstable_by_key(|(t, _)| *t);
+            for (txn, h) in held {
+                self.unlock(txn, h.writes.iter().map(|(k, _)| *k));
+                self.ended.insert(txn, false, ctx.now());
+            }
+            self.replication.retain(|_, r| r.epoch < epoch);
+            let reverted = self.undo.revert(&mut self.store, epoch, next);
+            self.reverted += reverted as u64;
+            // Everything not yet forced belongs to the aborted epochs: the
+            // prepare of `epoch - 1` forced the rest.
+            self.log.clear();
+            self.prepare_wanted = None;
+            self.epoch = self.epoch.max(next);
+            tracing::debug!(node = ?self.me, epoch, next, reverted, "epoch abort");
+        }
+        let to = self.manager_node;
+        self.send(ctx, to, Msg::EpochAborted { epoch });
+    }
+
+    /// Answer the wanted prepare once nothing of its epoch is in flight
+    /// here: force the epoch's redo records, then answer.
+    fn try_prepare(&mut self, ctx: &mut Ctx<Msg>) {
+        let Some(e) = self.prepare_wanted else {
+            return;
+        };
+        if self.flushing
+            || self.held.values().any(|h| h.tag <= e)
+            || self.replication.values().any(|r| r.epoch <= e)
+        {
+            return;
+        }
+        self.flushing = true;
+        let mut record = self.log.split();
+        record.put_u64_le(e);
+        self.persist(ctx, record.freeze(), AfterPersist::EpochPrepared(e));
+    }
+
+    fn sweep(&mut self, ctx: &mut Ctx<Msg>) {
+        let now = ctx.now();
+        self.ended.sweep(now);
+        let mut ask: Vec<(TxnId, NodeId)> = Vec::new();
+        for (txn, h) in self.held.iter_mut() {
+            if now.saturating_sub(h.heard) > self.config.inquire {
+                h.heard = now;
+                ask.push((*txn, h.coord));
+            }
+        }
+        ask.sort_unstable();
+        for (txn, coord) in ask {
+            ctx.send(coord, Msg::Inquire { txn });
+        }
+        let rto = self.config.retransmit;
+        for r in self.replication.values_mut() {
+            if now.saturating_sub(r.sent_at) >= rto {
+                r.sent_at = now;
+                for &b in &r.waiting {
+                    ctx.send(b, r.msg.clone());
+                }
+            }
+        }
+        self.run_manager(ctx, |m, out| m.retransmit(now, rto, out));
+        ctx.set_timer(rto / 2, SWEEP);
+    }
+
+    fn handle(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        match msg {
+            Msg::Read {
+                txn,
+                proc,
+                pieces,
+                inputs,
+                own,
+            } => self.on_read(ctx, from, txn, proc, pieces, inputs, own),
+            Msg::Prepare {
+                txn,
+                floor,
+                writes,
+                reads,
+                ts,
+                round,
+            } => self.on_prepare(ctx, from, txn, floor, writes, reads, ts, round),
+            Msg::WriteBack { txn, ts, epoch } => self.on_write_back(ctx, from, txn, ts, epoch),
+            Msg::Abort { txn } => self.on_abort(ctx, txn),
+            Msg::Replicate {
+                seq,
+                ts,
+                epoch,
+                version,
+                writes,
+            } => self.on_replicate(ctx, from, seq, ts, epoch, version, writes),
+            Msg::Replicated { seq } => self.on_replicated(ctx, from, seq),
+            Msg::EpochPrepare { epoch } => self.on_epoch_prepare(ctx, epoch),
+            Msg::EpochPrepared { epoch } => {
+                self.run_manager(ctx, |m, out| m.prepared(from, epoch, out))
+            }
+            Msg::EpochCommit { epoch, .. } => {
+                self.epoch = self.epoch.max(epoch + 1);
+                self.undo.committed(epoch);
+            }
+            Msg::EpochAbort { epoch, next } => self.on_epoch_abort(ctx, epoch, next),
+            Msg::EpochAborted { epoch } => {
+                self.run_manager(ctx, |m, _| m.abort_acknowledged(from, epoch))
+            }
+            Msg::ReadOk { .. }
+            | Msg::Prepared { .. }
+            | Msg::WrittenBack { .. }
+            | Msg::Inquire { .. } => {
+                tracing::warn!(?from, ?msg, "server got a coordinator's message");
+            }
+        }
+    }
+
+    fn drain_local(&mut self, ctx: &mut Ctx<Msg>) {
+        while let Some(msg) = self.local.pop_front() {
+            let me = self.me;
+            self.handle(ctx, me, msg);
+        }
+    }
+}
+
+impl Node<Msg> for CocoServer {
+    fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
+        ctx.set_timer(self.config.retransmit / 2, SWEEP);
+        if self.manager.is_some() {
+            ctx.set_timer(self.config.epoch, EPOCH);
+        }
+    }
+
+    fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        self.handle(ctx, from, msg);
+        self.drain_local(ctx);
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
+        match id {
+            SWEEP => self.sweep(ctx),
+            EPOCH => {
+                let now = ctx.now();
+                self.run_manager(ctx, |m, out| m.tick(now, out));
+                ctx.set_timer(self.config.epoch, EPOCH);
+            }
+            _ => {}
+        }
+        self.drain_local(ctx);
+    }
+
+    fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
+        match self.persists.remove(&token) {
+            Some(AfterPersist::EpochPrepared(e)) => {
+                self.flushing = false;
+                self.prepared = self.prepared.max(e);
+                if self.prepare_wanted.is_some_and(|w| w <= e) {
+                    self.prepare_wanted = None;
+                }
+                let to = self.manager_node;
+                self.send(ctx, to, Msg::EpochPrepared { epoch: e });
+                self.try_prepare(ctx);
+            }
+            Some(AfterPersist::ReplicaAck { to, seq }) => ctx.send(to, Msg::Replicated { seq }),
+            Some(AfterPersist::EpochCommit(e)) => {
+                self.run_manager(ctx, |m, out| m.commit_durable(e, out))
+            }
+            None => {}
+        }
+        self.drain_local(ctx);
+    }
+
+    fn take_report(&mut self) -> NodeReport {
+        let all = self
+            .manager
+            .as_ref()
+            .map_or(0, |m| m.aborted().len() as u64);
+        let aborts = all - std::mem::replace(&mut self.aborts_reported, all);
+        NodeReport {
+            client: None,
+            counters: vec![
+                ("epoch_aborts", aborts),
+                ("tuples_reverted", std::mem::take(&mut self.reverted)),
+            ],
+        }
+    }
+
+    fn store(&self) -> Option<&Store> {
+        Some(&self.store)
+    }
+}
