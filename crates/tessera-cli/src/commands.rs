@@ -12,7 +12,7 @@ use tessera_harness::registry;
 use tessera_harness::spec::Knobs;
 use tessera_harness::sweep::{sweep as run_sweep, Vary};
 use tessera_harness::{
-    run_bench, BenchOutcome, BenchSpec, ResultRow, RuntimeKind, SpecError, WorkloadSpec,
+    run_bench, BenchOutcome, BenchSpec, ResultRow, RuntimeKind, SimConfig, SpecError, WorkloadSpec,
 };
 use tessera_workloads::tpcc::{Mix, Partition, RemoteNewOrder};
 use tessera_workloads::{CounterConfig, MicroConfig, TpccConfig, YcsbConfig};
@@ -188,21 +188,44 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         switch_value_width: a.switch_value_width,
         switch_stages: a.switch_stages,
         recirculation_ns: a.recirculation_ns,
+        oocc_lease: a.oocc_lease,
+        oocc_write_unlock: a.oocc_write_unlock,
+        oocc_delayed_lock: a.oocc_delayed_lock,
+        lease_us: a.lease_us,
     };
     if a.write_ratio.is_some() && !matches!(s.workload, WorkloadSpec::Counter(_)) {
         return Err(Failure::Usage(
             "--write-ratio applies to --workload counter".into(),
         ));
     }
-    let sim_flags = a.faults || a.loss.is_some() || a.duplicate.is_some() || a.reorder.is_some();
+    let sim_flags = a.faults
+        || a.loss.is_some()
+        || a.duplicate.is_some()
+        || a.reorder.is_some()
+        || a.net.is_some();
     if sim_flags && runtime != RuntimeKind::Sim {
         return Err(Failure::Usage(
-            "--faults, --loss, --duplicate and --reorder need --runtime sim".into(),
+            "--faults, --loss, --duplicate, --reorder and --net need --runtime sim".into(),
         ));
+    }
+    if let Some(net) = &a.net {
+        s.sim = SimConfig::preset(net).ok_or_else(|| SpecError::Invalid {
+            flag: "--net",
+            value: net.clone(),
+            allowed: SimConfig::PRESETS.join(", "),
+        })?;
     }
     if a.faults {
         let topo = tessera_harness::deploy::topology(&s);
-        s.sim = random_plan(s.seed, &topo, s.duration);
+        let plan = random_plan(s.seed, &topo, s.duration);
+        // The fault plan keeps the preset's network.
+        s.sim = SimConfig {
+            latency: s.sim.latency.clone(),
+            jitter: s.sim.jitter,
+            server_cpu: s.sim.server_cpu,
+            client_cpu: s.sim.client_cpu,
+            ..plan
+        };
     }
     s.sim.loss = a.loss.unwrap_or(s.sim.loss);
     s.sim.duplicate = a.duplicate.unwrap_or(s.sim.duplicate);
@@ -578,6 +601,11 @@ pub fn default_comparison() -> Result<()> {
         switch_value_width: None,
         switch_stages: None,
         recirculation_ns: None,
+        oocc_lease: None,
+        oocc_write_unlock: None,
+        oocc_delayed_lock: None,
+        lease_us: None,
+        net: None,
         repeat: 1,
     };
     println!("tessera: YCSB (2 partitions, zipf 0.9) on the embedded cluster, 2 s per protocol");

@@ -256,6 +256,21 @@ pub struct RunArgs {
     /// nocc: switch time per operation (recirculation), ns (default 100).
     #[arg(long, allow_negative_numbers = true)]
     recirculation_ns: Option<u64>,
+    /// oocc: implicit leases, one-round read-only commits (on|off, default on).
+    #[arg(long, value_parser = parse_on_off)]
+    oocc_lease: Option<bool>,
+    /// oocc: one WRITE updates and unlocks, with redo logs (on|off, default on).
+    #[arg(long, value_parser = parse_on_off)]
+    oocc_write_unlock: Option<bool>,
+    /// oocc: intention locks at execution, write locks at commit (on|off, default on).
+    #[arg(long, value_parser = parse_on_off)]
+    oocc_delayed_lock: Option<bool>,
+    /// oocc, ford-occ: the lease in µs (default 20).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    lease_us: Option<u64>,
+    /// sim: network preset: dc (100 µs round trips) or rdma (2-3 µs, OOCC §VIII.A).
+    #[arg(long)]
+    net: Option<String>,
     /// bench: run each protocol N times (seeds seed, seed+1, ...); every run
     /// goes to --out, the table shows each protocol's median run by
     /// throughput, and a line per protocol gives median, min and max.
@@ -279,6 +294,14 @@ fn parse_zipf(s: &str) -> Result<f64, String> {
         Ok(v)
     } else {
         Err(format!("{v} is outside [0, 1.5)"))
+    }
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("'{s}' is not on or off")),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::deploy::{run_protocol, RawRun};
 use crate::spec::BenchSpec;
-use crate::spec::SpecError;
+use crate::spec::{Knobs, SpecError};
 use std::sync::Arc;
 use tessera_core::codec::Codec;
 use tessera_core::protocol::Protocol;
@@ -11,6 +11,7 @@ use tessera_core::workload::Workload;
 use tessera_protocols::janus::{Janus, JanusConfig};
 use tessera_protocols::nocc::{Nocc, NoccConfig};
 use tessera_protocols::occ::{OccConfig, OccProtocol};
+use tessera_protocols::oocc::{Oocc, OoccConfig};
 use tessera_protocols::rococo::{Rococo, RococoConfig};
 use tessera_protocols::twopc::{Timeouts, TwoPcConfig};
 use tessera_protocols::twopl::{Policy, TwoPlConfig, TwoPlProtocol};
@@ -187,7 +188,77 @@ pub fn registry() -> Vec<ProtocolEntry> {
             },
         )
         .hidden(),
+        ProtocolEntry::configured::<Oocc>(
+            "oocc",
+            "OOCC on memory nodes: implicit leases (one-round read-only), delayed write lock, write unlock (OOCC Alg. 1)",
+            |spec| oocc(spec, OoccConfig::oocc()),
+        ),
+        ProtocolEntry::configured::<Oocc>(
+            "ford-occ",
+            "OCC on memory nodes, FORD-style: execute + CAS lock, validate + undo log, commit, release (OOCC Fig. 3)",
+            |spec| oocc(spec, OoccConfig::ford()),
+        ),
+        ProtocolEntry::configured::<Oocc>(
+            "oocc-nowait",
+            "OOCC whose writers do not wait out the lease: broken on purpose, for checker tests",
+            |spec| {
+                let (mut config, spec) = oocc(spec, OoccConfig::oocc())?;
+                config.wait_lease = false;
+                Ok((config, spec))
+            },
+        )
+        .hidden(),
     ]
+}
+
+/// OOCC's configuration: `base` with the ablation flags and the lease the
+/// spec sets. Only the OOCC knobs apply; memory nodes hold no inserted
+/// records, so TPC-C (which inserts) is refused.
+fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), SpecError> {
+    let k = &spec.knobs;
+    let mine = Knobs {
+        oocc_lease: k.oocc_lease,
+        oocc_write_unlock: k.oocc_write_unlock,
+        oocc_delayed_lock: k.oocc_delayed_lock,
+        lease_us: k.lease_us,
+        ..Knobs::default()
+    };
+    if let Some(flag) = k
+        .set_flags()
+        .into_iter()
+        .find(|f| !mine.set_flags().contains(f))
+    {
+        return Err(SpecError::Invalid {
+            flag,
+            value: spec.protocol.clone(),
+            allowed: "protocols that have this knob (see --help)".into(),
+        });
+    }
+    if let crate::spec::WorkloadSpec::Tpcc(_) = spec.workload {
+        return Err(SpecError::Invalid {
+            flag: "--workload",
+            value: "tpcc".into(),
+            allowed: format!(
+                "workloads without inserts (micro, ycsb, counter): {} does not allocate slots yet",
+                spec.protocol
+            ),
+        });
+    }
+    let mut config = base;
+    config.lease = k.oocc_lease.unwrap_or(config.lease);
+    config.write_unlock = k.oocc_write_unlock.unwrap_or(config.write_unlock);
+    config.delayed_lock = k.oocc_delayed_lock.unwrap_or(config.delayed_lock);
+    if let Some(us) = k.lease_us {
+        if us == 0 {
+            return Err(SpecError::Invalid {
+                flag: "--lease-us",
+                value: "0".into(),
+                allowed: "1 or more microseconds".into(),
+            });
+        }
+        config.lease_ns = us.saturating_mul(tessera_core::ids::US);
+    }
+    Ok((config, spec.clone()))
 }
 
 /// NOCC's configuration from the spec's knobs; one switch unless told.

@@ -70,6 +70,36 @@ impl Default for SimConfig {
     }
 }
 
+impl SimConfig {
+    /// The named network presets `--net` accepts.
+    pub const PRESETS: &'static [&'static str] = &["dc", "rdma"];
+
+    /// A named preset: `dc` is [`SimConfig::default`], `rdma` is
+    /// [`SimConfig::rdma`].
+    pub fn preset(name: &str) -> Option<SimConfig> {
+        match name {
+            "dc" => Some(SimConfig::default()),
+            "rdma" => Some(SimConfig::rdma()),
+            _ => None,
+        }
+    }
+
+    /// An RDMA fabric as OOCC's testbed has (§VIII.A, Fig. 2): 1 µs one
+    /// way plus up to 0.5 µs of jitter (a round trip of 2–3 µs), a memory
+    /// node's per-message cost of 50 ns (its verbs charge their own NIC
+    /// time, atomics far above READs: see the memory node's `NicCosts`),
+    /// and 300 ns of coordinator CPU per event.
+    pub fn rdma() -> SimConfig {
+        SimConfig {
+            latency: vec![vec![US]],
+            jitter: US / 2,
+            server_cpu: 50,
+            client_cpu: 300,
+            ..SimConfig::default()
+        }
+    }
+}
+
 #[derive(Debug, Error, PartialEq)]
 pub enum SimConfigError {
     #[error("sim: latency matrix must be square and non-empty (got {rows} rows, row {row} has {cols} columns)")]

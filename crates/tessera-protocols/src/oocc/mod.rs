@@ -1,0 +1,114 @@
+//! OOCC: one-round optimistic concurrency control for read-only
+//! transactions on disaggregated memory (`oocc-one-round-occ.txt`), and its
+//! OCC baseline in the style of FORD (Fig. 3), as one coordinator whose
+//! optimizations are configured ([`OoccConfig`]).
+//!
+//! Records live on passive memory nodes ([`crate::disagg`]); coordinators on
+//! the client hosts run every phase with one-sided verbs ([`coordinator`]):
+//!
+//! * **Execute & Locking** (Alg. 1 l. 1–10): READ the read set (which sets
+//!   the *implicit lease*, §III.B) and CAS-lock the write set. With the
+//!   *delayed write lock* (§IV) the CAS sets an intention lock, which blocks
+//!   read-write transactions but not readers.
+//! * **Validate & Logging** (l. 11–21): re-READ the reads that need it;
+//!   upgrade intention locks to write locks with a WRITE; WRITE the log
+//!   (redo with write unlock, undo without, §V), all in one round. A
+//!   read-only transaction whose reads were all unlocked and finished within
+//!   the read-validate lease skips this round and commits in one round trip.
+//! * **Commit** (l. 22–26): wait until the write locks have been visible for
+//!   the write-wait lease (§III.A), then one WRITE per record updates it and
+//!   releases the lock (*write unlock*, §V); without it, WRITE the data, then
+//!   WRITE the unlock (Release).
+//!
+//! `ford-occ` is this coordinator with the lease, write unlock and delayed
+//! write lock off: execute + CAS lock, validate + undo log, commit, release.
+//!
+//! Deviations: read-write transactions always validate their reads (those
+//! not covered by their own locks). Algorithm 1 lets them skip it within the
+//! lease, but two read-write transactions that each read what the other
+//! writes would then both commit (write skew): the lease orders a reader
+//! after a writer's *release*, not a writer's reads before another's writes.
+//! The validation reads share the round of the lock upgrade and the log, so
+//! the number of round trips is the paper's. Inserts are not supported
+//! (records are found, never allocated), nor is recovery from the logs.
+//! Lease adjustment (§VII.A) is not implemented: the lease is fixed.
+
+pub mod coordinator;
+pub mod lease;
+pub mod lock;
+
+use crate::disagg::{MemoryNode, Msg, NicCosts};
+use tessera_core::ids::{Time, MS, US};
+use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
+
+/// Which of OOCC's techniques are on, and the lease.
+#[derive(Clone, Debug)]
+pub struct OoccConfig {
+    /// Implicit leases: read-only transactions within the lease skip
+    /// validation; writers hold write locks for the write-wait lease (§III).
+    pub lease: bool,
+    /// One WRITE updates a record and releases its lock, with redo logs
+    /// (§V); off: WRITE the data, then WRITE the unlock, with undo logs.
+    pub write_unlock: bool,
+    /// Intention locks at execution, write locks in the commit round (§IV);
+    /// off: write locks at execution.
+    pub delayed_lock: bool,
+    /// Writers wait out the write-wait lease before releasing. `false` is
+    /// broken on purpose, so that tests can show the checker catches it.
+    pub wait_lease: bool,
+    /// The lease (§III; 20 µs in §VII.B's example).
+    pub lease_ns: Time,
+    /// The clock-drift offset (§VII.B): reads validate after `lease -
+    /// offset`, writers wait `lease + offset`.
+    pub offset_ns: Time,
+    /// Slots per hash bucket of a memory node.
+    pub bucket_slots: u32,
+    pub nic: NicCosts,
+    /// Resend a connection request this often until answered.
+    pub connect_retry: Time,
+}
+
+impl OoccConfig {
+    /// OOCC with every technique on.
+    pub fn oocc() -> Self {
+        OoccConfig {
+            lease: true,
+            write_unlock: true,
+            delayed_lock: true,
+            wait_lease: true,
+            lease_ns: 20 * US,
+            offset_ns: 20,
+            bucket_slots: 8,
+            nic: NicCosts::default(),
+            connect_retry: MS,
+        }
+    }
+
+    /// The FORD-style OCC baseline (Fig. 3).
+    pub fn ford() -> Self {
+        OoccConfig {
+            lease: false,
+            write_unlock: false,
+            delayed_lock: false,
+            ..Self::oocc()
+        }
+    }
+}
+
+/// OOCC and its OCC baseline over memory nodes.
+pub struct Oocc;
+
+impl Protocol for Oocc {
+    type Msg = Msg;
+    type Config = OoccConfig;
+    type Server = MemoryNode;
+    type Coordinator = coordinator::OoccCoordinator;
+
+    fn server(config: &OoccConfig, env: ServerEnv) -> MemoryNode {
+        MemoryNode::new(env, config.bucket_slots, config.nic.clone())
+    }
+
+    fn coordinator(config: &OoccConfig, env: CoordinatorEnv) -> coordinator::OoccCoordinator {
+        coordinator::OoccCoordinator::new(config.clone(), env)
+    }
+}
