@@ -24,9 +24,19 @@ use tessera_core::FastMap;
 
 const CONNECT: TimerId = TimerId(0);
 
+/// One round's verbs and what each is for, per memory node.
+type Round = BTreeMap<ShardId, (Vec<Verb>, Vec<Purpose>)>;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Execute,
+    /// Delayed write lock: the round that upgrades intention locks to write
+    /// locks (and logs) comes before validation, not with it. Validating
+    /// in the same round lets a reader that finds an intention lock after
+    /// the writer validated order itself before the writer while it read
+    /// what the writer's reads were ordered after (a cycle the seed tests
+    /// found); the lease wait that follows hides the extra round.
+    Upgrade,
     Validate,
     Commit,
     Release,
@@ -84,6 +94,9 @@ struct Run {
     writes: Vec<(Key, Value)>,
     exec_start: Option<Time>,
     exec_end: Time,
+    /// When the write locks were visible to readers at the latest: the
+    /// write-wait lease runs from here (§III.A).
+    locked_at: Time,
     failed: Option<AbortReason>,
 }
 
@@ -184,6 +197,7 @@ impl OoccCoordinator {
                 writes: Vec::new(),
                 exec_start: None,
                 exec_end: 0,
+                locked_at: 0,
                 failed: None,
             },
         );
@@ -192,13 +206,7 @@ impl OoccCoordinator {
 
     /// Post one round: a batch per memory node. Returns false when there is
     /// nothing to post.
-    fn post(
-        &mut self,
-        ctx: &mut Ctx<Msg>,
-        txn: TxnId,
-        round: BTreeMap<ShardId, (Vec<Verb>, Vec<Purpose>)>,
-        ack: bool,
-    ) -> usize {
+    fn post(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, round: Round, ack: bool) -> usize {
         let mut posted = 0;
         for (shard, (verbs, purposes)) in round {
             if verbs.is_empty() {
@@ -230,6 +238,7 @@ impl OoccCoordinator {
         }
         match run.phase {
             Phase::Execute => self.execute(ctx, txn),
+            Phase::Upgrade => self.after_upgrade(ctx, txn),
             Phase::Validate => self.after_validate(ctx, txn),
             Phase::Commit => {
                 if self.cfg.write_unlock {
@@ -283,7 +292,7 @@ impl OoccCoordinator {
         need.sort_unstable_by_key(|(k, _, lock)| (*k, !*lock));
         need.dedup_by_key(|(k, _, _)| *k);
         // Locate unknown addresses first.
-        let mut round: BTreeMap<ShardId, (Vec<Verb>, Vec<Purpose>)> = BTreeMap::new();
+        let mut round: Round = Round::new();
         for &(key, shard, _) in &need {
             if self.addrs.contains_key(&key) {
                 continue;
@@ -328,23 +337,70 @@ impl OoccCoordinator {
         self.post(ctx, txn, round, true);
     }
 
-    /// Validate & Logging (Alg. 1 l. 11–21).
+    /// Validate & Logging (Alg. 1 l. 11–21): one round, except that with
+    /// delayed write locks a read-write transaction validates only once its
+    /// write locks are visible (see [`Phase::Upgrade`]).
     fn validate(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
-        let cfg = self.cfg.clone();
+        let run = &self.runs[&txn];
+        let (read_only, exec_end) = (run.read_only, run.exec_end);
+        let mut round = self.checks(txn);
+        if !read_only {
+            if let Some(r) = self.runs.get_mut(&txn) {
+                r.locked_at = exec_end;
+            }
+            let upgrade = self.upgrade_and_log(txn);
+            if self.cfg.delayed_lock {
+                let run = self.runs.get_mut(&txn).expect("advanced");
+                run.phase = Phase::Upgrade;
+                if self.post(ctx, txn, upgrade, true) == 0 {
+                    self.after_upgrade(ctx, txn);
+                }
+                return;
+            }
+            for (shard, (v, p)) in upgrade {
+                let b = round.entry(shard).or_default();
+                b.0.extend(v);
+                b.1.extend(p);
+            }
+        }
         let run = self.runs.get_mut(&txn).expect("advanced");
         run.phase = Phase::Validate;
-        let within_lease = cfg.lease
+        if self.post(ctx, txn, round, true) == 0 {
+            if read_only {
+                // Every read held its lease: committed in one round trip.
+                self.counters.ro_one_round += 1;
+            }
+            self.after_validate(ctx, txn);
+        }
+    }
+
+    /// The write locks are visible: now validate the reads.
+    fn after_upgrade(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
+        let round = self.checks(txn);
+        let run = self.runs.get_mut(&txn).expect("advanced");
+        run.locked_at = ctx.now();
+        run.phase = Phase::Validate;
+        if self.post(ctx, txn, round, true) == 0 {
+            self.after_validate(ctx, txn);
+        }
+    }
+
+    /// The validation READs (Alg. 1 l. 13–16): every read not covered by
+    /// the transaction's own locks, except, for a read-only transaction
+    /// whose reads held their lease, those that saw no intention lock.
+    fn checks(&self, txn: TxnId) -> Round {
+        let run = &self.runs[&txn];
+        let within_lease = self.cfg.lease
             && run
                 .exec_start
                 .is_none_or(|s| self.lease.reads_hold(s, run.exec_end));
-        let mut round: BTreeMap<ShardId, (Vec<Verb>, Vec<Purpose>)> = BTreeMap::new();
+        let mut round = Round::new();
         for key in &run.read_order {
             let r = &run.recs[key];
             if r.held.is_some() || run.absent.contains(key) {
                 continue;
             }
-            let skip = run.read_only && within_lease && !r.intention_seen;
-            if skip {
+            if run.read_only && within_lease && !r.intention_seen {
                 continue;
             }
             let b = round.entry(r.shard).or_default();
@@ -354,52 +410,50 @@ impl OoccCoordinator {
             });
             b.1.push(Purpose::Validate { key: *key });
         }
-        if !run.read_only {
-            let mut logs: BTreeMap<ShardId, LogRecord> = BTreeMap::new();
-            for (key, r) in &run.recs {
-                let Some(word) = r.held else { continue };
-                let addr = self.addrs[key];
-                if cfg.delayed_lock {
-                    let b = round.entry(r.shard).or_default();
-                    debug_assert_eq!(word, lock::intention(txn));
-                    b.0.push(Verb::Write {
-                        addr,
-                        data: SlotWrite::Lock(lock::write(txn)),
-                    });
-                    b.1.push(Purpose::Ack);
-                }
-                let new = run.writes.iter().find(|(k, _)| k == key);
-                let entry = if cfg.write_unlock {
-                    // Redo: the new image, when the key is written at all.
-                    new.map(|(k, v)| (*k, Some(v.clone()), txn.version()))
-                } else {
-                    // Undo: the old image.
-                    new.map(|(k, _)| (*k, r.value.clone(), r.version))
-                };
-                if let Some(e) = entry {
-                    logs.entry(r.shard)
-                        .or_insert_with(|| LogRecord {
-                            txn: txn.0,
-                            entries: Vec::new(),
-                        })
-                        .entries
-                        .push(e);
-                }
+        round
+    }
+
+    /// Upgrade intention locks to write locks (delayed write lock, §IV) and
+    /// WRITE the log: redo images with write unlock, undo images without
+    /// (§V).
+    fn upgrade_and_log(&self, txn: TxnId) -> Round {
+        let run = &self.runs[&txn];
+        let mut round = Round::new();
+        let mut logs: BTreeMap<ShardId, LogRecord> = BTreeMap::new();
+        for (key, r) in &run.recs {
+            if r.held.is_none() {
+                continue;
             }
-            for (shard, rec) in logs {
-                let b = round.entry(shard).or_default();
-                b.0.push(Verb::Log(rec));
+            if self.cfg.delayed_lock {
+                let b = round.entry(r.shard).or_default();
+                b.0.push(Verb::Write {
+                    addr: self.addrs[key],
+                    data: SlotWrite::Lock(lock::write(txn)),
+                });
                 b.1.push(Purpose::Ack);
             }
-        }
-        let read_only = run.read_only;
-        if self.post(ctx, txn, round, true) == 0 {
-            if read_only {
-                // Every read held its lease: committed in one round trip.
-                self.counters.ro_one_round += 1;
+            let new = run.writes.iter().find(|(k, _)| k == key);
+            let entry = if self.cfg.write_unlock {
+                new.map(|(k, v)| (*k, Some(v.clone()), txn.version()))
+            } else {
+                new.map(|(k, _)| (*k, r.value.clone(), r.version))
+            };
+            if let Some(e) = entry {
+                logs.entry(r.shard)
+                    .or_insert_with(|| LogRecord {
+                        txn: txn.0,
+                        entries: Vec::new(),
+                    })
+                    .entries
+                    .push(e);
             }
-            self.after_validate(ctx, txn);
         }
+        for (shard, rec) in logs {
+            let b = round.entry(shard).or_default();
+            b.0.push(Verb::Log(rec));
+            b.1.push(Purpose::Ack);
+        }
+        round
     }
 
     /// Validation answered: commit a read-only transaction; a read-write
@@ -415,15 +469,7 @@ impl OoccCoordinator {
         }
         run.phase = Phase::Commit;
         if self.cfg.lease && self.cfg.wait_lease {
-            // The write locks became visible to readers by now at the
-            // latest: with delayed locks in the round just answered,
-            // otherwise in the execution round.
-            let locked = if self.cfg.delayed_lock {
-                ctx.now()
-            } else {
-                run.exec_end
-            };
-            let at = self.lease.release_at(locked);
+            let at = self.lease.release_at(run.locked_at);
             if at > ctx.now() {
                 self.counters.lease_wait_ns += at - ctx.now();
                 let id = self.next_timer;
@@ -442,7 +488,7 @@ impl OoccCoordinator {
         let unlock = self.cfg.write_unlock;
         let run = self.runs.get_mut(&txn).expect("advanced");
         run.phase = Phase::Commit;
-        let mut round: BTreeMap<ShardId, (Vec<Verb>, Vec<Purpose>)> = BTreeMap::new();
+        let mut round: Round = Round::new();
         for (key, r) in &run.recs {
             if r.held.is_none() {
                 continue;
@@ -481,9 +527,9 @@ impl OoccCoordinator {
         }
     }
 
-    fn unlocks(&self, txn: TxnId) -> BTreeMap<ShardId, (Vec<Verb>, Vec<Purpose>)> {
+    fn unlocks(&self, txn: TxnId) -> Round {
         let run = &self.runs[&txn];
-        let mut round: BTreeMap<ShardId, (Vec<Verb>, Vec<Purpose>)> = BTreeMap::new();
+        let mut round: Round = Round::new();
         for (key, r) in &run.recs {
             if r.held.is_some() {
                 let b = round.entry(r.shard).or_default();

@@ -28,8 +28,11 @@
 //! lease, but two read-write transactions that each read what the other
 //! writes would then both commit (write skew): the lease orders a reader
 //! after a writer's *release*, not a writer's reads before another's writes.
-//! The validation reads share the round of the lock upgrade and the log, so
-//! the number of round trips is the paper's. Inserts are not supported
+//! With delayed write locks, a read-write transaction validates in a round
+//! of its own after the lock upgrade (Alg. 1 puts them in one round; that
+//! lets a reader see an intention lock after the writer validated, which
+//! our seed tests caught as a cycle); with the lease on, the write-wait
+//! lease that follows the upgrade hides the extra round. Inserts are not supported
 //! (records are found, never allocated), nor is recovery from the logs.
 //! Lease adjustment (§VII.A) is not implemented: the lease is fixed.
 
