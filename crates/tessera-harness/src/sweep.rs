@@ -78,6 +78,7 @@ impl Vary {
             ("multi-partition", WorkloadSpec::Ycsb(c)) => c.multi_partition = v,
             ("read-ratio", WorkloadSpec::Ycsb(c)) => c.read_ratio = v,
             ("loss", _) => spec.sim.loss = v,
+            ("lease-us", _) => spec.knobs.lease_us = Some(count(v)? as u64),
             (name, w) => {
                 return Err(SpecError::Invalid {
                     flag: "--vary",
