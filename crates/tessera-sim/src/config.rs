@@ -147,3 +147,19 @@ impl SimConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_are_named_and_valid() {
+        for name in SimConfig::PRESETS {
+            SimConfig::preset(name).unwrap().validate().unwrap();
+        }
+        assert!(SimConfig::preset("infiniband").is_none());
+        let r = SimConfig::rdma();
+        let rtt = 2 * r.latency[0][0];
+        assert!((2 * US..=3 * US).contains(&(rtt + r.jitter)), "{rtt}");
+    }
+}
