@@ -202,10 +202,12 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         || a.loss.is_some()
         || a.duplicate.is_some()
         || a.reorder.is_some()
-        || a.net.is_some();
+        || a.net.is_some()
+        || a.drift_ppm.is_some();
     if sim_flags && runtime != RuntimeKind::Sim {
         return Err(Failure::Usage(
-            "--faults, --loss, --duplicate, --reorder and --net need --runtime sim".into(),
+            "--faults, --loss, --duplicate, --reorder, --net and --drift-ppm need --runtime sim"
+                .into(),
         ));
     }
     if let Some(net) = &a.net {
@@ -230,6 +232,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     s.sim.loss = a.loss.unwrap_or(s.sim.loss);
     s.sim.duplicate = a.duplicate.unwrap_or(s.sim.duplicate);
     s.sim.reorder = a.reorder.unwrap_or(s.sim.reorder);
+    s.sim.drift_ppm = a.drift_ppm.unwrap_or(s.sim.drift_ppm);
     s.validate()?;
     Ok(s)
 }
@@ -606,6 +609,7 @@ pub fn default_comparison() -> Result<()> {
         oocc_delayed_lock: None,
         lease_us: None,
         net: None,
+        drift_ppm: None,
         repeat: 1,
     };
     println!("tessera: YCSB (2 partitions, zipf 0.9) on the embedded cluster, 2 s per protocol");

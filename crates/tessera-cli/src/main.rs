@@ -268,6 +268,10 @@ pub struct RunArgs {
     /// oocc, ford-occ: the lease in µs (default 20).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     lease_us: Option<u64>,
+    /// sim: clock drift bound in ppm: each node's clock rate is drawn within
+    /// ±N ppm (OOCC §VII.B; default 0).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=500_000), allow_negative_numbers = true)]
+    drift_ppm: Option<u32>,
     /// sim: network preset: dc (100 µs round trips) or rdma (2-3 µs, OOCC §VIII.A).
     #[arg(long)]
     net: Option<String>,

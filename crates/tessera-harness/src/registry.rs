@@ -256,7 +256,7 @@ fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), S
                 allowed: "1 or more microseconds".into(),
             });
         }
-        config.lease_ns = us.saturating_mul(tessera_core::ids::US);
+        config = config.with_lease(us.saturating_mul(tessera_core::ids::US));
     }
     Ok((config, spec.clone()))
 }

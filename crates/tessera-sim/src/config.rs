@@ -47,6 +47,10 @@ pub struct SimConfig {
     pub fsync: Time,
     pub partitions: Vec<Partition>,
     pub crashes: Vec<Crash>,
+    /// Clock drift bound in parts per million: each node's clock runs at a
+    /// rate drawn from the seed in `[1 - d, 1 + d]` (OOCC §VII.B). Nodes
+    /// read their own clock; history timestamps use the simulator's.
+    pub drift_ppm: u32,
 }
 
 impl Default for SimConfig {
@@ -66,6 +70,7 @@ impl Default for SimConfig {
             fsync: 100 * US,
             partitions: Vec::new(),
             crashes: Vec::new(),
+            drift_ppm: 0,
         }
     }
 }

@@ -34,7 +34,9 @@
 //! our seed tests caught as a cycle); with the lease on, the write-wait
 //! lease that follows the upgrade hides the extra round. Inserts are not supported
 //! (records are found, never allocated), nor is recovery from the logs.
-//! Lease adjustment (§VII.A) is not implemented: the lease is fixed.
+//! Lease adjustment (§VII.A) is not implemented: the lease is fixed. The
+//! drift offset is applied (§VII.B) but no node measures its drift or stops
+//! itself.
 
 pub mod coordinator;
 pub mod lease;
@@ -62,7 +64,11 @@ pub struct OoccConfig {
     /// The lease (§III; 20 µs in §VII.B's example).
     pub lease_ns: Time,
     /// The clock-drift offset (§VII.B): reads validate after `lease -
-    /// offset`, writers wait `lease + offset`.
+    /// offset`, writers wait `lease + offset`. Safe while every clock's
+    /// rate is within `offset / lease` of true: a reader's slow clock and
+    /// a writer's fast one then still keep the reader's real window
+    /// ≤ `(lease - offset) / (1 - b)` ≤ `(lease + offset) / (1 + b)`, the
+    /// writer's real wait. See [`OoccConfig::with_lease`].
     pub offset_ns: Time,
     /// Slots per hash bucket of a memory node.
     pub bucket_slots: u32,
@@ -79,12 +85,25 @@ impl OoccConfig {
             write_unlock: true,
             delayed_lock: true,
             wait_lease: true,
-            lease_ns: 20 * US,
-            offset_ns: 20,
+            lease_ns: 0,
+            offset_ns: 0,
             bucket_slots: 8,
             nic: NicCosts::default(),
             connect_retry: MS,
         }
+        .with_lease(20 * US)
+    }
+
+    /// Clock rates are trusted within this bound (§VII.B: 1000 ppm, ten
+    /// times the worst drift observed in production).
+    pub const DRIFT_BOUND_PPM: u64 = 1_000;
+
+    /// This configuration with lease `ns` and the offset that tolerates
+    /// [`Self::DRIFT_BOUND_PPM`] (20 ns for a 20 µs lease, as §VII.B).
+    pub fn with_lease(mut self, ns: Time) -> Self {
+        self.lease_ns = ns;
+        self.offset_ns = ns.saturating_mul(Self::DRIFT_BOUND_PPM).div_ceil(1_000_000);
+        self
     }
 
     /// The FORD-style OCC baseline (Fig. 3).
