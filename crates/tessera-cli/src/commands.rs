@@ -14,7 +14,7 @@ use tessera_harness::sites::{ClientSites, Sites};
 use tessera_harness::spec::Knobs;
 use tessera_harness::sweep::{sweep as run_sweep, Vary};
 use tessera_harness::{
-    run_bench, BenchOutcome, BenchSpec, ResultRow, RuntimeKind, SpecError, WorkloadSpec,
+    run_bench, BenchOutcome, BenchSpec, ResultRow, RuntimeKind, SimConfig, SpecError, WorkloadSpec,
 };
 use tessera_workloads::tpcc::{Mix, Partition, RemoteNewOrder};
 use tessera_workloads::{CounterConfig, MicroConfig, TpccConfig, YcsbConfig};
@@ -200,6 +200,10 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         recirculation_ns: a.recirculation_ns,
         commit: a.commit.clone(),
         epoch_ms: a.epoch_ms,
+        oocc_lease: a.oocc_lease,
+        oocc_write_unlock: a.oocc_write_unlock,
+        oocc_delayed_lock: a.oocc_delayed_lock,
+        lease_us: a.lease_us,
     };
     if a.write_ratio.is_some() && !matches!(s.workload, WorkloadSpec::Counter(_)) {
         return Err(Failure::Usage(
@@ -210,16 +214,14 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         || a.replica_faults
         || a.loss.is_some()
         || a.duplicate.is_some()
-        || a.reorder.is_some();
+        || a.reorder.is_some()
+        || a.net.is_some()
+        || a.drift_ppm.is_some();
     if sim_flags && runtime != RuntimeKind::Sim {
         return Err(Failure::Usage(
-            "--faults, --replica-faults, --loss, --duplicate and --reorder need --runtime sim"
+            "--faults, --replica-faults, --loss, --duplicate, --reorder, --net and --drift-ppm \
+             need --runtime sim"
                 .into(),
-        ));
-    }
-    if a.faults && a.replica_faults {
-        return Err(Failure::Usage(
-            "--faults and --replica-faults are two different plans: pick one".into(),
         ));
     }
     if a.faults && a.replica_faults {
@@ -227,8 +229,16 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
             "--faults and --replica-faults are two fault plans: choose one".into(),
         ));
     }
+    if let Some(net) = &a.net {
+        s.sim = SimConfig::preset(net).ok_or_else(|| SpecError::Invalid {
+            flag: "--net",
+            value: net.clone(),
+            allowed: SimConfig::PRESETS.join(", "),
+        })?;
+    }
     if a.faults {
-        // Drawn when each run starts, for the topology its protocol runs on.
+        // Drawn when each run starts, for the topology its protocol runs on
+        // (keeping the preset's network).
         s.faults = Some(RandomFaults {
             loss: a.loss,
             duplicate: a.duplicate,
@@ -243,12 +253,21 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
             }
             let topo = tessera_harness::deploy::topology(&s);
             let until = s.duration.saturating_sub(s.drain + 20 * MS);
-            s.sim = replica_plan(s.seed, &topo, until);
+            let plan = replica_plan(s.seed, &topo, until);
+            // The fault plan keeps the preset's network.
+            s.sim = SimConfig {
+                latency: s.sim.latency.clone(),
+                jitter: s.sim.jitter,
+                server_cpu: s.sim.server_cpu,
+                client_cpu: s.sim.client_cpu,
+                ..plan
+            };
         }
         s.sim.loss = a.loss.unwrap_or(s.sim.loss);
         s.sim.duplicate = a.duplicate.unwrap_or(s.sim.duplicate);
         s.sim.reorder = a.reorder.unwrap_or(s.sim.reorder);
     }
+    s.sim.drift_ppm = a.drift_ppm.unwrap_or(s.sim.drift_ppm);
     s.validate()?;
     Ok(s)
 }
@@ -627,6 +646,12 @@ pub fn default_comparison() -> Result<()> {
         recirculation_ns: None,
         commit: None,
         epoch_ms: None,
+        oocc_lease: None,
+        oocc_write_unlock: None,
+        oocc_delayed_lock: None,
+        lease_us: None,
+        net: None,
+        drift_ppm: None,
         repeat: 1,
     };
     println!("tessera: YCSB (2 partitions, zipf 0.9) on the embedded cluster, 2 s per protocol");

@@ -286,6 +286,25 @@ pub struct RunArgs {
     /// pt-occ, lt-occ: epoch length in ms (default 10).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000), allow_negative_numbers = true)]
     epoch_ms: Option<u64>,
+    /// oocc: implicit leases, one-round read-only commits (on|off, default on).
+    #[arg(long, value_parser = parse_on_off)]
+    oocc_lease: Option<bool>,
+    /// oocc: one WRITE updates and unlocks, with redo logs (on|off, default on).
+    #[arg(long, value_parser = parse_on_off)]
+    oocc_write_unlock: Option<bool>,
+    /// oocc: intention locks at execution, write locks at commit (on|off, default on).
+    #[arg(long, value_parser = parse_on_off)]
+    oocc_delayed_lock: Option<bool>,
+    /// oocc, ford-occ: the lease in µs (default 20).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    lease_us: Option<u64>,
+    /// sim: clock drift bound in ppm: each node's clock rate is drawn within
+    /// ±N ppm (OOCC §VII.B; default 0).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=500_000), allow_negative_numbers = true)]
+    drift_ppm: Option<u32>,
+    /// sim: network preset: dc (100 µs round trips) or rdma (2-3 µs, OOCC §VIII.A).
+    #[arg(long)]
+    net: Option<String>,
     /// bench: run each protocol N times (seeds seed, seed+1, ...); every run
     /// goes to --out, the table shows each protocol's median run by
     /// throughput, and a line per protocol gives median, min and max.
@@ -309,6 +328,14 @@ fn parse_zipf(s: &str) -> Result<f64, String> {
         Ok(v)
     } else {
         Err(format!("{v} is outside [0, 1.5)"))
+    }
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("'{s}' is not on or off")),
     }
 }
 

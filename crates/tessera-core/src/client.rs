@@ -111,7 +111,7 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
 
     /// Start (or retry) the slot's transaction now.
     fn issue(&mut self, ctx: &mut Ctx<M>, slot: usize) {
-        let now = ctx.now();
+        let now = ctx.observed_now();
         if now >= self.cfg.stop_at {
             return;
         }
@@ -140,7 +140,7 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
         let Some(slot) = self.in_flight.remove(&id) else {
             return;
         };
-        let now = ctx.now();
+        let now = ctx.observed_now();
         let measured = self.in_window(now);
         let s = &mut self.slots[slot];
         s.current = None;

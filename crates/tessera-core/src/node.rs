@@ -42,6 +42,8 @@ pub enum Effect<M> {
 /// The context of one step: time, randomness and the effect sink.
 pub struct Ctx<'a, M> {
     now: Time,
+    /// The runtime's reference time (see [`Ctx::observed_now`]).
+    observed: Time,
     me: NodeId,
     rng: &'a mut SmallRng,
     effects: &'a mut Vec<Effect<M>>,
@@ -56,15 +58,31 @@ impl<'a, M> Ctx<'a, M> {
     ) -> Self {
         Ctx {
             now,
+            observed: now,
             me,
             rng,
             effects,
         }
     }
+    /// The same context on a node whose clock reads `now` while the
+    /// runtime's reference time is `observed` (the simulator's clock drift).
+    pub fn with_observed(mut self, observed: Time) -> Self {
+        self.observed = observed;
+        self
+    }
     /// The current time (virtual in `sim`, monotonic real time in `local`).
     #[inline]
     pub fn now(&self) -> Time {
         self.now
+    }
+    /// The runtime's reference time, for measurement only (history
+    /// timestamps, latencies): an outside observer's clock, so that
+    /// real-time order across nodes is judged on one clock. It equals
+    /// [`Ctx::now`] unless the simulator drifts this node's clock; protocol
+    /// logic must use [`Ctx::now`].
+    #[inline]
+    pub fn observed_now(&self) -> Time {
+        self.observed
     }
     /// The node being stepped.
     #[inline]
@@ -104,6 +122,7 @@ impl<'a, M> Ctx<'a, M> {
     pub fn reborrow(&mut self) -> Ctx<'_, M> {
         Ctx {
             now: self.now,
+            observed: self.observed,
             me: self.me,
             rng: self.rng,
             effects: self.effects,

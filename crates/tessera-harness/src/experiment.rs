@@ -108,6 +108,34 @@ pub fn experiments() -> Vec<Experiment> {
     coco_epoch.warmup = 300 * MS;
     coco_epoch.cooldown = 300 * MS;
 
+    // OOCC §VIII.B: YCSB with 8-byte records on two memory nodes, the RDMA
+    // network preset, 20 ms of virtual time (tens of thousands of
+    // transactions at µs latencies).
+    let mut rdma_ycsb = BenchSpec::new(
+        RuntimeKind::Sim,
+        "",
+        WorkloadSpec::Ycsb(YcsbConfig {
+            partitions: 2,
+            keys_per_partition: 100_000,
+            ops_per_txn: 4,
+            read_ratio: 1.0,
+            fields: 1,
+            field_size: 8,
+            zipf_theta: 0.0,
+            multi_partition: 0.0,
+        }),
+    );
+    rdma_ycsb.sim = tessera_sim::SimConfig::rdma();
+    rdma_ycsb.clients = 32;
+    rdma_ycsb.duration = 20 * MS;
+    rdma_ycsb.warmup = 2 * MS;
+    rdma_ycsb.cooldown = MS;
+    let mut lease = rdma_ycsb.clone();
+    if let WorkloadSpec::Ycsb(c) = &mut lease.workload {
+        c.read_ratio = 0.975;
+        c.zipf_theta = 0.9;
+    }
+
     vec![
         Experiment {
             name: "replicated-micro",
@@ -134,6 +162,31 @@ pub fn experiments() -> Vec<Experiment> {
                 values: vec![1.0, 5.0, 10.0, 20.0, 50.0, 100.0],
             },
             plot: &["throughput", "commit_rate", "p99"],
+        },
+        Experiment {
+            name: "oocc-read-heavy",
+            description: "OOCC Fig. 10 (YCSB part) on sim, RDMA preset: 4 ops of 8-byte records, \
+                          read ratio per op 1.0 (read-only) → 0.95; 0.975 gives ~90% read-only \
+                          transactions (read-intensive); OOCC vs FORD-style OCC",
+            protocols: &["oocc", "ford-occ"],
+            base: rdma_ycsb,
+            vary: Vary {
+                name: "read-ratio".into(),
+                values: vec![1.0, 0.975, 0.95],
+            },
+            plot: &["throughput", "p50", "p99"],
+        },
+        Experiment {
+            name: "oocc-lease",
+            description: "OOCC Fig. 13 shape on sim, RDMA preset: read-intensive YCSB \
+                          (zipf 0.9), lease 2 → 80 µs; `counters` has ro_one_round",
+            protocols: &["oocc"],
+            base: lease,
+            vary: Vary {
+                name: "lease-us".into(),
+                values: vec![2.0, 5.0, 10.0, 20.0, 40.0, 80.0],
+            },
+            plot: &["throughput", "p50", "p99"],
         },
         Experiment {
             name: "compare",

@@ -16,6 +16,7 @@ use tessera_protocols::janus::{Janus, JanusConfig};
 use tessera_protocols::layered::{OccPaxos, PaxosLogConfig, TwoPlPaxos};
 use tessera_protocols::nocc::{Nocc, NoccConfig};
 use tessera_protocols::occ::{OccConfig, OccProtocol};
+use tessera_protocols::oocc::{Oocc, OoccConfig};
 use tessera_protocols::paxos::PaxosConfig;
 use tessera_protocols::rococo::{Rococo, RococoConfig};
 use tessera_protocols::tapir::{Tapir, TapirConfig};
@@ -244,6 +245,26 @@ pub fn registry() -> Vec<ProtocolEntry> {
             },
         )
         .hidden(),
+        ProtocolEntry::configured::<Oocc>(
+            "oocc",
+            "OOCC on memory nodes: implicit leases (one-round read-only), delayed write lock, write unlock (OOCC Alg. 1)",
+            |spec| oocc(spec, OoccConfig::oocc()),
+        ),
+        ProtocolEntry::configured::<Oocc>(
+            "ford-occ",
+            "OCC on memory nodes, FORD-style: execute + CAS lock, validate + undo log, commit, release (OOCC Fig. 3)",
+            |spec| oocc(spec, OoccConfig::ford()),
+        ),
+        ProtocolEntry::configured::<Oocc>(
+            "oocc-nowait",
+            "OOCC whose writers do not wait out the lease: broken on purpose, for checker tests",
+            |spec| {
+                let (mut config, spec) = oocc(spec, OoccConfig::oocc())?;
+                config.wait_lease = false;
+                Ok((config, spec))
+            },
+        )
+        .hidden(),
     ]
 }
 
@@ -374,6 +395,49 @@ fn s2pl<X: Clone>(spec: &BenchSpec, config: X) -> Result<(X, BenchSpec), SpecErr
         });
     }
     unreplicated(spec, "s2pl with --commit 2pc")?;
+    Ok((config, spec.clone()))
+}
+
+/// OOCC's configuration: `base` with the ablation flags and the lease the
+/// spec sets. Only the OOCC knobs apply; memory nodes hold no inserted
+/// records, so TPC-C (which inserts) is refused.
+fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), SpecError> {
+    only_knobs(
+        spec,
+        &spec.protocol,
+        &[
+            "--oocc-lease",
+            "--oocc-write-unlock",
+            "--oocc-delayed-lock",
+            "--lease-us",
+        ],
+    )?;
+    unreplicated(spec, &spec.protocol)?;
+    let k = &spec.knobs;
+    if let crate::spec::WorkloadSpec::Tpcc(_) = spec.workload {
+        return Err(SpecError::Invalid {
+            flag: "--workload",
+            value: "tpcc".into(),
+            allowed: format!(
+                "workloads without inserts (micro, ycsb, counter): {} does not allocate slots yet",
+                spec.protocol
+            ),
+        });
+    }
+    let mut config = base;
+    config.lease = k.oocc_lease.unwrap_or(config.lease);
+    config.write_unlock = k.oocc_write_unlock.unwrap_or(config.write_unlock);
+    config.delayed_lock = k.oocc_delayed_lock.unwrap_or(config.delayed_lock);
+    if let Some(us) = k.lease_us {
+        if us == 0 {
+            return Err(SpecError::Invalid {
+                flag: "--lease-us",
+                value: "0".into(),
+                allowed: "1 or more microseconds".into(),
+            });
+        }
+        config = config.with_lease(us.saturating_mul(tessera_core::ids::US));
+    }
     Ok((config, spec.clone()))
 }
 

@@ -80,6 +80,7 @@ impl Vary {
             ("read-ratio", WorkloadSpec::Ycsb(c)) => c.read_ratio = v,
             ("loss", _) => spec.sim.loss = v,
             ("epoch-ms", _) => spec.knobs.epoch_ms = Some(count(v)? as u64),
+            ("lease-us", _) => spec.knobs.lease_us = Some(count(v)? as u64),
             (name, w) => {
                 return Err(SpecError::Invalid {
                     flag: "--vary",

@@ -47,3 +47,12 @@ fn protocols_pass_the_checker_on_local() {
         check_local(p, contended_ycsb());
     }
 }
+
+/// Memory nodes and their coordinators on real threads: OOCC's leases run
+/// on real time here.
+#[test]
+fn oocc_and_ford_occ_pass_the_checker_on_local() {
+    for p in ["oocc", "ford-occ"] {
+        check_local(p, contended_ycsb());
+    }
+}

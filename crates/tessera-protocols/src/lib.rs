@@ -12,6 +12,12 @@
 //!   (Rococo §5.1; COCO §4).
 //! * [`nocc`] — NOCC: OCC by compares at one store, with a switch per rack
 //!   that aborts doomed transactions early.
+//! * [`disagg`] — passive memory nodes serving one-sided verbs (READ,
+//!   WRITE, CAS, FAA) from a hash-addressed region: the disaggregated
+//!   memory that OOCC and its baselines run on.
+//! * [`oocc`] — OOCC (one-round read-only OCC with implicit leases, delayed
+//!   write locks, write unlock) and its FORD-style OCC baseline, configured
+//!   apart.
 //! * [`paxos`] — Multi-Paxos, a replicated log per shard (Janus §5's layered
 //!   baselines), as a component other server roles embed.
 //! * [`layered`] — the layered baselines of Janus §5: 2PL and OCC whose
@@ -36,10 +42,12 @@
 
 pub mod coco;
 pub mod depgraph;
+pub mod disagg;
 pub mod janus;
 pub mod layered;
 pub mod nocc;
 pub mod occ;
+pub mod oocc;
 pub mod paxos;
 pub mod rococo;
 pub mod tapir;

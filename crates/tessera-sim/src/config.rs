@@ -47,6 +47,10 @@ pub struct SimConfig {
     pub fsync: Time,
     pub partitions: Vec<Partition>,
     pub crashes: Vec<Crash>,
+    /// Clock drift bound in parts per million: each node's clock runs at a
+    /// rate drawn from the seed in `[1 - d, 1 + d]` (OOCC §VII.B). Nodes
+    /// read their own clock; history timestamps use the simulator's.
+    pub drift_ppm: u32,
 }
 
 impl Default for SimConfig {
@@ -66,6 +70,37 @@ impl Default for SimConfig {
             fsync: 100 * US,
             partitions: Vec::new(),
             crashes: Vec::new(),
+            drift_ppm: 0,
+        }
+    }
+}
+
+impl SimConfig {
+    /// The named network presets `--net` accepts.
+    pub const PRESETS: &'static [&'static str] = &["dc", "rdma"];
+
+    /// A named preset: `dc` is [`SimConfig::default`], `rdma` is
+    /// [`SimConfig::rdma`].
+    pub fn preset(name: &str) -> Option<SimConfig> {
+        match name {
+            "dc" => Some(SimConfig::default()),
+            "rdma" => Some(SimConfig::rdma()),
+            _ => None,
+        }
+    }
+
+    /// An RDMA fabric as OOCC's testbed has (§VIII.A, Fig. 2): 1 µs one
+    /// way plus up to 0.5 µs of jitter (a round trip of 2–3 µs), a memory
+    /// node's per-message cost of 50 ns (its verbs charge their own NIC
+    /// time, atomics far above READs: see the memory node's `NicCosts`),
+    /// and 300 ns of coordinator CPU per event.
+    pub fn rdma() -> SimConfig {
+        SimConfig {
+            latency: vec![vec![US]],
+            jitter: US / 2,
+            server_cpu: 50,
+            client_cpu: 300,
+            ..SimConfig::default()
         }
     }
 }
@@ -115,5 +150,21 @@ impl SimConfig {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_are_named_and_valid() {
+        for name in SimConfig::PRESETS {
+            SimConfig::preset(name).unwrap().validate().unwrap();
+        }
+        assert!(SimConfig::preset("infiniband").is_none());
+        let r = SimConfig::rdma();
+        let rtt = 2 * r.latency[0][0];
+        assert!((2 * US..=3 * US).contains(&(rtt + r.jitter)), "{rtt}");
     }
 }

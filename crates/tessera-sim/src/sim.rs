@@ -69,6 +69,8 @@ struct Slot<M> {
     /// CPU time spent so far, all incarnations.
     busy_total: Time,
     site: u32,
+    /// This node's clock rate offset, parts per million (clock drift).
+    drift_ppm: i64,
     disk: Disk,
     /// Events that arrived while the CPU was busy, in arrival order.
     inbox: std::collections::VecDeque<Event<M>>,
@@ -76,6 +78,14 @@ struct Slot<M> {
 }
 
 impl<M> Slot<M> {
+    fn local(&self, t: Time) -> Time {
+        local_time(t, self.drift_ppm)
+    }
+
+    fn global(&self, at: Time) -> Time {
+        global_time(at, self.drift_ppm)
+    }
+
     /// The CPU time of the step that produced `effects` (the fixed cost
     /// plus what the node charged), added to the node's total.
     fn cost(&mut self, effects: &[Effect<M>]) -> Time {
@@ -148,6 +158,7 @@ pub fn run<M: Clone + WireSize + 'static>(
             cpu,
             busy_total: 0,
             site: info.site,
+            drift_ppm: drift(cfg, dep.seed, i),
             disk: Disk::default(),
             inbox: std::collections::VecDeque::new(),
             wake_scheduled: false,
@@ -223,6 +234,31 @@ pub fn run<M: Clone + WireSize + 'static>(
     })
 }
 
+/// What a clock running `ppm` parts per million fast reads at simulator
+/// time `t`.
+fn local_time(t: Time, ppm: i64) -> Time {
+    let d = (t as i128 * ppm as i128).div_euclid(1_000_000);
+    (t as i128 + d).max(0) as Time
+}
+
+/// The simulator time at which such a clock reads `at` (rounded up, so a
+/// timer never fires early by the node's own clock).
+fn global_time(at: Time, ppm: i64) -> Time {
+    let rate = 1_000_000 + ppm as i128;
+    ((at as i128 * 1_000_000 + rate - 1) / rate).clamp(0, Time::MAX as i128) as Time
+}
+
+/// Node `i`'s clock drift, drawn from the seed within the bound.
+fn drift(cfg: &SimConfig, seed: u64, i: usize) -> i64 {
+    use rand::Rng;
+    if cfg.drift_ppm == 0 {
+        return 0;
+    }
+    let mut rng = SmallRng::seed_from_u64(node_seed(seed ^ 0xD21F7, NodeId(i as u32), 0));
+    let d = cfg.drift_ppm.min(500_000) as i64;
+    rng.random_range(-d..=d)
+}
+
 fn start_node<M: Clone + WireSize>(
     w: &mut World<M>,
     slots: &mut [Slot<M>],
@@ -239,7 +275,8 @@ fn start_node<M: Clone + WireSize>(
     s.rng = SmallRng::seed_from_u64(node_seed(w.seed, id, s.incarnation));
     s.busy_until = at;
     {
-        let mut ctx = Ctx::new(at, id, &mut s.rng, effects);
+        let local = s.local(at);
+        let mut ctx = Ctx::new(local, id, &mut s.rng, effects).with_observed(at);
         node.on_start(&mut ctx);
     }
     s.node = Some(node);
@@ -322,9 +359,10 @@ fn handle<M: Clone + WireSize>(
     }
     w.events += 1;
     let free = matches!(&ev.kind, Kind::Deliver { msg, .. } if msg.instrumentation());
+    let local = s.local(ev.at);
     let node = s.node.as_mut().expect("checked above");
     {
-        let mut ctx = Ctx::new(ev.at, id, &mut s.rng, effects);
+        let mut ctx = Ctx::new(local, id, &mut s.rng, effects).with_observed(ev.at);
         match ev.kind {
             Kind::Deliver { from, msg } => node.on_message(&mut ctx, from, msg),
             Kind::Timer(t) => node.on_timer(&mut ctx, t),
@@ -378,6 +416,7 @@ fn apply<M: Clone + WireSize>(
                 }
             }
             Effect::Timer { at, id: timer } => {
+                let at = slots[id.0 as usize].global(at);
                 w.push(at.max(t), id, Some(inc), Kind::Timer(timer));
             }
             Effect::Persist { token, record } => {
@@ -388,6 +427,25 @@ fn apply<M: Clone + WireSize>(
             Effect::Charge { .. } => {}
             Effect::Done { .. } => {
                 debug_assert!(false, "Done escaped a client host");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drifted_clocks_run_at_their_rate_and_timers_never_fire_early() {
+        assert_eq!(local_time(1_000_000, 0), 1_000_000);
+        assert_eq!(local_time(1_000_000, 1_000), 1_001_000);
+        assert_eq!(local_time(1_000_000, -500_000), 500_000);
+        for ppm in [-500_000, -1_000, 0, 1_000, 400_000] {
+            for at in [0, 1, 999, 20_000, 123_456_789] {
+                let g = global_time(at, ppm);
+                assert!(local_time(g, ppm) >= at, "{ppm} {at}");
+                assert!(g == 0 || local_time(g - 1, ppm) < at, "{ppm} {at}");
             }
         }
     }
