@@ -339,7 +339,12 @@ fn layered<X>(
     let paxos = PaxosConfig {
         // A snapshot copies the whole store: rarely, on big stores.
         snapshot_every: 4096,
-        pipeline: 4,
+        // Passive batching lets `pipeline` batches fly per round trip; a
+        // record that finds them all in flight waits a whole round trip.
+        // Four suffice inside a data center; across regions (hundreds of
+        // ms per round trip) allow one batch per 2 ms of round trip, or
+        // every record would wait twice.
+        pipeline: ((rtt / (2 * tessera_core::ids::MS)) as usize).clamp(4, 128),
         ..PaxosConfig::for_round_trip(rtt)
     };
     let config = TwoPcConfig {
