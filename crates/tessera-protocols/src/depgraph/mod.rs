@@ -64,6 +64,10 @@ pub struct PieceReply {
     pub reads: Vec<ReadObs>,
     pub writes: Vec<Key>,
     pub output: Value,
+    /// The piece asked to abort its transaction (a TPC-C NewOrder with an
+    /// unused item). Rococo honours it when it came from an immediate piece
+    /// before anything was written ([`crate::rococo`], §3.1); Janus does not.
+    pub user_abort: bool,
 }
 
 pub(crate) fn vertices_size(deps: &[Vertex]) -> usize {
@@ -80,7 +84,7 @@ pub(crate) fn vertices_size(deps: &[Vertex]) -> usize {
 
 pub(crate) fn replies_size(r: &[PieceReply]) -> usize {
     r.iter()
-        .map(|r| 2 + r.reads.len() * 20 + r.writes.len() * 12 + 4 + r.output.len())
+        .map(|r| 3 + r.reads.len() * 20 + r.writes.len() * 12 + 4 + r.output.len())
         .sum()
 }
 
@@ -115,11 +119,11 @@ pub(crate) fn run_piece(
         }
         proc.execute(piece as usize, &values, inputs)
     };
-    if res.user_abort {
+    if res.user_abort && !res.writes.is_empty() {
         tracing::warn!(
             ?txn,
             name = proc.name(),
-            "user aborts are not supported by dependency-graph protocols (Rococo §3.1, Janus §3): the piece commits"
+            "a piece asked to abort after writing: its writes are installed (Rococo §3.1)"
         );
     }
     let mut keys = Vec::with_capacity(res.writes.len());
@@ -140,5 +144,6 @@ pub(crate) fn run_piece(
         reads: obs,
         writes: keys,
         output: res.output,
+        user_abort: res.user_abort,
     }
 }

@@ -10,13 +10,24 @@
 //! server that recovers a transaction whose coordinator fell silent (§3.5).
 //! Every request is resent until answered, and servers answer duplicates
 //! with the same result, so two drivers of one transaction are harmless.
+//!
+//! **User aborts** (§3.1: Rococo allows an abort only where it can end the
+//! transaction without undoing anything). When an immediate piece asks to
+//! abort, no further piece is sent; once the pieces already sent are
+//! acknowledged, the abort is honoured if every one of them was immediate
+//! and none wrote: the transaction then commits as a no-op (its vertices
+//! must still become COMMITTING, or transactions ordered after it would
+//! wait for it forever) and its client hears `Aborted(User)`. Otherwise —
+//! a deferrable piece already sent, or an immediate one that wrote — it
+//! cannot be undone and runs to its commit, as the paper requires. Both
+//! drivers of one transaction see the same replies and decide alike.
 
 use super::msg::{Msg, PieceReply, Start, Vertex};
 use std::sync::Arc;
 use tessera_core::ids::{NodeId, ShardId, Time, TxnId};
 use tessera_core::node::Ctx;
 use tessera_core::topology::Topology;
-use tessera_core::txn::{participants, PieceKind, Procedure, Txn, TxnOutcome};
+use tessera_core::txn::{participants, AbortReason, PieceKind, Procedure, Txn, TxnOutcome};
 use tessera_core::FastMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +55,11 @@ pub(crate) struct Driver {
     retransmit_at: Time,
     rto: Time,
     base_rto: Time,
+    /// A piece asked to abort: send nothing more, decide once the sent
+    /// pieces are acknowledged (see the module doc).
+    stopping: bool,
+    /// The abort is honoured: the transaction commits as a no-op.
+    aborted: bool,
 }
 
 /// A procedure Rococo can run: a piece whose output feeds another must be
@@ -103,7 +119,30 @@ impl Driver {
             retransmit_at: now + rto,
             rto,
             base_rto: rto,
+            stopping: false,
+            aborted: false,
         }
+    }
+
+    /// Some piece of `shard` was sent: the shard takes part in the commit.
+    fn contacted(&self, shard: ShardId) -> bool {
+        self.proc
+            .pieces()
+            .iter()
+            .zip(&self.sent)
+            .any(|(p, &sent)| sent && p.shard == shard)
+    }
+
+    /// The pieces sent so far are all acknowledged: may the requested abort
+    /// end the transaction here (every sent piece immediate, none wrote)?
+    fn abort_honoured(&self) -> bool {
+        let pieces = self.proc.pieces();
+        (0..pieces.len()).filter(|&i| self.sent[i]).all(|i| {
+            pieces[i].kind == PieceKind::Immediate
+                && self.replies[i]
+                    .as_ref()
+                    .is_some_and(|r| r.writes.is_empty())
+        })
     }
 
     /// Send every piece whose inputs are ready (`resend`: those sent and not
@@ -184,7 +223,34 @@ impl Driver {
         for v in deps {
             aggregate(&mut self.deps, v);
         }
-        if self.unreceived > 0 {
+        if !self.stopping && self.replies.iter().flatten().any(|r| r.user_abort) {
+            self.stopping = true;
+        }
+        if self.stopping {
+            let waiting = (0..self.sent.len()).any(|i| self.sent[i] && !self.received[i]);
+            if waiting {
+                return;
+            }
+            self.stopping = false;
+            if self.abort_honoured() {
+                self.aborted = true;
+                for (i, &(shard, _)) in self.shards.iter().enumerate() {
+                    self.committed[i] = !self.contacted(shard);
+                }
+            } else {
+                tracing::warn!(
+                    txn = ?self.txn,
+                    name = self.proc.name(),
+                    "user abort after a deferrable piece was sent or a piece wrote: the transaction commits (Rococo §3.1)"
+                );
+                // Never stop again: run to the commit as the paper requires.
+                self.replies
+                    .iter_mut()
+                    .flatten()
+                    .for_each(|r| r.user_abort = false);
+            }
+        }
+        if self.unreceived > 0 && !self.aborted {
             self.dispatch(ctx, false);
             return;
         }
@@ -217,6 +283,9 @@ impl Driver {
         if !self.committed.iter().all(|c| *c) {
             return None;
         }
+        if self.aborted {
+            return Some(TxnOutcome::Aborted(AbortReason::User));
+        }
         let mut reads = Vec::new();
         let mut writes = Vec::new();
         let mut outputs = Vec::with_capacity(self.replies.len());
@@ -236,8 +305,10 @@ impl Driver {
     /// Tell every participant that the transaction is committed (after
     /// [`Self::on_commit_ok`] returned its outcome).
     pub fn send_committed(&self, ctx: &mut Ctx<Msg>) {
-        for &(_, node) in &self.shards {
-            ctx.send(node, Msg::Committed { txn: self.txn });
+        for &(shard, node) in &self.shards {
+            if self.contacted(shard) {
+                ctx.send(node, Msg::Committed { txn: self.txn });
+            }
         }
     }
 

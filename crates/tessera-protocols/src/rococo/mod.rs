@@ -51,8 +51,11 @@
 //! * Server crashes are not handled yet (servers keep no log).
 //! * Merged pieces (§4.2) are not implemented: [`offline`] reports the
 //!   pieces a workload would need to merge.
-//! * User aborts are not supported (the paper forbids them, §3.1): a piece
-//!   that asks for one is logged and its transaction commits.
+//! * User aborts (§3.1 allows only those that need no undo): honoured when
+//!   they come from an immediate piece before anything was written and
+//!   before any deferrable piece was sent — the transaction then commits
+//!   as a no-op and its client hears `Aborted(User)` (TPC-C's invalid-item
+//!   NewOrder); otherwise logged, and the transaction commits ([`driver`]).
 
 pub mod coordinator;
 mod driver;
