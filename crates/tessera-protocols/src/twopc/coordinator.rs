@@ -189,7 +189,9 @@ impl TwoPcCoordinator {
         open.first().copied().unwrap_or(txn)
     }
 
-    /// Send every piece whose inputs are ready, one Execute per shard.
+    /// Send every piece whose inputs are ready, one Execute per shard; on a
+    /// resend, the pieces sent and unanswered, to `to` (or every shard's
+    /// believed leader).
     fn dispatch(
         ctx: &mut Ctx<Msg>,
         leaders: &[NodeId],
@@ -197,11 +199,15 @@ impl TwoPcCoordinator {
         txn: TxnId,
         st: &mut TxnState,
         resend: bool,
+        to: Option<NodeId>,
     ) {
         let proc = st.attempt.txn.clone();
         let pieces = proc.pieces();
         for &shard in &st.shards {
             let node = leaders[shard.0 as usize];
+            if to.is_some_and(|n| n != node) {
+                continue;
+            }
             let mut ids = Vec::new();
             let mut inputs = Vec::new();
             for (i, p) in pieces.iter().enumerate() {
@@ -236,13 +242,30 @@ impl TwoPcCoordinator {
         }
     }
 
+    /// The believed leaders of the participant shards that have not
+    /// answered the current phase, or only `to` among them.
+    fn unanswered<'a>(
+        leaders: &'a [NodeId],
+        st: &'a TxnState,
+        to: Option<NodeId>,
+    ) -> impl Iterator<Item = NodeId> + 'a {
+        st.shards
+            .iter()
+            .zip(&st.answered)
+            .filter(|(_, answered)| !**answered)
+            .map(|(shard, _)| leaders[shard.0 as usize])
+            .filter(move |node| to.is_none_or(|n| n == *node))
+    }
+
     /// Ask for votes (or commit in one phase at the only participant).
-    fn send_prepare(ctx: &mut Ctx<Msg>, leaders: &[NodeId], txn: TxnId, st: &TxnState) {
-        for (i, &shard) in st.shards.iter().enumerate() {
-            let node = leaders[shard.0 as usize];
-            if st.answered[i] {
-                continue;
-            }
+    fn send_prepare(
+        ctx: &mut Ctx<Msg>,
+        leaders: &[NodeId],
+        txn: TxnId,
+        st: &TxnState,
+        to: Option<NodeId>,
+    ) {
+        for node in Self::unanswered(leaders, st, to) {
             let msg = if st.one_phase() {
                 Msg::CommitOnePhase { txn }
             } else {
@@ -253,19 +276,27 @@ impl TwoPcCoordinator {
     }
 
     /// Ask the participants that write to lock (the lock round).
-    fn send_lock(ctx: &mut Ctx<Msg>, leaders: &[NodeId], txn: TxnId, st: &TxnState) {
-        for (i, &shard) in st.shards.iter().enumerate() {
-            if !st.answered[i] {
-                ctx.send(leaders[shard.0 as usize], Msg::Lock { txn });
-            }
+    fn send_lock(
+        ctx: &mut Ctx<Msg>,
+        leaders: &[NodeId],
+        txn: TxnId,
+        st: &TxnState,
+        to: Option<NodeId>,
+    ) {
+        for node in Self::unanswered(leaders, st, to) {
+            ctx.send(node, Msg::Lock { txn });
         }
     }
 
-    fn send_commit(ctx: &mut Ctx<Msg>, leaders: &[NodeId], txn: TxnId, st: &TxnState) {
-        for (i, &shard) in st.shards.iter().enumerate() {
-            if !st.answered[i] {
-                ctx.send(leaders[shard.0 as usize], Msg::Commit { txn });
-            }
+    fn send_commit(
+        ctx: &mut Ctx<Msg>,
+        leaders: &[NodeId],
+        txn: TxnId,
+        st: &TxnState,
+        to: Option<NodeId>,
+    ) {
+        for node in Self::unanswered(leaders, st, to) {
+            ctx.send(node, Msg::Commit { txn });
         }
     }
 
@@ -332,7 +363,15 @@ impl TwoPcCoordinator {
         let now = ctx.now();
         let leaders = &self.leaders;
         if st.remaining > 0 {
-            Self::dispatch(ctx, leaders, Self::floor(&self.open, txn), txn, st, false);
+            Self::dispatch(
+                ctx,
+                leaders,
+                Self::floor(&self.open, txn),
+                txn,
+                st,
+                false,
+                None,
+            );
         } else if self.lock_round && !st.one_phase() {
             st.phase = Phase::Locking;
             // Only participants that buffered writes have anything to lock.
@@ -345,14 +384,14 @@ impl TwoPcCoordinator {
             if st.answered.iter().all(|a| *a) {
                 st.phase = Phase::Preparing;
                 st.answered.iter_mut().for_each(|a| *a = false);
-                Self::send_prepare(ctx, leaders, txn, st);
+                Self::send_prepare(ctx, leaders, txn, st, None);
             } else {
-                Self::send_lock(ctx, leaders, txn, st);
+                Self::send_lock(ctx, leaders, txn, st, None);
             }
         } else {
             st.phase = Phase::Preparing;
             st.answered.iter_mut().for_each(|a| *a = false);
-            Self::send_prepare(ctx, leaders, txn, st);
+            Self::send_prepare(ctx, leaders, txn, st, None);
         }
         st.rto = self.timeouts.retransmit;
         st.retransmit_at = now + st.rto;
@@ -381,7 +420,7 @@ impl TwoPcCoordinator {
             st.rto = self.timeouts.retransmit;
             st.retransmit_at = ctx.now() + st.rto;
             st.phase_at = ctx.now();
-            Self::send_prepare(ctx, &self.leaders, txn, st);
+            Self::send_prepare(ctx, &self.leaders, txn, st, None);
         }
     }
 
@@ -443,11 +482,18 @@ impl TwoPcCoordinator {
     }
 
     fn on_inquire(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) {
-        if let Some(st) = self.txns.get(&txn) {
-            if st.phase == Phase::Committed {
-                ctx.send(from, Msg::Commit { txn });
-            }
-            // Undecided: the decision will come.
+        let floor = Self::floor(&self.open, txn);
+        if let Some(st) = self.txns.get_mut(&txn) {
+            // Still working on it: the asker holds the transaction's locks
+            // and has heard nothing for a while, so what it was last sent (or
+            // its answer) was lost. Resend it now rather than at the next
+            // backed-off retransmission, which may be `8 x retransmit` away:
+            // until then every transaction that conflicts on those locks
+            // aborts (NO_WAIT) or waits, and a hot row stalls the shard.
+            // Only to the asker, and only if we believe it leads its shard
+            // (a deposed leader's question is answered by the retransmission
+            // to the real one).
+            Self::resend(ctx, &self.leaders, floor, txn, st, Some(from));
             return;
         }
         // Unknown here, so never committed and never going to be: either it
@@ -462,13 +508,23 @@ impl TwoPcCoordinator {
         }
     }
 
-    /// Send the current phase's message again where it is unanswered.
-    fn resend(ctx: &mut Ctx<Msg>, leaders: &[NodeId], floor: TxnId, txn: TxnId, st: &mut TxnState) {
+    /// Send the current phase's message again where it is unanswered, to
+    /// `to` only (an Inquire's asker) or to every shard's believed leader
+    /// (the periodic retransmission, a leader change).
+    fn resend(
+        ctx: &mut Ctx<Msg>,
+        leaders: &[NodeId],
+        floor: TxnId,
+        txn: TxnId,
+        st: &mut TxnState,
+        to: Option<NodeId>,
+    ) {
         match st.phase {
-            Phase::Executing => Self::dispatch(ctx, leaders, floor, txn, st, true),
-            Phase::Locking => Self::send_lock(ctx, leaders, txn, st),
-            Phase::Preparing => Self::send_prepare(ctx, leaders, txn, st),
-            Phase::Committed => Self::send_commit(ctx, leaders, txn, st),
+            Phase::Executing => Self::dispatch(ctx, leaders, floor, txn, st, true, to),
+            Phase::Locking => Self::send_lock(ctx, leaders, txn, st, to),
+            Phase::Preparing => Self::send_prepare(ctx, leaders, txn, st, to),
+            Phase::Committed => Self::send_commit(ctx, leaders, txn, st, to),
+            // The decision is being logged; it goes out when durable.
             Phase::Deciding => {}
         }
     }
@@ -501,7 +557,7 @@ impl TwoPcCoordinator {
         self.move_leader(now, shard, next);
         let floor = Self::floor(&self.open, txn);
         if let Some(st) = self.txns.get_mut(&txn) {
-            Self::resend(ctx, &self.leaders, floor, txn, st);
+            Self::resend(ctx, &self.leaders, floor, txn, st, None);
         }
     }
 
@@ -529,7 +585,7 @@ impl TwoPcCoordinator {
                 let since = &mut self.unanswered_since[shard.0 as usize];
                 since.get_or_insert(now);
             }
-            Self::resend(ctx, &self.leaders, floor, txn, st);
+            Self::resend(ctx, &self.leaders, floor, txn, st, None);
             st.rto = if st.retransmit_at <= now {
                 (st.rto * 2).min(cap)
             } else {
@@ -582,7 +638,7 @@ impl Coordinator<Msg> for TwoPcCoordinator {
         };
         self.open.insert(txn);
         let floor = Self::floor(&self.open, txn);
-        Self::dispatch(ctx, &self.leaders, floor, txn, &mut st, false);
+        Self::dispatch(ctx, &self.leaders, floor, txn, &mut st, false, None);
         self.txns.insert(txn, st);
     }
 }
@@ -653,8 +709,126 @@ impl Node<Msg> for TwoPcCoordinator {
         st.rto = self.timeouts.retransmit;
         st.retransmit_at = ctx.now() + st.rto;
         st.phase_at = ctx.now();
-        Self::send_commit(ctx, &self.leaders, txn, st);
+        Self::send_commit(ctx, &self.leaders, txn, st, None);
         let outcome = Self::committed_outcome(st);
         ctx.done(txn, outcome);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use tessera_core::ids::{Key, ShardId};
+    use tessera_core::node::Effect;
+    use tessera_core::txn::{Access, PieceKind, PieceResult, PieceSpec, Procedure, Txn, Value};
+
+    /// Two rounds at shard 0: piece 1 takes piece 0's output.
+    #[derive(Debug)]
+    struct TwoRounds(Vec<PieceSpec>);
+
+    impl Procedure for TwoRounds {
+        fn name(&self) -> &'static str {
+            "two-rounds"
+        }
+        fn pieces(&self) -> &[PieceSpec] {
+            &self.0
+        }
+        fn execute(&self, _: usize, _: &[Option<&Value>], _: &[Value]) -> PieceResult {
+            PieceResult::default()
+        }
+    }
+
+    fn two_rounds() -> Txn {
+        let piece = |row, inputs| PieceSpec {
+            shard: ShardId(0),
+            reads: vec![Access::all(Key::new(0, row))],
+            writes: vec![Access::all(Key::new(0, row))],
+            kind: PieceKind::Immediate,
+            inputs,
+            dynamic: false,
+        };
+        Arc::new(TwoRounds(vec![piece(1, vec![]), piece(2, vec![0])]))
+    }
+
+    fn sent(effects: Vec<Effect<Msg>>) -> Vec<(NodeId, Msg)> {
+        effects
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::Send { to, msg } => Some((to, msg)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn reply(piece: u16) -> PieceReply {
+        PieceReply {
+            piece,
+            reads: Vec::new(),
+            writes: Vec::new(),
+            output: Value::from_static(b"o"),
+            user_abort: false,
+        }
+    }
+
+    /// Regression (TPC-C tiny, 2pl-nowait, faulty seeds 9 and 95): the
+    /// second round's Execute (or its reply) was lost while the first
+    /// round's locks were held; the coordinator's backed-off retransmission
+    /// came too late and it ignored the participant's Inquire, so the hot
+    /// row stayed locked. An Inquire about a running transaction must
+    /// resend what the asker lacks, and only to the asker.
+    #[test]
+    fn an_inquire_about_a_running_transaction_resends_the_lost_round() {
+        let topology = Arc::new(Topology::new(1, 1, 1));
+        let me = topology.client_hosts().next().expect("a client host").id;
+        let server = topology.leader(ShardId(0));
+        let mut c = TwoPcCoordinator::new(
+            Timeouts::default(),
+            false,
+            CoordinatorEnv {
+                me,
+                topology,
+                incarnation: 0,
+                recovered: Vec::new(),
+            },
+        );
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+        let txn = TxnId::new(me, 0, 1);
+        let mut step = |f: &mut dyn FnMut(&mut TwoPcCoordinator, &mut Ctx<Msg>)| {
+            let mut effects = Vec::new();
+            f(&mut c, &mut Ctx::new(1, me, &mut rng, &mut effects));
+            sent(effects)
+        };
+        let first = step(&mut |c, ctx| {
+            c.submit(
+                ctx,
+                Attempt {
+                    id: txn,
+                    txn: two_rounds(),
+                    since: 0,
+                },
+            )
+        });
+        assert!(matches!(&first[..], [(to, Msg::Execute(e))] if *to == server && e.pieces == [0]));
+        // Round two goes out (and is lost).
+        let second = step(&mut |c, ctx| {
+            c.on_message(
+                ctx,
+                server,
+                Msg::ExecuteOk {
+                    txn,
+                    results: vec![reply(0)],
+                },
+            )
+        });
+        assert!(matches!(&second[..], [(_, Msg::Execute(e))] if e.pieces == [1]));
+        let nudged = step(&mut |c, ctx| c.on_message(ctx, server, Msg::Inquire { txn }));
+        assert!(
+            matches!(&nudged[..], [(to, Msg::Execute(e))] if *to == server && e.pieces == [1]),
+            "{nudged:?}"
+        );
+        // Another node asking gets nothing resent to it.
+        let other = NodeId(server.0 + 7);
+        assert!(step(&mut |c, ctx| c.on_message(ctx, other, Msg::Inquire { txn })).is_empty());
     }
 }

@@ -123,6 +123,9 @@ pub struct Participant<C, L = super::WalLog> {
     /// Transactions granted locks by a release, to resume.
     granted: Vec<TxnId>,
     wounded: Vec<TxnId>,
+    /// The newest incarnation heard from, per coordinator node, while this
+    /// replica serves (see [`Participant::coordinator_restarted`]).
+    incarnations: FastMap<NodeId, u8>,
     shard: ShardId,
     /// Committed transactions whose Commit record is still on its way, with
     /// the coordinator to acknowledge (an [in-order](ParticipantLog::in_order)
@@ -144,6 +147,7 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
             ended,
             granted: Vec::new(),
             wounded: Vec::new(),
+            incarnations: tessera_core::fast_map(),
             shard: env.shard,
             acks: tessera_core::fast_map(),
         };
@@ -187,6 +191,7 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
         } = req;
         let now = ctx.now();
         self.ended.raise_floor(floor);
+        self.coordinator_restarted(ctx, txn);
         if self.ended.below_floor(txn) && !self.txns.contains_key(&txn) {
             return; // stale: the coordinator is done with it
         }
@@ -241,6 +246,52 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
         }
         self.run_waiting(ctx, txn);
         self.resume_granted(ctx);
+    }
+
+    /// Every transaction id names its coordinator's node and incarnation, so
+    /// the first request from a newer incarnation says that the node
+    /// restarted and lost what the older ones were doing. Their transactions
+    /// still live here hold locks that nobody will release soon: an
+    /// unprepared one would wait for `Timeouts::participant`, and a prepared
+    /// one for the next inquiry sweep, while every transaction that conflicts
+    /// on a hot row aborts or waits. So abort the unprepared ones now (2PC
+    /// lets a participant abort on its own until it votes yes, and the new
+    /// incarnation presumes abort for them anyway) and ask about the prepared
+    /// ones at once (the new incarnation answers from its log).
+    ///
+    /// Only the serving replica gets here (requests reach no other): the
+    /// unprepared orphans were never in the log, and a prepared one ends
+    /// through the log as the coordinator's answer says, so followers
+    /// apply the same outcome. A new leader starts with no incarnations
+    /// known and learns them from the requests it serves.
+    fn coordinator_restarted(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
+        let (node, inc) = (txn.node(), txn.incarnation());
+        if self
+            .incarnations
+            .get(&node)
+            .is_some_and(|&seen| seen == inc || older(inc, seen))
+        {
+            return; // the same incarnation, or a late message of an older one
+        }
+        self.incarnations.insert(node, inc);
+        let now = ctx.now();
+        let mut orphans: Vec<(TxnId, bool)> = self
+            .txns
+            .iter()
+            .filter(|(t, _)| t.node() == node && older(t.incarnation(), inc))
+            .map(|(t, st)| (*t, st.phase == Phase::Prepared))
+            .collect();
+        orphans.sort_unstable();
+        for (orphan, prepared) in orphans {
+            if prepared {
+                let st = self.txns.get_mut(&orphan).expect("listed");
+                st.inquired_at = now;
+                ctx.send(st.coord, Msg::Inquire { txn: orphan });
+            } else {
+                tracing::debug!(txn = ?orphan, "coordinator restarted: orphan aborted");
+                self.abort_local(ctx, orphan, AbortReason::Timeout, false);
+            }
+        }
     }
 
     /// Admit and run the transaction's waiting pieces in order until one
@@ -775,6 +826,12 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
     }
 }
 
+/// Is incarnation `a` older than `b`? Incarnations are a `u8` that wraps:
+/// `a` is older when `b - a` (mod 256) is in 1..=127.
+fn older(a: u8, b: u8) -> bool {
+    (b.wrapping_sub(a) as i8) > 0
+}
+
 /// May an Execute that reaches `txn` for the first time here start it? It
 /// must carry every input-free piece of this shard: the coordinator sends
 /// all of them in its first Execute (they are ready at once), so one that
@@ -1006,8 +1063,8 @@ mod tests {
         }
     }
 
-    struct Harness {
-        p: Participant<Occ, WalLog>,
+    struct Harness<C = Occ> {
+        p: Participant<C, WalLog>,
         rng: rand::rngs::SmallRng,
         now: Time,
         /// The node's durable records, in order.
@@ -1024,6 +1081,13 @@ mod tests {
 
         /// A participant restarted on these durable records.
         fn restarted(disk: Vec<bytes::Bytes>) -> Self {
+            Harness::with(Occ::new(&OccConfig::default()), disk)
+        }
+    }
+
+    impl<C: ConcurrencyControl> Harness<C> {
+        /// A participant under `cc`, started on these durable records.
+        fn with(cc: C, disk: Vec<bytes::Bytes>) -> Self {
             let env = ServerEnv {
                 me: NodeId(0),
                 shard: ShardId(0),
@@ -1033,12 +1097,7 @@ mod tests {
                 recovered: disk.clone(),
                 durable: true,
             };
-            let p = Participant::new(
-                Occ::new(&OccConfig::default()),
-                WalLog::open(&(), &env),
-                Timeouts::default(),
-                env,
-            );
+            let p = Participant::new(cc, WalLog::open(&(), &env), Timeouts::default(), env);
             let mut h = Harness {
                 p,
                 rng: rand::rngs::SmallRng::seed_from_u64(1),
@@ -1243,5 +1302,76 @@ mod tests {
             h.deliver(Msg::Commit { txn: t1 })[..],
             [Msg::Ack { .. }]
         ));
+    }
+
+    /// Regression (TPC-C tiny, 2pl-nowait, faulty seeds 9/95/291): a client
+    /// host crashed while its transaction held the district row here; until
+    /// something released it, every NewOrder and Payment hit a NO_WAIT
+    /// conflict. The restarted host's first Execute (a newer incarnation)
+    /// must abort the orphan and free its locks at once, ask about a
+    /// prepared orphan, and a late Execute of the old incarnation must not
+    /// count as a restart.
+    #[test]
+    fn a_newer_coordinator_incarnation_frees_its_orphans_locks() {
+        use crate::twopl::{Policy, TwoPl, TwoPlConfig};
+        let mut h = Harness::with(
+            TwoPl::new(&TwoPlConfig {
+                policy: Policy::NoWait,
+            }),
+            Vec::new(),
+        );
+        let old = TxnId::new(NodeId(1), 0, 5);
+        assert!(matches!(
+            h.deliver(execute(old, old))[..],
+            [Msg::ExecuteOk { .. }]
+        ));
+        // Another transaction of the same incarnation conflicts: the lock
+        // is held.
+        let rival = TxnId::new(NodeId(1), 0, 6);
+        assert!(matches!(
+            h.deliver(execute(rival, old))[..],
+            [Msg::ExecuteFailed { .. }]
+        ));
+        let new = TxnId::new(NodeId(1), 1, 1);
+        assert!(
+            matches!(h.deliver(execute(new, new))[..], [Msg::ExecuteOk { .. }]),
+            "the orphan's lock blocked the restarted coordinator"
+        );
+        assert_eq!(
+            h.p.ended.get(old),
+            Some(&Phase::Aborted(AbortReason::Timeout))
+        );
+        // A late request of the old incarnation is no restart: it conflicts
+        // with the new transaction and leaves it alone.
+        let late = TxnId::new(NodeId(1), 0, 7);
+        assert!(matches!(
+            h.deliver(execute(late, late))[..],
+            [Msg::ExecuteFailed { .. }]
+        ));
+        assert!(h.p.txns.contains_key(&new));
+
+        // A prepared orphan is asked about at once, not aborted.
+        assert!(matches!(
+            h.deliver(Msg::Prepare { txn: new })[..],
+            [Msg::Vote { yes: true, .. }]
+        ));
+        let newer = TxnId::new(NodeId(1), 2, 1);
+        let sent = h.deliver(execute(newer, newer));
+        assert!(
+            sent.iter()
+                .any(|m| matches!(m, Msg::Inquire { txn } if *txn == new)),
+            "{sent:?}"
+        );
+        assert_eq!(h.p.txns[&new].phase, Phase::Prepared);
+    }
+
+    /// Incarnations wrap around: 0 is newer than 255, 255 older than 0.
+    #[test]
+    fn incarnations_compare_across_the_wrap() {
+        assert!(older(0, 1));
+        assert!(older(255, 0));
+        assert!(!older(0, 255));
+        assert!(!older(3, 3));
+        assert!(!older(1, 0));
     }
 }
