@@ -9,9 +9,14 @@
 //!   shared with the isolation checker; i-edges first, ties by id).
 //! * [`run_piece`] — executing a piece at the store once its place in the
 //!   order is fixed.
+//! * [`Wakeups`] — which transactions wait for which, and the queue of
+//!   those to look at again.
 
 pub mod graph;
 pub mod order;
+mod wakeups;
+
+pub(crate) use wakeups::Wakeups;
 
 use std::sync::Arc;
 use tessera_core::ids::{Key, ShardId, TxnId, Version};

@@ -14,8 +14,7 @@ use super::msg::{Ballot, CommitInfo, Dep, Msg};
 use super::tracker::Tracker;
 use super::JanusConfig;
 use crate::depgraph::graph::{Decision, DepGraph};
-use crate::depgraph::{run_piece, Edge, PieceReply, Status, Vertex};
-use std::collections::VecDeque;
+use crate::depgraph::{run_piece, Edge, PieceReply, Status, Vertex, Wakeups};
 use std::sync::Arc;
 use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId};
 use tessera_core::node::{Ctx, Node, NodeReport};
@@ -58,10 +57,9 @@ pub struct JanusServer {
     locals: FastMap<TxnId, Local>,
     /// Every transaction known committing here, as committed.
     committed: FastMap<TxnId, Arc<CommitInfo>>,
-    waiters: FastMap<TxnId, Vec<TxnId>>,
+    wakeups: Wakeups,
     inquiries: FastMap<TxnId, Vec<NodeId>>,
     asking: FastMap<TxnId, Asking>,
-    queue: VecDeque<TxnId>,
     executed: u64,
 }
 
@@ -77,10 +75,9 @@ impl JanusServer {
             tracker: Tracker::default(),
             locals: tessera_core::fast_map(),
             committed: tessera_core::fast_map(),
-            waiters: tessera_core::fast_map(),
+            wakeups: Wakeups::default(),
             inquiries: tessera_core::fast_map(),
             asking: tessera_core::fast_map(),
-            queue: VecDeque::new(),
             executed: 0,
         }
     }
@@ -265,7 +262,7 @@ impl JanusServer {
         self.graph.raise(t, Status::Committing, 0);
         self.committed.insert(t, info);
         self.asking.remove(&t);
-        self.wake(t);
+        self.wakeups.wake(t);
         if let Some(askers) = self.inquiries.remove(&t) {
             let info = self.committed[&t].clone();
             for a in askers {
@@ -273,7 +270,7 @@ impl JanusServer {
             }
         }
         if mine {
-            self.queue.push_back(t);
+            self.wakeups.push(t);
         }
         self.drain(ctx);
     }
@@ -315,21 +312,8 @@ impl JanusServer {
         }
     }
 
-    fn wake(&mut self, t: TxnId) {
-        if let Some(ws) = self.waiters.remove(&t) {
-            self.queue.extend(ws);
-        }
-    }
-
-    fn wait(&mut self, on: TxnId, who: TxnId) {
-        let ws = self.waiters.entry(on).or_default();
-        if !ws.contains(&who) {
-            ws.push(who);
-        }
-    }
-
     fn drain(&mut self, ctx: &mut Ctx<Msg>) {
-        while let Some(t) = self.queue.pop_front() {
+        while let Some(t) = self.wakeups.pop() {
             self.progress(ctx, t);
         }
     }
@@ -342,7 +326,7 @@ impl JanusServer {
             Some(Status::Committing) => match self.graph.decide(t) {
                 Decision::Blocked(ancestors) => {
                     for a in ancestors {
-                        self.wait(a, t);
+                        self.wakeups.wait(a, t);
                         // An ancestor with pieces here will normally be
                         // committed here by its coordinator: ask only if it
                         // does not come (the sweep sends it).
@@ -366,7 +350,7 @@ impl JanusServer {
     fn try_execute(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) {
         let members = self.graph.members(t);
         if let Some(p) = self.blocker(&members) {
-            self.wait(p, t);
+            self.wakeups.wait(p, t);
             if self.graph.status(p) == Some(Status::Started) {
                 self.ask(ctx, p, true);
             }
@@ -460,7 +444,7 @@ impl JanusServer {
             n.finished = true;
         }
         tracing::trace!(me = ?self.me, txn = ?t, "executed");
-        self.wake(t);
+        self.wakeups.wake(t);
     }
 
     // ---- Inquire ----

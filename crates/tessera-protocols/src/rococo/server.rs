@@ -14,8 +14,7 @@ use super::msg::{Edge, Msg, PieceReply, Start, Status, Vertex};
 use super::tracker::Tracker;
 use super::RococoConfig;
 use crate::depgraph::graph::{Decision, DepGraph};
-use crate::depgraph::run_piece;
-use std::collections::VecDeque;
+use crate::depgraph::{run_piece, Wakeups};
 use std::sync::Arc;
 use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId};
 use tessera_core::node::{Ctx, Node};
@@ -86,9 +85,7 @@ pub struct RococoServer {
     locals: FastMap<TxnId, Local>,
     /// Local transactions still STARTED (candidates for recovery).
     started: FastSet<TxnId>,
-    /// Transactions waiting for another to reach COMMITTING or to finish,
-    /// keyed by the one they wait for.
-    waiters: FastMap<TxnId, Vec<TxnId>>,
+    wakeups: Wakeups,
     /// Status requests of other servers, answered once the transaction is
     /// COMMITTING here.
     inquiries: FastMap<TxnId, (u64, Vec<NodeId>)>,
@@ -96,8 +93,6 @@ pub struct RococoServer {
     ro_parked: Vec<ParkedRo>,
     /// Transactions this server drives to commit for a silent coordinator.
     recovering: FastMap<TxnId, Driver>,
-    /// Transactions to look at again (their awaited event happened).
-    queue: VecDeque<TxnId>,
     epoch: u64,
     /// Local transactions collected, with the epoch they went and their
     /// component: late duplicates are ignored and status requests answered.
@@ -115,12 +110,11 @@ impl RococoServer {
             tracker: Tracker::default(),
             locals: tessera_core::fast_map(),
             started: tessera_core::fast_set(),
-            waiters: tessera_core::fast_map(),
+            wakeups: Wakeups::default(),
             inquiries: tessera_core::fast_map(),
             asking: tessera_core::fast_map(),
             ro_parked: Vec::new(),
             recovering: tessera_core::fast_map(),
-            queue: VecDeque::new(),
             epoch: 0,
             gone: tessera_core::fast_map(),
         }
@@ -264,7 +258,7 @@ impl RococoServer {
             rose.push(txn);
         }
         self.on_rose(ctx, rose);
-        self.queue.push_back(txn);
+        self.wakeups.push(txn);
         self.drain(ctx);
     }
 
@@ -274,12 +268,12 @@ impl RococoServer {
         for t in rose {
             self.started.remove(&t);
             self.asking.remove(&t);
-            self.wake(t);
+            self.wakeups.wake(t);
             // A local transaction known COMMITTING has all its pieces here:
             // it is decided and executed here even if its own commit request
             // never comes (its coordinator crashed after sending others).
             if self.graph.get(t).is_some_and(|n| n.local && !n.finished) {
-                self.queue.push_back(t);
+                self.wakeups.push(t);
             }
             if let Some((_, askers)) = self.inquiries.remove(&t) {
                 let deps = self.graph.export(t);
@@ -296,22 +290,9 @@ impl RococoServer {
         }
     }
 
-    fn wake(&mut self, t: TxnId) {
-        if let Some(ws) = self.waiters.remove(&t) {
-            self.queue.extend(ws);
-        }
-    }
-
-    fn wait(&mut self, on: TxnId, who: TxnId) {
-        let ws = self.waiters.entry(on).or_default();
-        if !ws.contains(&who) {
-            ws.push(who);
-        }
-    }
-
     /// Look again at every transaction whose awaited event happened.
     fn drain(&mut self, ctx: &mut Ctx<Msg>) {
-        while let Some(t) = self.queue.pop_front() {
+        while let Some(t) = self.wakeups.pop() {
             self.progress(ctx, t);
         }
     }
@@ -324,7 +305,7 @@ impl RococoServer {
                 Decision::Blocked(ancestors) => {
                     tracing::trace!(shard = self.shard.0, txn = ?t, ?ancestors, "blocked");
                     for a in ancestors {
-                        self.wait(a, t);
+                        self.wakeups.wait(a, t);
                         let local = self.graph.get(a).is_some_and(|n| n.local);
                         if !local {
                             self.ask(ctx, a);
@@ -392,7 +373,7 @@ impl RococoServer {
             });
             if let Some(p) = blocker {
                 tracing::trace!(shard = self.shard.0, txn = ?t, waits = ?p, "execution waits");
-                self.wait(p, t);
+                self.wakeups.wait(p, t);
                 return;
             }
         }
@@ -441,7 +422,7 @@ impl RococoServer {
             n.finished = true;
             n.epoch = self.epoch;
         }
-        self.wake(t);
+        self.wakeups.wake(t);
         self.release_ro(ctx, t);
     }
 
@@ -644,7 +625,7 @@ impl RococoServer {
     fn collect(&mut self, now: Time) {
         let epoch = self.epoch;
         let mut gone = Vec::new();
-        let (waiters, asking, locals) = (&self.waiters, &self.asking, &self.locals);
+        let (wakeups, asking, locals) = (&self.wakeups, &self.asking, &self.locals);
         let forget_after = self.cfg.forget_after;
         self.graph.collect(
             epoch,
@@ -654,7 +635,7 @@ impl RococoServer {
                         l.committed || now.saturating_sub(l.last_heard) > forget_after
                     })
                 } else {
-                    !waiters.contains_key(&t) && !asking.contains_key(&t)
+                    !wakeups.awaited(t) && !asking.contains_key(&t)
                 }
             },
             |t, scc| gone.push((t, scc)),
