@@ -11,7 +11,7 @@
 //! and cool-down trimmed) and, when asked, every attempt into the history.
 
 use crate::history::{HistoryTxn, Outcome};
-use crate::ids::{NodeId, Time, TimerId, TxnId};
+use crate::ids::{Key, NodeId, Time, TimerId, TxnId};
 use crate::node::{Ctx, Effect, Node, NodeReport};
 use crate::protocol::Coordinator;
 use crate::stats::ClientStats;
@@ -151,6 +151,7 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
                     (reads.clone(), writes.clone(), Outcome::Committed)
                 }
                 TxnOutcome::Aborted(_) => (Vec::new(), Vec::new(), Outcome::Aborted),
+                TxnOutcome::InDoubt => (Vec::new(), declared_writes(&txn), Outcome::Unknown),
             };
             self.history.push(HistoryTxn {
                 id,
@@ -177,6 +178,15 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
                     self.stats.total.committed += 1;
                     self.stats.counts_mut(ty).committed += 1;
                     let _ = self.stats.latency_us.record(latency_us);
+                }
+                self.issue(ctx, slot);
+            }
+            // It may have committed: counted as failed (no result), never retried.
+            TxnOutcome::InDoubt => {
+                s.txn = None;
+                if measured {
+                    self.stats.total.failed += 1;
+                    self.stats.counts_mut(ty).failed += 1;
                 }
                 self.issue(ctx, slot);
             }
@@ -280,12 +290,7 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
         if self.cfg.record_history {
             for (&id, &slot) in &self.in_flight {
                 let s = &self.slots[slot];
-                let txn = s.txn.as_ref().expect("in flight");
-                let writes = txn
-                    .pieces()
-                    .iter()
-                    .flat_map(|p| p.writes.iter().map(|a| a.key))
-                    .collect();
+                let writes = declared_writes(s.txn.as_ref().expect("in flight"));
                 history.push(HistoryTxn {
                     id,
                     process: s.process,
@@ -306,4 +311,13 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
             counters: self.coord.take_report().counters,
         }
     }
+}
+
+/// The keys a transaction's pieces declare they write: what an attempt whose
+/// outcome is unknown may have written.
+fn declared_writes(txn: &Txn) -> Vec<Key> {
+    txn.pieces()
+        .iter()
+        .flat_map(|p| p.writes.iter().map(|a| a.key))
+        .collect()
 }

@@ -180,6 +180,11 @@ pub enum TxnOutcome {
         outputs: Vec<Value>,
     },
     Aborted(AbortReason),
+    /// The attempt committed, or may have, but what it read is lost (a
+    /// participant restarted between committing it and answering). Not
+    /// retried, since a retry could apply it twice; the history records it
+    /// as [`crate::history::Outcome::Unknown`] with its declared writes.
+    InDoubt,
 }
 
 /// Helper for protocols: the shards a transaction touches, sorted, unique.

@@ -18,7 +18,7 @@ use tessera_core::NodeId;
 
 pub const MAGIC: &[u8; 4] = b"TSRA";
 /// Bumped whenever a frame or message layout changes.
-pub const PROTOCOL_VERSION: u8 = 1;
+pub const PROTOCOL_VERSION: u8 = 2;
 /// Default largest frame.
 pub const DEFAULT_MAX_FRAME: usize = 16 << 20;
 

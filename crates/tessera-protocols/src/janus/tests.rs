@@ -179,7 +179,7 @@ impl Cluster {
     fn saw(&self, txn: TxnId) -> u64 {
         match &self.done.iter().find(|(t, _)| *t == txn).expect("done").1 {
             TxnOutcome::Committed { outputs, .. } => dec(outputs.first()),
-            TxnOutcome::Aborted(r) => panic!("{txn:?} aborted: {r:?}"),
+            other => panic!("{txn:?} did not commit: {other:?}"),
         }
     }
 

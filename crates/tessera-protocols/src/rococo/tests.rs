@@ -270,7 +270,7 @@ impl Cluster {
     fn outputs(&self, txn: TxnId) -> Vec<u64> {
         match &self.done.iter().find(|(t, _)| *t == txn).expect("done").1 {
             TxnOutcome::Committed { outputs, .. } => outputs.iter().map(|v| dec(Some(v))).collect(),
-            TxnOutcome::Aborted(r) => panic!("{txn:?} aborted: {r:?}"),
+            other => panic!("{txn:?} did not commit: {other:?}"),
         }
     }
 }

@@ -227,6 +227,11 @@ impl TwoPcCoordinator {
                 inputs.push(ins);
             }
             if !ids.is_empty() {
+                // The last pieces of a one-participant transaction: the
+                // participant may commit right after running them, which
+                // saves the CommitOnePhase round trip (two of four
+                // messages per transaction).
+                let commit = st.one_phase() && st.sent.iter().all(|s| *s);
                 ctx.send(
                     node,
                     Msg::Execute(Execute {
@@ -236,6 +241,7 @@ impl TwoPcCoordinator {
                         floor,
                         pieces: ids,
                         inputs,
+                        commit,
                     }),
                 );
             }
@@ -340,7 +346,13 @@ impl TwoPcCoordinator {
         }
     }
 
-    fn on_execute_ok(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, results: Vec<PieceReply>) {
+    fn on_execute_ok(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        txn: TxnId,
+        results: Vec<PieceReply>,
+        committed: bool,
+    ) {
         let Some(st) = self.txns.get_mut(&txn) else {
             return;
         };
@@ -358,6 +370,19 @@ impl TwoPcCoordinator {
         }
         if user_abort {
             self.abort(ctx, txn, AbortReason::User);
+            return;
+        }
+        if committed {
+            // A one-shot Execute committed. Without every reply (the
+            // participant restarted and lost them) we cannot say what it
+            // read.
+            let st = self.forget(txn).expect("present");
+            let outcome = if st.remaining == 0 {
+                Self::committed_outcome(&st)
+            } else {
+                TxnOutcome::InDoubt
+            };
+            ctx.done(txn, outcome);
             return;
         }
         let now = ctx.now();
@@ -657,7 +682,11 @@ impl Node<Msg> for TwoPcCoordinator {
             }
         }
         match msg {
-            Msg::ExecuteOk { txn, results } => self.on_execute_ok(ctx, txn, results),
+            Msg::ExecuteOk {
+                txn,
+                results,
+                committed,
+            } => self.on_execute_ok(ctx, txn, results, committed),
             Msg::ExecuteFailed { txn, reason } => {
                 let undecided = self.txns.get(&txn).is_some_and(|st| {
                     matches!(
@@ -818,6 +847,7 @@ mod tests {
                 Msg::ExecuteOk {
                     txn,
                     results: vec![reply(0)],
+                    committed: false,
                 },
             )
         });
@@ -830,5 +860,78 @@ mod tests {
         // Another node asking gets nothing resent to it.
         let other = NodeId(server.0 + 7);
         assert!(step(&mut |c, ctx| c.on_message(ctx, other, Msg::Inquire { txn })).is_empty());
+    }
+
+    /// The last round of a one-participant transaction asks it to commit
+    /// (one-shot); the commit with every reply completes the attempt, and
+    /// a commit without them (a participant that restarted since) is
+    /// reported in doubt rather than as a commit with unknown reads.
+    #[test]
+    fn a_one_shot_commit_completes_the_attempt_or_leaves_it_in_doubt() {
+        let topology = Arc::new(Topology::new(1, 1, 1));
+        let me = topology.client_hosts().next().expect("a client host").id;
+        let server = topology.leader(ShardId(0));
+        let mut c = TwoPcCoordinator::new(
+            Timeouts::default(),
+            false,
+            CoordinatorEnv {
+                me,
+                topology,
+                incarnation: 0,
+                recovered: Vec::new(),
+            },
+        );
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+        let mut step = |f: &mut dyn FnMut(&mut TwoPcCoordinator, &mut Ctx<Msg>)| {
+            let mut effects = Vec::new();
+            f(&mut c, &mut Ctx::new(1, me, &mut rng, &mut effects));
+            effects
+        };
+        for (seq, replies, in_doubt) in [(1, vec![reply(1)], false), (2, vec![], true)] {
+            let txn = TxnId::new(me, 0, seq);
+            let attempt = Attempt {
+                id: txn,
+                txn: two_rounds(),
+                since: 0,
+            };
+            let first = sent(step(&mut |c, ctx| c.submit(ctx, attempt.clone())));
+            assert!(matches!(&first[..], [(_, Msg::Execute(e))] if !e.commit));
+            let last = sent(step(&mut |c, ctx| {
+                let results = vec![reply(0)];
+                let committed = false;
+                let ok = Msg::ExecuteOk {
+                    txn,
+                    results,
+                    committed,
+                };
+                c.on_message(ctx, server, ok)
+            }));
+            assert!(matches!(&last[..], [(_, Msg::Execute(e))] if e.commit && e.pieces == [1]));
+            let done = step(&mut |c, ctx| {
+                let results = replies.clone();
+                let committed = true;
+                let ok = Msg::ExecuteOk {
+                    txn,
+                    results,
+                    committed,
+                };
+                c.on_message(ctx, server, ok)
+            });
+            let outcome = done.iter().find_map(|e| match e {
+                Effect::Done { txn: t, outcome } if *t == txn => Some(outcome),
+                _ => None,
+            });
+            match outcome {
+                Some(TxnOutcome::InDoubt) => assert!(in_doubt),
+                Some(TxnOutcome::Committed { outputs, .. }) => {
+                    assert!(!in_doubt);
+                    assert_eq!(outputs.len(), 2);
+                }
+                other => panic!("{other:?}"),
+            }
+            assert!(!sent(done)
+                .iter()
+                .any(|(_, m)| matches!(m, Msg::CommitOnePhase { .. })));
+        }
     }
 }

@@ -229,6 +229,14 @@ pub trait ParticipantLog: Send + 'static {
     /// preparing on top of it. No default: every log must say.
     fn in_order(&self) -> bool;
 
+    /// Whether a Prepare record must carry the buffered writes: only a log
+    /// that something reads back (a replay after a crash, a follower) needs
+    /// them. The appending replica keeps its own copy, so a log that is
+    /// neither written nor replicated skips cloning every written value.
+    fn records_writes(&self) -> bool {
+        true
+    }
+
     /// A message between the replicas of the log.
     fn on_message(&mut self, _ctx: &mut Ctx<Msg>, from: NodeId, _msg: PaxosMsg<LogRecord>) {
         tracing::warn!(?from, "a replication message for an unreplicated log");

@@ -14,6 +14,15 @@
 //!    already holds its locks; OCC validates its reads here. A transaction
 //!    with one participant skips the vote: **CommitOnePhase** locks,
 //!    validates and commits in one step.
+//!    **One-shot**: the Execute that carries such a transaction's last
+//!    pieces asks the participant to do that as soon as they ran, and
+//!    its ExecuteOk says `committed`: two messages a transaction instead
+//!    of four (COCO runs single-partition transactions without 2PC for
+//!    the same reason). The participant keeps the replies in the
+//!    transaction's tombstone, since that one answer may be lost; one
+//!    restarted since has lost them and answers a duplicate with the bare
+//!    commit, which the client records as in doubt
+//!    ([`tessera_core::txn::TxnOutcome::InDoubt`]).
 //! 4. **Commit / Abort** — the coordinator makes a commit decision durable
 //!    before it sends it or tells the client (presumed abort: aborts are not
 //!    logged). Participants install the buffered writes and release.

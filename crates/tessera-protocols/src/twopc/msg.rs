@@ -36,6 +36,10 @@ pub struct Execute {
     pub pieces: Vec<u16>,
     /// Outputs of the pieces' input pieces, per piece in order.
     pub inputs: Vec<Vec<Value>>,
+    /// The transaction's only participant gets its last pieces: commit in
+    /// one phase as soon as they ran (the one-shot path: no CommitOnePhase
+    /// round; the answer is an ExecuteOk with `committed`).
+    pub commit: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -44,6 +48,10 @@ pub enum Msg {
     ExecuteOk {
         txn: TxnId,
         results: Vec<PieceReply>,
+        /// Answer to a one-shot Execute: the transaction committed here
+        /// too (`results` then holds every piece's reply, or none when a
+        /// restarted participant lost them).
+        committed: bool,
     },
     ExecuteFailed {
         txn: TxnId,
@@ -188,8 +196,8 @@ impl Msg {
     /// The tag and, for the messages that carry one, the flag byte.
     fn head(&self) -> (u8, Option<u8>) {
         match self {
-            Msg::Execute(_) => (tag::EXECUTE, None),
-            Msg::ExecuteOk { .. } => (tag::EXECUTE_OK, None),
+            Msg::Execute(e) => (tag::EXECUTE, Some(u8::from(e.commit))),
+            Msg::ExecuteOk { committed, .. } => (tag::EXECUTE_OK, Some(u8::from(*committed))),
             Msg::ExecuteFailed { reason, .. } => (tag::EXECUTE_FAILED, Some(reason_byte(*reason))),
             Msg::Lock { .. } => (tag::LOCK, None),
             Msg::Locked { ok, .. } => (tag::LOCKED, Some(u8::from(*ok))),
@@ -221,10 +229,10 @@ fn reply_len(r: &PieceReply) -> usize {
 }
 
 /// Layout: tag (1 byte), transaction id (8 bytes), then per type:
-/// * Execute: since (varint), floor (8), the procedure
+/// * Execute: commit flag byte, since (varint), floor (8), the procedure
 ///   ([`tessera_core::codec::encode_txn`]), piece count and indices
 ///   (varints), per piece its inputs (count, then length-prefixed values).
-/// * ExecuteOk: reply count; per reply the piece, reads (key, version),
+/// * ExecuteOk: committed flag byte, reply count; per reply the piece, reads (key, version),
 ///   writes (keys), output, user-abort flag.
 /// * ExecuteFailed: reason byte. Locked / Vote / OnePhaseDone: flag byte.
 /// * NotLeader: flag byte (leader known), then the leader's id (varint).
@@ -287,8 +295,12 @@ impl Codec for Msg {
         let t = get_u8(buf, "message tag")?;
         let txn = get_txn_id(buf)?;
         Ok(match t {
-            tag::EXECUTE => Msg::Execute(decode_execute(buf, cx, txn)?),
+            tag::EXECUTE => {
+                let commit = get_bool(buf, "commit flag")?;
+                Msg::Execute(decode_execute(buf, cx, txn, commit)?)
+            }
             tag::EXECUTE_OK => {
+                let committed = get_bool(buf, "committed flag")?;
                 let n = get_len(buf, 4, "piece replies")?;
                 let mut results = Vec::with_capacity(n);
                 for _ in 0..n {
@@ -317,7 +329,11 @@ impl Codec for Msg {
                         user_abort,
                     });
                 }
-                Msg::ExecuteOk { txn, results }
+                Msg::ExecuteOk {
+                    txn,
+                    results,
+                    committed,
+                }
             }
             tag::EXECUTE_FAILED => Msg::ExecuteFailed {
                 txn,
@@ -366,7 +382,12 @@ impl Codec for Msg {
 
 /// Decode an Execute and check that its piece indices and input counts fit
 /// the procedure, which the participant indexes with.
-fn decode_execute(buf: &mut &[u8], cx: &DecodeCx, txn: TxnId) -> Result<Execute, DecodeError> {
+fn decode_execute(
+    buf: &mut &[u8],
+    cx: &DecodeCx,
+    txn: TxnId,
+    commit: bool,
+) -> Result<Execute, DecodeError> {
     let since = get_varint(buf, "since")?;
     let floor = get_txn_id(buf)?;
     let proc = decode_txn(buf, cx)?;
@@ -408,6 +429,7 @@ fn decode_execute(buf: &mut &[u8], cx: &DecodeCx, txn: TxnId) -> Result<Execute,
         floor,
         pieces,
         inputs,
+        commit,
     })
 }
 

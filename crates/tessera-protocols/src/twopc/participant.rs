@@ -71,6 +71,19 @@ struct TxnState {
     reply_to: Option<NodeId>,
     /// Prepared by CommitOnePhase (answered with OnePhaseDone).
     one_phase: bool,
+    /// The coordinator asked to commit in one phase once every piece here
+    /// ran (a one-shot Execute, answered by an ExecuteOk with `committed`).
+    one_shot: bool,
+}
+
+/// What a finished transaction leaves behind (its tombstone).
+#[derive(Debug)]
+struct Ended {
+    phase: Phase,
+    /// A one-shot transaction's piece replies: its coordinator may have
+    /// lost the only message that carried them, and asks again with a
+    /// duplicate Execute.
+    replies: Vec<PieceReply>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,6 +112,7 @@ impl TxnState {
             awaiting: Awaiting::Nothing,
             reply_to: None,
             one_phase: false,
+            one_shot: false,
         }
     }
 }
@@ -119,7 +133,7 @@ pub struct Participant<C, L = super::WalLog> {
     /// Outcomes of finished transactions, so that duplicated or late
     /// messages are answered, never re-executed. Kept apart from `txns` so
     /// that the periodic sweep visits live transactions only.
-    ended: Tombstones<Phase>,
+    ended: Tombstones<Ended>,
     /// Transactions granted locks by a release, to resume.
     granted: Vec<TxnId>,
     wounded: Vec<TxnId>,
@@ -188,6 +202,7 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
             floor,
             pieces,
             inputs,
+            commit,
         } = req;
         let now = ctx.now();
         self.ended.raise_floor(floor);
@@ -195,9 +210,32 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
         if self.ended.below_floor(txn) && !self.txns.contains_key(&txn) {
             return; // stale: the coordinator is done with it
         }
-        match self.ended.get(txn).copied() {
-            Some(Phase::Aborted(reason)) => {
+        match self.ended.get(txn) {
+            Some(Ended {
+                phase: Phase::Aborted(reason),
+                ..
+            }) => {
+                let reason = *reason;
                 ctx.send(from, Msg::ExecuteFailed { txn, reason });
+                return;
+            }
+            // A one-shot transaction committed here and its answer was
+            // lost; without replies (this participant restarted since)
+            // the coordinator can only report it in doubt.
+            Some(Ended {
+                phase: Phase::Committed,
+                replies,
+            }) if commit => {
+                let results = replies.clone();
+                let committed = true;
+                ctx.send(
+                    from,
+                    Msg::ExecuteOk {
+                        txn,
+                        results,
+                        committed,
+                    },
+                );
                 return;
             }
             Some(_) => return, // a late duplicate
@@ -220,6 +258,7 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
         if st.proc.is_none() {
             st.proc = Some(proc);
         }
+        st.one_shot |= commit;
         let mut resend = Vec::new();
         let mut queued = false;
         for (piece, inputs) in pieces.into_iter().zip(inputs) {
@@ -241,6 +280,7 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
                 Msg::ExecuteOk {
                     txn,
                     results: resend,
+                    committed: false,
                 },
             );
         }
@@ -341,9 +381,38 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
                 }
             }
         }
+        let st = &self.txns[&txn];
+        let coord = st.coord;
+        if st.one_shot && st.waiting.is_empty() {
+            let proc = st
+                .proc
+                .as_ref()
+                .expect("an active transaction has its procedure");
+            let here = proc
+                .pieces()
+                .iter()
+                .filter(|p| p.shard == self.shard)
+                .count();
+            if st.done.len() == here && !st.done.iter().any(|r| r.user_abort) {
+                // Every piece ran: commit in one phase now. The answer
+                // (with every reply) goes when the record is back.
+                if let Answer::Now(false) = self.prepare(ctx, coord, txn, true) {
+                    let reason = AbortReason::Validation;
+                    ctx.send(coord, Msg::ExecuteFailed { txn, reason });
+                }
+                return;
+            }
+        }
         if !results.is_empty() {
-            let coord = self.txns[&txn].coord;
-            ctx.send(coord, Msg::ExecuteOk { txn, results });
+            let committed = false;
+            ctx.send(
+                coord,
+                Msg::ExecuteOk {
+                    txn,
+                    results,
+                    committed,
+                },
+            );
         }
     }
 
@@ -377,23 +446,32 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
     fn finish(&mut self, now: Time, txn: TxnId) {
         if let Some(st) = self.txns.remove(&txn) {
             debug_assert!(matches!(st.phase, Phase::Committed | Phase::Aborted(_)));
-            self.ended.insert(txn, st.phase, now);
+            let replies = if st.one_shot && st.phase == Phase::Committed {
+                st.done
+            } else {
+                Vec::new()
+            };
+            let phase = st.phase;
+            self.ended.insert(txn, Ended { phase, replies }, now);
         }
     }
 
     /// Remember that `txn` is aborted here although it never ran, so that a
     /// late Execute (overtaken by this message) does not run it.
     fn tombstone(&mut self, now: Time, txn: TxnId) {
-        self.ended
-            .insert(txn, Phase::Aborted(AbortReason::Timeout), now);
+        let ended = Ended {
+            phase: Phase::Aborted(AbortReason::Timeout),
+            replies: Vec::new(),
+        };
+        self.ended.insert(txn, ended, now);
     }
 
     /// A lock or prepare round reached `txn`. `Err(answer)` when the
     /// transaction has ended here (yes iff committed), or never ran here: it
     /// is then tombstoned and the answer is no.
     fn round_reached(&mut self, now: Time, txn: TxnId) -> Result<(), bool> {
-        if let Some(p) = self.ended.get(txn) {
-            return Err(*p == Phase::Committed);
+        if let Some(e) = self.ended.get(txn) {
+            return Err(e.phase == Phase::Committed);
         }
         match self.txns.get_mut(&txn) {
             Some(st) => {
@@ -447,15 +525,16 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
         st.one_phase = one_phase;
         st.awaiting = Awaiting::Prepare;
         st.reply_to = Some(from);
+        let writes = if self.log.records_writes() {
+            let values = st.write_values.iter().cloned();
+            st.write_keys.iter().copied().zip(values).collect()
+        } else {
+            Vec::new()
+        };
         let rec = LogRecord::Prepare {
             txn,
             coord: st.coord,
-            writes: st
-                .write_keys
-                .iter()
-                .copied()
-                .zip(st.write_values.iter().cloned())
-                .collect(),
+            writes,
             one_phase,
         };
         self.log.append(ctx, rec);
@@ -503,7 +582,7 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
             return Answer::Later;
         }
         let Some(st) = self.txns.get_mut(&txn) else {
-            return match self.ended.get(txn) {
+            return match self.ended.get(txn).map(|e| e.phase) {
                 Some(Phase::Committed) => Answer::Now(true),
                 Some(_) => {
                     tracing::warn!(?txn, "commit for a transaction aborted here");
@@ -611,7 +690,7 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
                     // stale leader may have aborted (or refused) the
                     // transaction that the real leader prepared. Only a
                     // commit comes from the log itself (a duplicate).
-                    match self.ended.get(txn) {
+                    match self.ended.get(txn).map(|e| e.phase) {
                         Some(Phase::Committed) => return None,
                         Some(_) => self.ended.remove(txn),
                         None => {}
@@ -637,10 +716,13 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
                 st.logged = true;
                 st.awaiting = Awaiting::Nothing;
                 let to = st.reply_to.take();
-                if one_phase {
-                    self.install(now, txn);
-                }
-                let msg = if one_phase {
+                let msg = if one_phase && st.one_shot {
+                    Msg::ExecuteOk {
+                        txn,
+                        results: st.done.clone(),
+                        committed: true,
+                    }
+                } else if one_phase {
                     Msg::OnePhaseDone {
                         txn,
                         committed: true,
@@ -648,6 +730,9 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
                 } else {
                     Msg::Vote { txn, yes: true }
                 };
+                if one_phase {
+                    self.install(now, txn);
+                }
                 to.map(|to| (to, msg))
             }
             LogRecord::Commit { txn } => {
@@ -734,7 +819,7 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
         let mut committed: Vec<TxnId> = self
             .ended
             .iter()
-            .filter(|(_, p)| **p == Phase::Committed)
+            .filter(|(_, e)| e.phase == Phase::Committed)
             .map(|(t, _)| t)
             .collect();
         for (txn, st) in &self.txns {
@@ -782,7 +867,11 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
             self.txns.insert(p.txn, st);
         }
         for t in img.committed {
-            self.ended.insert(t, Phase::Committed, now);
+            let ended = Ended {
+                phase: Phase::Committed,
+                replies: Vec::new(),
+            };
+            self.ended.insert(t, ended, now);
         }
     }
 
@@ -1169,7 +1258,86 @@ mod tests {
             floor,
             pieces: vec![0],
             inputs: vec![Vec::new()],
+            commit: false,
         })
+    }
+
+    /// The last Execute of a one-participant transaction, asking it to
+    /// commit once its pieces ran.
+    fn one_shot(txn: TxnId, floor: TxnId) -> Msg {
+        let Msg::Execute(mut e) = execute(txn, floor) else {
+            unreachable!()
+        };
+        e.commit = true;
+        Msg::Execute(e)
+    }
+
+    /// One-shot: one answer carries the replies and the commit, after the
+    /// record is durable; a duplicate gets the same replies (the answer
+    /// may have been lost), and after a restart, which loses them, the
+    /// bare commit.
+    #[test]
+    fn a_one_shot_execute_commits_and_answers_once() {
+        let mut h = Harness::new();
+        h.hold = true;
+        let t1 = TxnId::new(NodeId(1), 0, 1);
+        assert!(
+            h.deliver(one_shot(t1, t1)).is_empty(),
+            "answered before durable"
+        );
+        assert_ne!(h.version_of_7(), Some(t1.version()));
+        let answer = h.flush();
+        assert!(
+            matches!(&answer[..], [Msg::ExecuteOk { results, committed: true, .. }]
+                if results.len() == 1 && results[0].writes == [Key::new(0, 7)]),
+            "{answer:?}"
+        );
+        assert_eq!(h.version_of_7(), Some(t1.version()));
+        h.hold = false;
+        let again = h.deliver(one_shot(t1, t1));
+        assert!(
+            matches!(&again[..], [Msg::ExecuteOk { results, committed: true, .. }] if results.len() == 1),
+            "{again:?}"
+        );
+
+        let mut r = Harness::restarted(h.disk.clone());
+        let lost = r.deliver(one_shot(t1, t1));
+        assert!(
+            matches!(&lost[..], [Msg::ExecuteOk { results, committed: true, .. }] if results.is_empty()),
+            "{lost:?}"
+        );
+        assert_eq!(r.version_of_7(), Some(t1.version()));
+    }
+
+    /// A one-shot transaction that reads a record another transaction has
+    /// locked (prepared, awaiting its decision) fails validation: the
+    /// answer is an ExecuteFailed, and nothing is installed.
+    #[test]
+    fn a_one_shot_execute_that_fails_validation_says_so() {
+        let mut h = Harness::new();
+        let t1 = TxnId::new(NodeId(1), 0, 1);
+        let t2 = TxnId::new(NodeId(1), 0, 2);
+        assert!(matches!(
+            h.deliver(execute(t1, t1))[..],
+            [Msg::ExecuteOk { .. }]
+        ));
+        assert!(matches!(
+            h.deliver(Msg::Prepare { txn: t1 })[..],
+            [Msg::Vote { yes: true, .. }]
+        ));
+        assert!(matches!(
+            h.deliver(one_shot(t2, t1))[..],
+            [Msg::ExecuteFailed {
+                reason: AbortReason::Validation,
+                ..
+            }]
+        ));
+        assert_ne!(h.version_of_7(), Some(t2.version()));
+        assert!(matches!(
+            h.deliver(Msg::Commit { txn: t1 })[..],
+            [Msg::Ack { .. }]
+        ));
+        assert_eq!(h.version_of_7(), Some(t1.version()));
     }
 
     #[test]
@@ -1338,8 +1506,8 @@ mod tests {
             "the orphan's lock blocked the restarted coordinator"
         );
         assert_eq!(
-            h.p.ended.get(old),
-            Some(&Phase::Aborted(AbortReason::Timeout))
+            h.p.ended.get(old).map(|e| e.phase),
+            Some(Phase::Aborted(AbortReason::Timeout))
         );
         // A late request of the old incarnation is no restart: it conflicts
         // with the new transaction and leaves it alone.

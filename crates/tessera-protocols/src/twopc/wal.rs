@@ -249,6 +249,10 @@ impl ParticipantLog for WalLog {
         true
     }
 
+    fn records_writes(&self) -> bool {
+        self.durable
+    }
+
     fn on_persisted(&mut self, _ctx: &mut Ctx<Msg>, token: u64) -> bool {
         if token >> 56 != u64::from(RECORD_TAG) {
             return false;

@@ -61,8 +61,9 @@ fn arb_msg() -> impl Strategy<Value = Msg> {
         any::<u64>(),
         any::<u64>(),
         0u32..3,
+        any::<bool>(),
     )
-        .prop_map(|(txn, since, floor, seed, home)| {
+        .prop_map(|(txn, since, floor, seed, home, commit)| {
             let wl = Ycsb::new(YcsbConfig {
                 partitions: 3,
                 keys_per_partition: 1000,
@@ -81,12 +82,21 @@ fn arb_msg() -> impl Strategy<Value = Msg> {
                 floor: TxnId(floor),
                 pieces: (0..n as u16).collect(),
                 inputs: vec![Vec::new(); n],
+                commit,
             })
         });
     prop_oneof![
         execute,
-        (txn.clone(), proptest::collection::vec(reply, 0..4))
-            .prop_map(|(txn, results)| Msg::ExecuteOk { txn, results }),
+        (
+            txn.clone(),
+            proptest::collection::vec(reply, 0..4),
+            any::<bool>()
+        )
+            .prop_map(|(txn, results, committed)| Msg::ExecuteOk {
+                txn,
+                results,
+                committed
+            }),
         (txn.clone(), any::<u8>()).prop_map(|(txn, r)| Msg::ExecuteFailed {
             txn,
             reason: reason(r)
@@ -161,6 +171,7 @@ fn bad_piece_indices_are_rejected() {
         floor: TxnId(1),
         pieces: vec![5],
         inputs: vec![Vec::new()],
+        commit: false,
     });
     let bytes = msg.to_bytes().unwrap();
     let err = Msg::from_bytes(&bytes, &DecodeCx::new(wl)).unwrap_err();
