@@ -330,14 +330,25 @@ impl TwoPcCoordinator {
         ctx.done(txn, TxnOutcome::Aborted(reason));
     }
 
-    fn committed_outcome(st: &TxnState) -> TxnOutcome {
+    /// The outcome reported for a committed transaction, built from its
+    /// piece replies (moved, not copied: a one-piece transaction's reads
+    /// and writes become the outcome's as they are).
+    fn committed_outcome(results: Vec<Option<PieceReply>>) -> TxnOutcome {
         let mut reads = Vec::new();
         let mut writes = Vec::new();
-        let mut outputs = Vec::with_capacity(st.results.len());
-        for r in st.results.iter().flatten() {
-            reads.extend_from_slice(&r.reads);
-            writes.extend_from_slice(&r.writes);
-            outputs.push(r.output.clone());
+        let mut outputs = Vec::with_capacity(results.len());
+        for r in results.into_iter().flatten() {
+            if reads.is_empty() {
+                reads = r.reads;
+            } else {
+                reads.extend_from_slice(&r.reads);
+            }
+            if writes.is_empty() {
+                writes = r.writes;
+            } else {
+                writes.extend_from_slice(&r.writes);
+            }
+            outputs.push(r.output);
         }
         TxnOutcome::Committed {
             reads,
@@ -378,7 +389,7 @@ impl TwoPcCoordinator {
             // read.
             let st = self.forget(txn).expect("present");
             let outcome = if st.remaining == 0 {
-                Self::committed_outcome(&st)
+                Self::committed_outcome(st.results)
             } else {
                 TxnOutcome::InDoubt
             };
@@ -482,7 +493,7 @@ impl TwoPcCoordinator {
         }
         let st = self.forget(txn).expect("present");
         if committed {
-            ctx.done(txn, Self::committed_outcome(&st));
+            ctx.done(txn, Self::committed_outcome(st.results));
         } else {
             ctx.done(txn, TxnOutcome::Aborted(AbortReason::Validation));
         }
@@ -739,7 +750,7 @@ impl Node<Msg> for TwoPcCoordinator {
         st.retransmit_at = ctx.now() + st.rto;
         st.phase_at = ctx.now();
         Self::send_commit(ctx, &self.leaders, txn, st, None);
-        let outcome = Self::committed_outcome(st);
+        let outcome = Self::committed_outcome(std::mem::take(&mut st.results));
         ctx.done(txn, outcome);
     }
 }

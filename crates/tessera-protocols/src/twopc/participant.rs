@@ -337,7 +337,7 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
     /// Admit and run the transaction's waiting pieces in order until one
     /// must wait; reply with what ran.
     fn run_waiting(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
-        let mut results = Vec::new();
+        let mut ran = 0;
         loop {
             let Some(st) = self.txns.get_mut(&txn) else {
                 return;
@@ -371,8 +371,8 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
                     let st = self.txns.get_mut(&txn).expect("present");
                     let (piece, inputs) = st.waiting.pop_front().expect("front exists");
                     let reply = execute_piece(&self.store, st, &proc, &spec, piece, &inputs);
-                    st.done.push(reply.clone());
-                    results.push(reply);
+                    st.done.push(reply);
+                    ran += 1;
                 }
                 Admit::Wait => break,
                 Admit::Abort(reason) => {
@@ -403,7 +403,8 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
                 return;
             }
         }
-        if !results.is_empty() {
+        if ran > 0 {
+            let results = st.done[st.done.len() - ran..].to_vec();
             let committed = false;
             ctx.send(
                 coord,
