@@ -202,15 +202,27 @@ seeds_test!(rococo_district, "rococo", Partition::District);
 seeds_test!(rococo_tiny, "rococo", Partition::Tiny);
 
 /// The conditions are real: OCC with validation switched off loses updates
-/// on NOCC's tiny, contended configuration (Payment only), and clause
-/// 3.3.2's conditions say so — as does the isolation checker.
+/// on a small, contended configuration (two warehouses, Payment only, every
+/// customer remote), and clause 3.3.2's conditions say so — as does the
+/// isolation checker. The customers are remote so that each Payment spans
+/// two shards: it reads the home warehouse's row in one round and locks it
+/// in another, which is where no validation lets a lost update in. (A
+/// one-shard transaction runs and commits in one step at its participant,
+/// the one-shot path, where nothing can interleave.)
 #[test]
 fn occ_without_validation_breaks_a_consistency_condition() {
+    let config = TpccConfig {
+        partition: Partition::Warehouse,
+        shards: 2,
+        warehouses: 2,
+        remote_payment: 100.0,
+        ..TpccConfig::tiny()
+    };
     for seed in 0..3 {
         let mut s = BenchSpec::new(
             RuntimeKind::Sim,
             "occ-unsafe",
-            WorkloadSpec::Tpcc(TpccConfig::tiny()),
+            WorkloadSpec::Tpcc(config),
         );
         s.seed = seed;
         s.clients = 16;

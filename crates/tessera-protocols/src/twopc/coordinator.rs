@@ -219,8 +219,21 @@ impl TwoPcCoordinator {
                     continue;
                 }
                 let results = &st.results;
-                let Some(ins) = p.gather_inputs(|j| results[j].as_ref().map(|r| &r.output)) else {
-                    continue;
+                let ins = match p.gather_inputs(|j| results[j].as_ref().map(|r| &r.output)) {
+                    Some(ins) => ins,
+                    // Fed only by pieces of this shard that go in this
+                    // same Execute (or ran there already): the participant
+                    // runs them first and takes the outputs itself, which
+                    // saves a round trip per step of the chain.
+                    None if p.inputs.iter().all(|&j| {
+                        let j = j as usize;
+                        pieces[j].shard == shard
+                            && (results[j].is_some() || ids.contains(&(j as u16)))
+                    }) =>
+                    {
+                        Vec::new()
+                    }
+                    None => continue,
                 };
                 st.sent[i] = true;
                 ids.push(i as u16);
@@ -780,8 +793,17 @@ mod tests {
     }
 
     fn two_rounds() -> Txn {
-        let piece = |row, inputs| PieceSpec {
-            shard: ShardId(0),
+        chain(ShardId(0))
+    }
+
+    /// Piece 0 at shard 0, then piece 1 at `second`, fed by piece 0.
+    fn chain(second: ShardId) -> Txn {
+        let piece = |row, inputs: Vec<u16>| PieceSpec {
+            shard: if inputs.is_empty() {
+                ShardId(0)
+            } else {
+                second
+            },
             reads: vec![Access::all(Key::new(0, row))],
             writes: vec![Access::all(Key::new(0, row))],
             kind: PieceKind::Immediate,
@@ -816,12 +838,13 @@ mod tests {
     /// round's locks were held; the coordinator's backed-off retransmission
     /// came too late and it ignored the participant's Inquire, so the hot
     /// row stayed locked. An Inquire about a running transaction must
-    /// resend what the asker lacks, and only to the asker.
+    /// resend what the asker lacks, and only to the asker. (The second
+    /// round goes to another shard: one shard runs a chain by itself.)
     #[test]
     fn an_inquire_about_a_running_transaction_resends_the_lost_round() {
-        let topology = Arc::new(Topology::new(1, 1, 1));
+        let topology = Arc::new(Topology::new(2, 1, 1));
         let me = topology.client_hosts().next().expect("a client host").id;
-        let server = topology.leader(ShardId(0));
+        let (first_server, server) = (topology.leader(ShardId(0)), topology.leader(ShardId(1)));
         let mut c = TwoPcCoordinator::new(
             Timeouts::default(),
             false,
@@ -844,17 +867,19 @@ mod tests {
                 ctx,
                 Attempt {
                     id: txn,
-                    txn: two_rounds(),
+                    txn: chain(ShardId(1)),
                     since: 0,
                 },
             )
         });
-        assert!(matches!(&first[..], [(to, Msg::Execute(e))] if *to == server && e.pieces == [0]));
+        assert!(
+            matches!(&first[..], [(to, Msg::Execute(e))] if *to == first_server && e.pieces == [0])
+        );
         // Round two goes out (and is lost).
         let second = step(&mut |c, ctx| {
             c.on_message(
                 ctx,
-                server,
+                first_server,
                 Msg::ExecuteOk {
                     txn,
                     results: vec![reply(0)],
@@ -862,7 +887,7 @@ mod tests {
                 },
             )
         });
-        assert!(matches!(&second[..], [(_, Msg::Execute(e))] if e.pieces == [1]));
+        assert!(matches!(&second[..], [(to, Msg::Execute(e))] if *to == server && e.pieces == [1]));
         let nudged = step(&mut |c, ctx| c.on_message(ctx, server, Msg::Inquire { txn }));
         assert!(
             matches!(&nudged[..], [(to, Msg::Execute(e))] if *to == server && e.pieces == [1]),
@@ -873,7 +898,8 @@ mod tests {
         assert!(step(&mut |c, ctx| c.on_message(ctx, other, Msg::Inquire { txn })).is_empty());
     }
 
-    /// The last round of a one-participant transaction asks it to commit
+    /// A one-participant transaction goes out in one Execute, its chained
+    /// piece included (the participant feeds it), asking it to commit
     /// (one-shot); the commit with every reply completes the attempt, and
     /// a commit without them (a participant that restarted since) is
     /// reported in doubt rather than as a commit with unknown reads.
@@ -898,7 +924,7 @@ mod tests {
             f(&mut c, &mut Ctx::new(1, me, &mut rng, &mut effects));
             effects
         };
-        for (seq, replies, in_doubt) in [(1, vec![reply(1)], false), (2, vec![], true)] {
+        for (seq, replies, in_doubt) in [(1, vec![reply(0), reply(1)], false), (2, vec![], true)] {
             let txn = TxnId::new(me, 0, seq);
             let attempt = Attempt {
                 id: txn,
@@ -906,18 +932,8 @@ mod tests {
                 since: 0,
             };
             let first = sent(step(&mut |c, ctx| c.submit(ctx, attempt.clone())));
-            assert!(matches!(&first[..], [(_, Msg::Execute(e))] if !e.commit));
-            let last = sent(step(&mut |c, ctx| {
-                let results = vec![reply(0)];
-                let committed = false;
-                let ok = Msg::ExecuteOk {
-                    txn,
-                    results,
-                    committed,
-                };
-                c.on_message(ctx, server, ok)
-            }));
-            assert!(matches!(&last[..], [(_, Msg::Execute(e))] if e.commit && e.pieces == [1]));
+            assert!(matches!(&first[..], [(_, Msg::Execute(e))]
+                if e.commit && e.pieces == [0, 1] && e.inputs[1].is_empty()));
             let done = step(&mut |c, ctx| {
                 let results = replies.clone();
                 let committed = true;

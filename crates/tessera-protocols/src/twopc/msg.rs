@@ -34,7 +34,9 @@ pub struct Execute {
     /// their tombstones and ignore their stale messages.
     pub floor: TxnId,
     pub pieces: Vec<u16>,
-    /// Outputs of the pieces' input pieces, per piece in order.
+    /// Outputs of the pieces' input pieces, per piece in order; none for
+    /// a piece whose inputs all come from pieces of this shard that the
+    /// participant runs (or ran) itself: it takes their outputs.
     pub inputs: Vec<Vec<Value>>,
     /// The transaction's only participant gets its last pieces: commit in
     /// one phase as soon as they ran (the one-shot path: no CommitOnePhase
@@ -407,7 +409,7 @@ fn decode_execute(
     let mut inputs = Vec::with_capacity(n);
     for &p in &pieces {
         let k = get_len(buf, 1, "piece inputs")?;
-        if k != specs[p as usize].inputs.len() {
+        if k != 0 && k != specs[p as usize].inputs.len() {
             return Err(DecodeError::invalid(
                 "piece inputs",
                 format!(

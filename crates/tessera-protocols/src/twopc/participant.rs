@@ -345,13 +345,37 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
             if st.phase != Phase::Active {
                 return;
             }
-            let Some((piece, inputs)) = st.waiting.front() else {
-                break;
-            };
             let proc = st
                 .proc
                 .clone()
                 .expect("an active transaction has its procedure");
+            let Some((piece, inputs)) = st.waiting.front_mut() else {
+                break;
+            };
+            let wanted = &proc.pieces()[*piece as usize].inputs;
+            if inputs.len() != wanted.len() {
+                // Fed by pieces run here (see `Execute::inputs`). None runs
+                // after a user abort: the coordinator aborts anyway, and a
+                // rolled-back piece's output is no input.
+                if st.done.iter().any(|r| r.user_abort) {
+                    break;
+                }
+                let done = &st.done;
+                let output = |j: usize| {
+                    done.iter()
+                        .find(|r| r.piece as usize == j)
+                        .map(|r| &r.output)
+                };
+                match proc.pieces()[*piece as usize].gather_inputs(output) {
+                    Some(ins) => *inputs = ins,
+                    None => {
+                        tracing::warn!(?txn, piece, "inputs from pieces that did not run here");
+                        self.abort_local(ctx, txn, AbortReason::Validation, true);
+                        return;
+                    }
+                }
+            }
+            let (piece, inputs) = st.waiting.front().expect("front exists");
             let spec = proc.resolve(*piece as usize, inputs);
             let admit = self.cc.admit(
                 &mut self.store,
@@ -1151,6 +1175,79 @@ mod tests {
                 ..PieceResult::default()
             }
         }
+    }
+
+    /// Piece 0 reads key 7 and outputs its value (or "none"); piece 1,
+    /// fed by piece 0, writes that output to key 8.
+    #[derive(Debug)]
+    struct Copy(Vec<PieceSpec>);
+
+    impl Copy {
+        fn txn() -> Txn {
+            let piece = |row, reads: bool, inputs: Vec<u16>| PieceSpec {
+                shard: ShardId(0),
+                reads: if reads {
+                    vec![Access::all(Key::new(0, row))]
+                } else {
+                    Vec::new()
+                },
+                writes: if reads {
+                    Vec::new()
+                } else {
+                    vec![Access::all(Key::new(0, row))]
+                },
+                kind: PieceKind::Immediate,
+                inputs,
+                dynamic: false,
+            };
+            Arc::new(Copy(vec![piece(7, true, vec![]), piece(8, false, vec![0])]))
+        }
+    }
+
+    impl Procedure for Copy {
+        fn name(&self) -> &'static str {
+            "copy"
+        }
+        fn pieces(&self) -> &[PieceSpec] {
+            &self.0
+        }
+        fn execute(&self, piece: usize, reads: &[Option<&Value>], inputs: &[Value]) -> PieceResult {
+            match piece {
+                0 => PieceResult {
+                    output: reads[0].cloned().unwrap_or(Value::from_static(b"none")),
+                    ..PieceResult::default()
+                },
+                _ => PieceResult {
+                    writes: vec![(Key::new(0, 8), inputs[0].clone())],
+                    ..PieceResult::default()
+                },
+            }
+        }
+    }
+
+    /// A piece fed by a piece of the same shard comes in the same Execute
+    /// without its inputs: the participant feeds it the output it produced.
+    #[test]
+    fn a_chained_piece_takes_its_input_from_the_piece_run_here() {
+        let mut h = Harness::new();
+        let t1 = TxnId::new(NodeId(1), 0, 1);
+        h.deliver(one_shot(t1, t1));
+        let t2 = TxnId::new(NodeId(1), 0, 2);
+        let answer = h.deliver(Msg::Execute(Execute {
+            txn: t2,
+            since: 0,
+            proc: Copy::txn(),
+            floor: t2,
+            pieces: vec![0, 1],
+            inputs: vec![Vec::new(), Vec::new()],
+            commit: true,
+        }));
+        assert!(
+            matches!(&answer[..], [Msg::ExecuteOk { results, committed: true, .. }] if results.len() == 2),
+            "{answer:?}"
+        );
+        let copied = h.p.store.get(Key::new(0, 8)).expect("written");
+        assert_eq!(&copied.value[..], b"x");
     }
 
     struct Harness<C = Occ> {
