@@ -91,6 +91,23 @@ pub fn experiments() -> Vec<Experiment> {
     replicated.warmup = 200 * MS;
     replicated.cooldown = 100 * MS;
 
+    // Janus §6.2 / Fig. 8: the same deployment with 1M keys per shard and
+    // 900 clients, contention swept; and over Table 2's three regions with
+    // 10,800 clients (the paper's client count there).
+    let mut janus_micro = replicated.clone();
+    janus_micro.workload = WorkloadSpec::Micro(MicroConfig {
+        shards: 3,
+        keys_per_shard: 1_000_000,
+        zipf_theta: 0.5,
+    });
+    janus_micro.clients = 900;
+    let mut janus_micro_wan = janus_micro.clone();
+    janus_micro_wan.sites = Some(crate::sites::Sites::three_regions());
+    janus_micro_wan.clients = 10_800;
+    janus_micro_wan.duration = 3_000 * MS;
+    janus_micro_wan.warmup = 1_000 * MS;
+    janus_micro_wan.cooldown = 500 * MS;
+
     // COCO Fig. 16 shape: YCSB over 3 shards with 3 replicas each, 20%
     // multi-partition, epoch commit; 2 s of virtual time so 100 ms epochs
     // commit many times.
@@ -146,6 +163,31 @@ pub fn experiments() -> Vec<Experiment> {
             vary: Vary {
                 name: "clients".into(),
                 values: vec![30.0, 90.0, 300.0, 900.0],
+            },
+            plot: &["throughput", "commit_rate", "p90"],
+        },
+        Experiment {
+            name: "janus-micro",
+            description: "Janus §6.2 Fig. 8 (one site) on sim: micro-benchmark, 3 shards x 3 \
+                          replicas, 1M keys per shard, 900 clients, zipf 0.5 → 1.0; Janus vs \
+                          TAPIR vs 2PL and OCC over Multi-Paxos",
+            protocols: &["janus", "tapir", "2pl-paxos", "occ-paxos"],
+            base: janus_micro,
+            vary: Vary {
+                name: "zipf".into(),
+                values: vec![0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+            },
+            plot: &["throughput", "commit_rate", "p90"],
+        },
+        Experiment {
+            name: "janus-micro-wan",
+            description: "Janus §6.2 Fig. 8 (three sites) on sim: as janus-micro over Table 2's \
+                          three regions with 10,800 clients",
+            protocols: &["janus", "tapir", "2pl-paxos", "occ-paxos"],
+            base: janus_micro_wan,
+            vary: Vary {
+                name: "zipf".into(),
+                values: vec![0.5, 0.7, 0.9, 1.0],
             },
             plot: &["throughput", "commit_rate", "p90"],
         },

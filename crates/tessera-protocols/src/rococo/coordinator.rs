@@ -292,6 +292,7 @@ impl Node<Msg> for RococoCoordinator {
             | Msg::Committed { .. }
             | Msg::Inquire { .. }
             | Msg::InquireOk { .. }
+            | Msg::NotHere { .. }
             | Msg::RoRead { .. } => {
                 tracing::warn!(?from, "coordinator got a server's message");
             }

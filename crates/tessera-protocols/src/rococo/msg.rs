@@ -60,6 +60,13 @@ pub enum Msg {
         txn: TxnId,
         deps: Vec<Vertex>,
     },
+    /// The other answer: `txn` has not started here (it may never: a
+    /// transaction whose user abort was honoured contacts only some of its
+    /// servers), so ask another of its servers now rather than after a
+    /// retransmission timeout.
+    NotHere {
+        txn: TxnId,
+    },
     /// Coordinator → server: read pieces of a read-only transaction once
     /// the transactions they conflict with have finished (§4.1, Fig. 10).
     RoRead {
@@ -102,7 +109,7 @@ impl WireSize for Msg {
                 } => replies_size(immediate) + 2 * received.len() + vertices_size(deps),
                 Msg::Commit { deps, .. } => vertices_size(deps),
                 Msg::CommitOk { deferred, .. } => replies_size(deferred),
-                Msg::Inquire { .. } | Msg::Committed { .. } => 0,
+                Msg::Inquire { .. } | Msg::Committed { .. } | Msg::NotHere { .. } => 0,
                 Msg::InquireOk { deps, .. } => vertices_size(deps),
                 Msg::RoRead { pieces, inputs, .. } => 4 + inputs_size(pieces, inputs),
                 Msg::RoReadOk { results, .. } => 4 + replies_size(results),

@@ -445,12 +445,32 @@ impl RococoServer {
                 scc: scc.clone(),
             };
             ctx.send(from, Msg::InquireOk { txn, deps: vec![v] });
-        } else {
+        } else if self.locals.contains_key(&txn) {
             let epoch = self.epoch;
             let (_, askers) = self.inquiries.entry(txn).or_insert((epoch, Vec::new()));
             if !askers.contains(&from) {
                 askers.push(from);
             }
+        } else {
+            ctx.send(from, Msg::NotHere { txn });
+        }
+    }
+
+    /// `from` has not seen `txn` start: ask its next server at once, once
+    /// around its servers; after that the sweep's backed-off resends go on.
+    fn on_not_here(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) {
+        let servers = self.graph.get(txn).map_or(0, |n| n.shards.len());
+        let Some(ask) = self.asking.get_mut(&txn) else {
+            return;
+        };
+        if ask.tries as usize + 1 >= servers {
+            return;
+        }
+        ask.tries += 1;
+        ask.sent_at = ctx.now();
+        let tries = ask.tries;
+        if let Some(to) = self.asked_server(txn, tries).filter(|to| *to != from) {
+            ctx.send(to, Msg::Inquire { txn });
         }
     }
 
@@ -669,6 +689,7 @@ impl Node<Msg> for RococoServer {
             }
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
             Msg::InquireOk { deps, .. } => self.on_inquire_ok(ctx, &deps),
+            Msg::NotHere { txn } => self.on_not_here(ctx, from, txn),
             Msg::RoRead {
                 txn,
                 round,
