@@ -108,6 +108,22 @@ pub fn experiments() -> Vec<Experiment> {
     janus_micro_wan.warmup = 1_000 * MS;
     janus_micro_wan.cooldown = 500 * MS;
 
+    // Rococo §5.5: 8 servers of 10 districts each, all of one warehouse
+    // (the district/item partitioning), the full TPC-C mix in closed loops.
+    // 300 customers a district instead of 3,000: contention is on the
+    // warehouse and district rows, and the load stays under a second.
+    let mut rococo_contention = BenchSpec::new(
+        RuntimeKind::Sim,
+        "",
+        WorkloadSpec::Tpcc(TpccConfig {
+            customers: 300,
+            ..TpccConfig::rococo(8, 80)
+        }),
+    );
+    rococo_contention.duration = 1_000 * MS;
+    rococo_contention.warmup = 200 * MS;
+    rococo_contention.cooldown = 100 * MS;
+
     // COCO Fig. 16 shape: YCSB over 3 shards with 3 replicas each, 20%
     // multi-partition, epoch commit; 2 s of virtual time so 100 ms epochs
     // commit many times.
@@ -165,6 +181,19 @@ pub fn experiments() -> Vec<Experiment> {
                 values: vec![30.0, 90.0, 300.0, 900.0],
             },
             plot: &["throughput", "commit_rate", "p90"],
+        },
+        Experiment {
+            name: "rococo-contention",
+            description: "Rococo §5.5 Fig. 14 on sim: TPC-C full mix, 1 warehouse of 80 \
+                          districts over 8 servers (district/item partitioning), 1 → 100 clients \
+                          per server; Rococo vs 2PL (wound-wait) vs OCC, new-orders/s",
+            protocols: &["rococo", "2pl-ww", "occ"],
+            base: rococo_contention,
+            vary: Vary {
+                name: "clients".into(),
+                values: vec![8.0, 40.0, 80.0, 160.0, 320.0, 800.0],
+            },
+            plot: &["neworders", "commit_rate", "p50", "p90", "p99"],
         },
         Experiment {
             name: "janus-micro",

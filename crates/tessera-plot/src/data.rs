@@ -43,6 +43,7 @@ const ALIASES: &[(&str, &str)] = &[
     ("msgs", "msgs_per_txn"),
     ("commit", "commit_rate"),
     ("cpu", "server_cpu_us_per_txn"),
+    ("neworders", "neworder_tps"),
 ];
 
 /// The canonical field an alias stands for (or the name itself).
@@ -65,6 +66,7 @@ pub(crate) fn pretty_label(field: &str) -> String {
         "p99_ms" => "p99 latency (ms)".into(),
         "msgs_per_txn" => "messages / txn".into(),
         "server_cpu_us_per_txn" => "server CPU per committed txn (µs)".into(),
+        "neworder_tps" => "new-orders/s".into(),
         other => other.to_string(),
     }
 }
