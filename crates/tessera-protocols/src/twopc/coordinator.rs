@@ -833,6 +833,17 @@ mod tests {
         }
     }
 
+    /// A fresh coordinator (incarnation 0, no lock round) on `me`.
+    fn coordinator(me: NodeId, topology: Arc<Topology>) -> TwoPcCoordinator {
+        let env = CoordinatorEnv {
+            me,
+            topology,
+            incarnation: 0,
+            recovered: Vec::new(),
+        };
+        TwoPcCoordinator::new(Timeouts::default(), false, env)
+    }
+
     /// Regression (TPC-C tiny, 2pl-nowait, faulty seeds 9 and 95): the
     /// second round's Execute (or its reply) was lost while the first
     /// round's locks were held; the coordinator's backed-off retransmission
@@ -845,16 +856,7 @@ mod tests {
         let topology = Arc::new(Topology::new(2, 1, 1));
         let me = topology.client_hosts().next().expect("a client host").id;
         let (first_server, server) = (topology.leader(ShardId(0)), topology.leader(ShardId(1)));
-        let mut c = TwoPcCoordinator::new(
-            Timeouts::default(),
-            false,
-            CoordinatorEnv {
-                me,
-                topology,
-                incarnation: 0,
-                recovered: Vec::new(),
-            },
-        );
+        let mut c = coordinator(me, topology);
         let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
         let txn = TxnId::new(me, 0, 1);
         let mut step = |f: &mut dyn FnMut(&mut TwoPcCoordinator, &mut Ctx<Msg>)| {
@@ -908,16 +910,7 @@ mod tests {
         let topology = Arc::new(Topology::new(1, 1, 1));
         let me = topology.client_hosts().next().expect("a client host").id;
         let server = topology.leader(ShardId(0));
-        let mut c = TwoPcCoordinator::new(
-            Timeouts::default(),
-            false,
-            CoordinatorEnv {
-                me,
-                topology,
-                incarnation: 0,
-                recovered: Vec::new(),
-            },
-        );
+        let mut c = coordinator(me, topology);
         let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
         let mut step = |f: &mut dyn FnMut(&mut TwoPcCoordinator, &mut Ctx<Msg>)| {
             let mut effects = Vec::new();
