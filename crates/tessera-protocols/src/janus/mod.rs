@@ -35,8 +35,11 @@
 //!   **Prepare** ([`msg::Msg::Prepare`]) with a higher ballot by promising
 //!   it (also for transactions they never pre-accepted, so a late PreAccept
 //!   cannot contradict an abandon) and reporting the accepted ballot and
-//!   dependencies they hold. The recovery coordinator that a replica would
-//!   start for a silent transaction is not built yet: a transaction whose
+//!   dependencies they hold; [`recovery::decide`] is Algorithm 6's choice
+//!   among the Prepare-OKs (Accept the highest accepted value, keep a
+//!   possible fast path's union, PreAccept again, or abandon). The recovery
+//!   coordinator that a replica would start for a silent transaction, which
+//!   sends the Prepares and drives that choice, is not built yet: a transaction whose
 //!   coordinator dies after PreAccept stays pre-accepted, and its
 //!   conflicting successors wait.
 //! * §4's pre-determined-keys extension is not built: a procedure whose
@@ -48,6 +51,7 @@
 mod coordinator;
 pub mod msg;
 pub mod quorum;
+pub mod recovery;
 mod server;
 #[cfg(test)]
 mod tests;

@@ -248,7 +248,9 @@ impl JanusServer {
             Some(l) => l.ballot,
             None => self.promised.get(&txn).copied().unwrap_or(0),
         };
-        if seen >= ballot {
+        // Algorithm 7, l. 87: only a strictly higher ballot refuses, so a
+        // recovery coordinator's retransmitted Prepare is promised again.
+        if seen > ballot {
             ctx.send(from, Msg::PrepareNotOk { txn, ballot: seen });
             return;
         }

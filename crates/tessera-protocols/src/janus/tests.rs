@@ -266,7 +266,7 @@ fn opposite_arrival_orders_take_the_slow_path_and_one_order() {
 /// only. A Prepare with ballot 1 is promised by all three; replica 0 reports
 /// its pre-accepted (not accepted) dependencies, the others report nothing,
 /// and the late PreAccept of ballot 0 is then refused, so a recovery
-/// coordinator that abandons T cannot be contradicted. Lower or equal
+/// coordinator that abandons T cannot be contradicted. Lower
 /// ballots are refused with the one promised; an Accept at the promised
 /// ballot is then reported as accepted to a higher Prepare.
 #[test]
@@ -305,8 +305,8 @@ fn prepare_promises_the_ballot_and_reports_what_each_replica_holds() {
     });
     assert!(refused, "{:?}", c.queue);
 
-    // Equal ballots are refused with the promise.
-    let again = c.ask_server(0, prepare(1));
+    // Lower ballots are refused with the promise (Algorithm 7, l. 87).
+    let again = c.ask_server(0, prepare(0));
     assert!(
         matches!(again[..], [Msg::PrepareNotOk { ballot: 1, .. }]),
         "{again:?}"
