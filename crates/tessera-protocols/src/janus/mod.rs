@@ -31,11 +31,17 @@
 //! * Conflict tracking keeps every unexecuted conflicting transaction per
 //!   key rather than Rococo's one hop; see [`tracker`] for why one hop is
 //!   unsound once commits replace dependencies with a quorum's.
-//! * Coordinator failure recovery (§3.3, Prepare with higher ballots, the
-//!   abandon flag) is not built yet: a transaction whose coordinator dies
-//!   after PreAccept stays pre-accepted, and its conflicting successors
-//!   wait. Messages carry ballots and servers check them, so recovery can
-//!   be added without changing the normal path.
+//! * Coordinator failure recovery (§3.3) is half built: replicas answer a
+//!   **Prepare** ([`msg::Msg::Prepare`]) with a higher ballot by promising
+//!   it (also for transactions they never pre-accepted, so a late PreAccept
+//!   cannot contradict an abandon) and reporting the accepted ballot and
+//!   dependencies they hold; [`recovery::decide`] is Algorithm 6's choice
+//!   among the Prepare-OKs (Accept the highest accepted value, keep a
+//!   possible fast path's union, PreAccept again, or abandon). The recovery
+//!   coordinator that a replica would start for a silent transaction, which
+//!   sends the Prepares and drives that choice, is not built yet: a transaction whose
+//!   coordinator dies after PreAccept stays pre-accepted, and its
+//!   conflicting successors wait.
 //! * §4's pre-determined-keys extension is not built: a procedure whose
 //!   pieces take other pieces' outputs is refused.
 //! * No garbage collection of the dependency graph yet.
@@ -45,6 +51,7 @@
 mod coordinator;
 pub mod msg;
 pub mod quorum;
+pub mod recovery;
 mod server;
 #[cfg(test)]
 mod tests;

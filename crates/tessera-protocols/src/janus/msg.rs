@@ -18,6 +18,16 @@ pub struct Dep {
     pub shards: Arc<[ShardId]>,
 }
 
+/// What a replica holds of a transaction it pre-accepted, in answer to a
+/// recovery coordinator's Prepare (§3.3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prepared {
+    /// The ballot at which `deps` were accepted, `None` if they are still
+    /// the replica's own PreAccept answer.
+    pub accepted: Option<Ballot>,
+    pub deps: Vec<Dep>,
+}
+
 /// A transaction as committed: its procedure (so that a replica that missed
 /// its PreAccept can still execute it), the consensus dependencies, and the
 /// abandon flag (§3.3).
@@ -75,6 +85,26 @@ pub enum Msg {
         abandon: bool,
         results: Vec<PieceReply>,
     },
+    /// Recovery coordinator → every replica of every participating shard
+    /// (§3.3): promise not to take part in lower ballots of `txn`.
+    Prepare {
+        txn: TxnId,
+        ballot: Ballot,
+    },
+    /// The promise, with what the replica holds of `txn`: `None` if it
+    /// never pre-accepted it (a shard none of whose answering replicas has
+    /// it makes the recovery coordinator set the abandon flag, §3.3). A
+    /// replica that knows `txn` committed answers with `InquireOk` instead.
+    PrepareOk {
+        txn: TxnId,
+        ballot: Ballot,
+        prepared: Option<Prepared>,
+    },
+    /// A higher ballot was promised.
+    PrepareNotOk {
+        txn: TxnId,
+        ballot: Ballot,
+    },
     /// Server → server: tell me `txn` once it is committing there
     /// (Algorithm 4, l. 45).
     Inquire {
@@ -104,7 +134,14 @@ impl WireSize for Msg {
                 Msg::PreAccept { .. } => 8 + 64,
                 Msg::PreAcceptOk { deps, .. } => 8 + deps_size(deps),
                 Msg::Accept { deps, .. } => 8 + deps_size(deps),
-                Msg::PreAcceptNotOk { .. } | Msg::AcceptOk { .. } | Msg::AcceptNotOk { .. } => 8,
+                Msg::PreAcceptNotOk { .. }
+                | Msg::AcceptOk { .. }
+                | Msg::AcceptNotOk { .. }
+                | Msg::Prepare { .. }
+                | Msg::PrepareNotOk { .. } => 8,
+                Msg::PrepareOk { prepared, .. } => {
+                    8 + 1 + prepared.as_ref().map_or(0, |p| 8 + deps_size(&p.deps))
+                }
                 Msg::Commit(i) | Msg::InquireOk(i) => info_size(i),
                 Msg::CommitOk { results, .. } => 1 + replies_size(results),
                 Msg::Inquire { .. } => 0,

@@ -10,7 +10,7 @@
 //! (the Commit was lost) asks the other replicas for it after a while, so
 //! every replica of a shard executes every committed transaction.
 
-use super::msg::{Ballot, CommitInfo, Dep, Msg};
+use super::msg::{Ballot, CommitInfo, Dep, Msg, Prepared};
 use super::tracker::Tracker;
 use super::JanusConfig;
 use crate::depgraph::graph::{Decision, DepGraph};
@@ -29,6 +29,9 @@ struct Local {
     proc: Txn,
     /// Highest ballot seen (`highest_ballot_S[T]`).
     ballot: Ballot,
+    /// The ballot at which `deps` were accepted (§3.3: a recovery
+    /// coordinator must prefer an accepted value to pre-accepted ones).
+    accepted: Option<Ballot>,
     /// Its dependencies here: from PreAccept, replaced by Accept.
     deps: Vec<Dep>,
     /// The piece results once executed (`processed_S[T]`).
@@ -59,6 +62,10 @@ pub struct JanusServer {
     committed: FastMap<TxnId, Arc<CommitInfo>>,
     wakeups: Wakeups,
     inquiries: FastMap<TxnId, Vec<NodeId>>,
+    /// Ballots promised by Prepare for transactions never pre-accepted
+    /// here, so that their late PreAccept from a lower ballot is refused
+    /// once a recovery coordinator may have abandoned them (§3.3).
+    promised: FastMap<TxnId, Ballot>,
     asking: FastMap<TxnId, Asking>,
     executed: u64,
 }
@@ -77,6 +84,7 @@ impl JanusServer {
             committed: tessera_core::fast_map(),
             wakeups: Wakeups::default(),
             inquiries: tessera_core::fast_map(),
+            promised: tessera_core::fast_map(),
             asking: tessera_core::fast_map(),
             executed: 0,
         }
@@ -154,6 +162,18 @@ impl JanusServer {
             );
             return;
         }
+        if let Some(&promised) = self.promised.get(&txn) {
+            if promised > ballot {
+                ctx.send(
+                    from,
+                    Msg::PreAcceptNotOk {
+                        txn,
+                        ballot: promised,
+                    },
+                );
+                return;
+            }
+        }
         if proc.pieces().iter().any(|p| !p.inputs.is_empty()) {
             tracing::error!(
                 ?txn,
@@ -171,6 +191,7 @@ impl JanusServer {
             Local {
                 proc,
                 ballot,
+                accepted: None,
                 deps: deps.clone(),
                 results: None,
                 abandon: false,
@@ -208,8 +229,52 @@ impl JanusServer {
             return;
         }
         l.ballot = ballot;
+        l.accepted = Some(ballot);
         l.deps = deps.to_vec();
         ctx.send(from, Msg::AcceptOk { txn, ballot });
+    }
+
+    // ---- Prepare (§3.3, the replica's side of recovery) ----
+
+    /// Promises `ballot` unless a higher one was seen, and reports what is
+    /// held of `txn`; a committed transaction is answered with its Commit,
+    /// which the recovery coordinator then only has to spread.
+    fn on_prepare(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, ballot: Ballot) {
+        if let Some(info) = self.committed.get(&txn) {
+            ctx.send(from, Msg::InquireOk(info.clone()));
+            return;
+        }
+        let seen = match self.locals.get(&txn) {
+            Some(l) => l.ballot,
+            None => self.promised.get(&txn).copied().unwrap_or(0),
+        };
+        // Algorithm 7, l. 87: only a strictly higher ballot refuses, so a
+        // recovery coordinator's retransmitted Prepare is promised again.
+        if seen > ballot {
+            ctx.send(from, Msg::PrepareNotOk { txn, ballot: seen });
+            return;
+        }
+        let prepared = match self.locals.get_mut(&txn) {
+            Some(l) => {
+                l.ballot = ballot;
+                Some(Prepared {
+                    accepted: l.accepted,
+                    deps: l.deps.clone(),
+                })
+            }
+            None => {
+                self.promised.insert(txn, ballot);
+                None
+            }
+        };
+        ctx.send(
+            from,
+            Msg::PrepareOk {
+                txn,
+                ballot,
+                prepared,
+            },
+        );
     }
 
     // ---- Commit (Algorithm 4) ----
@@ -221,6 +286,7 @@ impl JanusServer {
         if self.committed.contains_key(&t) {
             return;
         }
+        self.promised.remove(&t);
         let shards: Arc<[ShardId]> = participants(info.proc.as_ref()).into();
         let mine = shards.contains(&self.shard);
         let mut rose = Vec::new();
@@ -239,6 +305,7 @@ impl JanusServer {
             let l = self.locals.entry(t).or_insert_with(|| Local {
                 proc: info.proc.clone(),
                 ballot: 0,
+                accepted: None,
                 deps: Vec::new(),
                 results: None,
                 abandon: false,
@@ -542,9 +609,12 @@ impl Node<Msg> for JanusServer {
             }
             Msg::Accept { txn, ballot, deps } => self.on_accept(ctx, from, txn, ballot, &deps),
             Msg::Commit(info) => self.on_commit(ctx, from, info),
+            Msg::Prepare { txn, ballot } => self.on_prepare(ctx, from, txn, ballot),
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
             Msg::InquireOk(info) => self.apply_commit(ctx, info),
             Msg::PreAcceptOk { .. }
+            | Msg::PrepareOk { .. }
+            | Msg::PrepareNotOk { .. }
             | Msg::PreAcceptNotOk { .. }
             | Msg::AcceptOk { .. }
             | Msg::AcceptNotOk { .. }

@@ -75,6 +75,9 @@ struct Cluster {
     seq: u32,
 }
 
+/// The node a test plays a recovery coordinator from.
+const RECOVERY: u32 = 9;
+
 impl Cluster {
     fn new() -> Self {
         let topology = Arc::new(Topology::new(1, 3, 2));
@@ -170,6 +173,21 @@ impl Cluster {
         self.step(i);
     }
 
+    /// Delivers `msg` from a node outside the cluster (a recovery
+    /// coordinator played by the test) to server `to`, and returns the
+    /// server's replies to it.
+    fn ask_server(&mut self, to: u32, msg: Msg) -> Vec<Msg> {
+        let me = NodeId(RECOVERY);
+        self.queue.push((me, NodeId(to), msg));
+        let i = self.queue.len() - 1;
+        self.step(i);
+        let (replies, rest) = std::mem::take(&mut self.queue)
+            .into_iter()
+            .partition(|(_, d, _)| *d == me);
+        self.queue = rest;
+        replies.into_iter().map(|(_, _, m)| m).collect()
+    }
+
     fn run(&mut self) {
         while !self.queue.is_empty() {
             self.step(0);
@@ -242,4 +260,85 @@ fn opposite_arrival_orders_take_the_slow_path_and_one_order() {
     assert_eq!((c.saw(t1), c.saw(t2)), (10, 11));
     assert_eq!(c.paths(), (0, 2));
     c.assert_replicas_hold(12, t2);
+}
+
+/// §3.3, the replicas' side of recovery: T's coordinator reached replica 0
+/// only. A Prepare with ballot 1 is promised by all three; replica 0 reports
+/// its pre-accepted (not accepted) dependencies, the others report nothing,
+/// and the late PreAccept of ballot 0 is then refused, so a recovery
+/// coordinator that abandons T cannot be contradicted. Lower
+/// ballots are refused with the one promised; an Accept at the promised
+/// ballot is then reported as accepted to a higher Prepare.
+#[test]
+fn prepare_promises_the_ballot_and_reports_what_each_replica_holds() {
+    use super::msg::Prepared;
+    let mut c = Cluster::new();
+    let t = c.submit(0);
+    c.deliver_pre_accept(t, 0);
+    let prepare = |ballot| Msg::Prepare { txn: t, ballot };
+    let held: Vec<Vec<Msg>> = (0..3).map(|r| c.ask_server(r, prepare(1))).collect();
+    let expect = |prepared: Option<Prepared>| move |m: &Msg| matches!(m, Msg::PrepareOk { txn, ballot: 1, prepared: p } if *txn == t && *p == prepared);
+    assert_eq!(held[0].len(), 1);
+    assert!(
+        expect(Some(Prepared {
+            accepted: None,
+            deps: Vec::new()
+        }))(&held[0][0]),
+        "{:?}",
+        held[0]
+    );
+    for h in &held[1..] {
+        assert_eq!(h.len(), 1);
+        assert!(expect(None)(&h[0]), "{h:?}");
+    }
+
+    // The original coordinator's PreAccept arrives late at replica 1.
+    let coord = NodeId(3);
+    let i = c
+        .queue
+        .iter()
+        .position(|(_, d, m)| d.0 == 1 && matches!(m, Msg::PreAccept { .. }))
+        .expect("a PreAccept is queued");
+    c.step(i);
+    let refused = c.queue.iter().any(|(f, d, m)| {
+        *f == NodeId(1) && *d == coord && matches!(m, Msg::PreAcceptNotOk { ballot: 1, .. })
+    });
+    assert!(refused, "{:?}", c.queue);
+
+    // Lower ballots are refused with the promise (Algorithm 7, l. 87).
+    let again = c.ask_server(0, prepare(0));
+    assert!(
+        matches!(again[..], [Msg::PrepareNotOk { ballot: 1, .. }]),
+        "{again:?}"
+    );
+
+    // Accepted at ballot 1, then a higher Prepare sees the accepted value.
+    let accepted = c.ask_server(
+        0,
+        Msg::Accept {
+            txn: t,
+            ballot: 1,
+            deps: Arc::new(Vec::new()),
+        },
+    );
+    assert!(
+        matches!(accepted[..], [Msg::AcceptOk { ballot: 1, .. }]),
+        "{accepted:?}"
+    );
+    let later = c.ask_server(0, prepare(2));
+    assert_eq!(later.len(), 1);
+    assert!(
+        matches!(
+            &later[0],
+            Msg::PrepareOk {
+                ballot: 2,
+                prepared: Some(Prepared {
+                    accepted: Some(1),
+                    ..
+                }),
+                ..
+            }
+        ),
+        "{later:?}"
+    );
 }
