@@ -197,6 +197,17 @@ impl DepGraph {
     /// least COMMITTING, its strongly connected component (Tarjan) in
     /// deterministic execution order; otherwise the ancestors to wait for.
     pub fn decide(&self, t: TxnId) -> Decision {
+        match self.walk(t) {
+            Ok(sub) => Decision::Scc(order::component_in_order(t, &sub, |v| {
+                self.nodes[&v].parents.as_slice()
+            })),
+            Err(blocked) => Decision::Blocked(blocked),
+        }
+    }
+
+    /// `t` and its ancestors up to DECIDED ones outside its component, or
+    /// the STARTED ancestors to wait for (sorted).
+    fn walk(&self, t: TxnId) -> Result<Vec<TxnId>, Vec<TxnId>> {
         let mut seen: FastSet<TxnId> = tessera_core::fast_set();
         let mut stack = vec![t];
         seen.insert(t);
@@ -218,13 +229,43 @@ impl DepGraph {
                 }
             }
         }
-        if !blocked.is_empty() {
+        if blocked.is_empty() {
+            Ok(sub)
+        } else {
             blocked.sort_unstable();
-            return Decision::Blocked(blocked);
+            Err(blocked)
         }
-        Decision::Scc(order::component_in_order(t, &sub, |v| {
-            self.nodes[&v].parents.as_slice()
-        }))
+    }
+
+    /// [`Self::decide`], and when `t` can be decided, every ancestor the
+    /// walk passed is decided too: each is COMMITTING with all its
+    /// ancestors at least COMMITTING. Only for a protocol whose COMMITTING
+    /// vertices have final parents (Janus: the consensus dependencies);
+    /// without it a vertex that never involves this server stays
+    /// COMMITTING, and every later walk crosses it and all its ancestors
+    /// again, so deciding costs grow with the history. Returns `t`'s
+    /// component in execution order; the newly decided vertices go to
+    /// `rose`.
+    pub fn settle(&mut self, t: TxnId, epoch: u64, rose: &mut Vec<TxnId>) -> Decision {
+        let sub = match self.walk(t) {
+            Ok(sub) => sub,
+            Err(blocked) => return Decision::Blocked(blocked),
+        };
+        let nodes = &self.nodes;
+        let components = order::components_in_order(&sub, |v| nodes[&v].parents.as_slice());
+        let mut mine = vec![t];
+        for c in components {
+            if c.contains(&t) {
+                mine = c.clone();
+            }
+            self.mark_decided(&c.into(), epoch, rose);
+        }
+        for v in sub {
+            if self.nodes[&v].status == Status::Committing {
+                self.mark_decided(&Arc::from([v]), epoch, rose);
+            }
+        }
+        Decision::Scc(mine)
     }
 
     /// What to tell others about `t` (§3.4): `t` itself and, unless it is

@@ -47,6 +47,37 @@ pub(crate) fn component_in_order<'a>(
     sort_by_i_edges(&members, parents)
 }
 
+/// Every strongly connected component of the graph on `sub` with two or
+/// more members, each in execution order. (Every other vertex of `sub` is
+/// a component on its own.)
+pub(crate) fn components_in_order<'a>(
+    sub: &[TxnId],
+    parents: impl Fn(TxnId) -> &'a [(TxnId, Edge)] + Copy,
+) -> Vec<Vec<TxnId>> {
+    let index: FastMap<TxnId, u32> = sub
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| (v, i as u32))
+        .collect();
+    let adj: Vec<Vec<u32>> = sub
+        .iter()
+        .map(|&v| {
+            parents(v)
+                .iter()
+                .filter_map(|(p, _)| index.get(p).copied())
+                .collect()
+        })
+        .collect();
+    tarjan(adj.as_slice())
+        .components
+        .iter()
+        .map(|c| {
+            let members: Vec<TxnId> = c.iter().map(|&i| sub[i as usize]).collect();
+            sort_by_i_edges(&members, parents)
+        })
+        .collect()
+}
+
 /// Kahn's algorithm over the i-edges among `members`, smallest id first.
 /// The offline checker guarantees the i-edges of a component are acyclic;
 /// should they not be (a workload that failed the check), the smallest

@@ -31,24 +31,33 @@
 //! * Conflict tracking keeps every unexecuted conflicting transaction per
 //!   key rather than Rococo's one hop; see [`tracker`] for why one hop is
 //!   unsound once commits replace dependencies with a quorum's.
-//! * Coordinator failure recovery (§3.3) is half built: replicas answer a
-//!   **Prepare** ([`msg::Msg::Prepare`]) with a higher ballot by promising
-//!   it (also for transactions they never pre-accepted, so a late PreAccept
-//!   cannot contradict an abandon) and reporting the accepted ballot and
-//!   dependencies they hold; [`recovery::decide`] is Algorithm 6's choice
-//!   among the Prepare-OKs (Accept the highest accepted value, keep a
-//!   possible fast path's union, PreAccept again, or abandon). The recovery
-//!   coordinator that a replica would start for a silent transaction, which
-//!   sends the Prepares and drives that choice, is not built yet: a transaction whose
-//!   coordinator dies after PreAccept stays pre-accepted, and its
-//!   conflicting successors wait.
+//! * Coordinator failure recovery (§3.3) is built: a replica that
+//!   pre-accepted a transaction still not committed after
+//!   [`JanusConfig::recover_after`] becomes its recovery coordinator
+//!   (Algorithm 6): **Prepare** ([`msg::Msg::Prepare`]) with a higher
+//!   ballot, [`recovery::decide`] among the Prepare-OKs, then the same
+//!   PreAccept (never the fast path) / Accept / Commit as the coordinator's
+//!   ([`driver`]), retried with a higher ballot after a back-off when
+//!   another recovery coordinator's ballot rejects it. A suspected live
+//!   coordinator that meets a higher ballot learns the decision by Inquire.
+//!   Replicas promise Prepare ballots also for transactions they never
+//!   pre-accepted, so a late PreAccept cannot contradict an abandon.
+//! * Not in the paper: replicas announce to their shard's other replicas
+//!   what committed lately ([`msg::Msg::Committed`]), so that a replica that
+//!   missed a transaction whose coordinator failed mid-Commit converges.
+//! * Server crashes are not survived yet: a Janus replica keeps its state
+//!   in memory only, and the simulator's fault plans for Janus crash
+//!   client hosts (coordinators), not replicas.
 //! * §4's pre-determined-keys extension is not built: a procedure whose
 //!   pieces take other pieces' outputs is refused.
-//! * No garbage collection of the dependency graph yet.
+//! * No garbage collection of the dependency graph yet; executed
+//!   ancestors are marked DECIDED when a descendant is decided
+//!   ([`crate::depgraph::graph::DepGraph::settle`]) so walks stay short.
 //! * The client's answer comes from the first replica of each shard to
 //!   reply, not the nearest by site.
 
 mod coordinator;
+mod driver;
 pub mod msg;
 pub mod quorum;
 pub mod recovery;
@@ -74,6 +83,14 @@ pub struct JanusConfig {
     /// A replica asks the others for a transaction it pre-accepted and has
     /// not seen committed after this long.
     pub inquire_after: Time,
+    /// A replica becomes the recovery coordinator (§3.3) of a transaction
+    /// it pre-accepted that is still not committed after this long (plus
+    /// up to half as much again at random, so that replicas do not duel).
+    /// Suspecting a live coordinator is safe, only slower.
+    pub recover_after: Time,
+    /// How often a replica announces to its shard's other replicas the
+    /// transactions committed here ([`msg::Msg::Committed`]).
+    pub announce: Time,
     /// Period of the server's timer.
     pub sweep: Time,
 }
@@ -83,6 +100,8 @@ impl Default for JanusConfig {
         JanusConfig {
             retransmit: 20 * MS,
             inquire_after: 50 * MS,
+            recover_after: 150 * MS,
+            announce: 20 * MS,
             sweep: 5 * MS,
         }
     }

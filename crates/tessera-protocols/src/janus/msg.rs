@@ -26,6 +26,8 @@ pub struct Prepared {
     /// the replica's own PreAccept answer.
     pub accepted: Option<Ballot>,
     pub deps: Vec<Dep>,
+    /// The accepted value is an abandon (§3.3).
+    pub abandon: bool,
 }
 
 /// A transaction as committed: its procedure (so that a replica that missed
@@ -61,11 +63,17 @@ pub enum Msg {
         txn: TxnId,
         ballot: Ballot,
     },
-    /// Coordinator → every replica (Algorithm 1, l. 16).
+    /// Coordinator → every replica (Algorithm 1, l. 16). A recovery
+    /// coordinator's Accept (§3.3) may carry the abandon flag, and carries
+    /// the procedure: a replica that never pre-accepted the transaction
+    /// must be able to accept it, since an abandon is decided exactly when
+    /// the replicas that answered the Prepare do not hold it.
     Accept {
         txn: TxnId,
         ballot: Ballot,
         deps: Arc<Vec<Dep>>,
+        abandon: bool,
+        proc: Option<Txn>,
     },
     AcceptOk {
         txn: TxnId,
@@ -112,6 +120,15 @@ pub enum Msg {
     },
     /// The answer: the transaction as committed.
     InquireOk(Arc<CommitInfo>),
+    /// Replica → the other replicas of its shard, periodically: the
+    /// transactions with pieces here that committed here lately (each in
+    /// two consecutive announcements). Not in the paper: a replica that
+    /// missed both the PreAccept and the Commit of a transaction whose
+    /// coordinator then failed would learn it only when a later
+    /// transaction depends on it, and until then hold a stale state.
+    Committed {
+        txns: Arc<[TxnId]>,
+    },
 }
 
 fn deps_size(deps: &[Dep]) -> usize {
@@ -133,18 +150,21 @@ impl WireSize for Msg {
             + match self {
                 Msg::PreAccept { .. } => 8 + 64,
                 Msg::PreAcceptOk { deps, .. } => 8 + deps_size(deps),
-                Msg::Accept { deps, .. } => 8 + deps_size(deps),
+                Msg::Accept { deps, proc, .. } => {
+                    8 + 1 + deps_size(deps) + if proc.is_some() { 64 } else { 0 }
+                }
                 Msg::PreAcceptNotOk { .. }
                 | Msg::AcceptOk { .. }
                 | Msg::AcceptNotOk { .. }
                 | Msg::Prepare { .. }
                 | Msg::PrepareNotOk { .. } => 8,
                 Msg::PrepareOk { prepared, .. } => {
-                    8 + 1 + prepared.as_ref().map_or(0, |p| 8 + deps_size(&p.deps))
+                    8 + 1 + prepared.as_ref().map_or(0, |p| 9 + deps_size(&p.deps))
                 }
                 Msg::Commit(i) | Msg::InquireOk(i) => info_size(i),
                 Msg::CommitOk { results, .. } => 1 + replies_size(results),
                 Msg::Inquire { .. } => 0,
+                Msg::Committed { txns } => 4 + 8 * txns.len(),
             }
     }
 }

@@ -17,8 +17,9 @@ pub struct ShardReplies<'a> {
 pub enum Next {
     /// Some shard has no majority of Prepare-OKs yet (l. 71–72).
     Wait,
-    /// Accept these dependencies (l. 75 and l. 78).
-    Accept(Vec<Dep>),
+    /// Accept these dependencies, or the abandon an earlier recovery
+    /// coordinator had accepted (l. 75 and l. 78).
+    Accept { deps: Vec<Dep>, abandon: bool },
     /// PreAccept again, without the fast path (l. 80).
     PreAccept,
     /// No replica holds the transaction: Accept and Commit it with the
@@ -39,7 +40,10 @@ pub fn decide(shards: &[ShardReplies<'_>]) -> Next {
         .filter(|p| p.accepted.is_some())
         .max_by_key(|p| p.accepted.unwrap_or(Ballot::MIN))
     {
-        return Next::Accept(p.deps.clone());
+        return Next::Accept {
+            deps: p.deps.clone(),
+            abandon: p.abandon,
+        };
     }
     // l. 76–78: every shard's answering replicas all pre-accepted with
     // identical dependencies — T may have committed on the fast path (whose
@@ -52,7 +56,10 @@ pub fn decide(shards: &[ShardReplies<'_>]) -> Next {
         let mut deps: Vec<Dep> = held().flat_map(|p| p.deps.iter().cloned()).collect();
         deps.sort();
         deps.dedup();
-        return Next::Accept(deps);
+        return Next::Accept {
+            deps,
+            abandon: false,
+        };
     }
     if held().next().is_some() {
         return Next::PreAccept;
@@ -77,6 +84,7 @@ mod tests {
         Some(Prepared {
             accepted: None,
             deps: deps.iter().map(|&n| dep(n)).collect(),
+            abandon: false,
         })
     }
 
@@ -84,6 +92,7 @@ mod tests {
         Some(Prepared {
             accepted: Some(ballot),
             deps: deps.iter().map(|&n| dep(n)).collect(),
+            abandon: false,
         })
     }
 
@@ -102,7 +111,13 @@ mod tests {
     fn the_highest_accepted_ballot_wins() {
         let a = [acc(1, &[1]), acc(4, &[2]), pre(&[3])];
         let b = [pre(&[5]), None];
-        assert_eq!(decide(&[shard(&a), shard(&b)]), Next::Accept(vec![dep(2)]));
+        assert_eq!(
+            decide(&[shard(&a), shard(&b)]),
+            Next::Accept {
+                deps: vec![dep(2)],
+                abandon: false
+            }
+        );
     }
 
     #[test]
@@ -111,7 +126,10 @@ mod tests {
         let b = [pre(&[2, 3]), pre(&[2, 3])];
         assert_eq!(
             decide(&[shard(&a), shard(&b)]),
-            Next::Accept(vec![dep(1), dep(2), dep(3)])
+            Next::Accept {
+                deps: vec![dep(1), dep(2), dep(3)],
+                abandon: false
+            }
         );
     }
 
@@ -122,6 +140,23 @@ mod tests {
         assert_eq!(decide(&[shard(&a), shard(&b)]), Next::PreAccept);
         let c = [pre(&[1]), pre(&[2])];
         assert_eq!(decide(&[shard(&c)]), Next::PreAccept);
+    }
+
+    /// An abandon accepted by an earlier recovery coordinator is kept.
+    #[test]
+    fn an_accepted_abandon_is_kept() {
+        let mut gone = acc(7, &[]);
+        if let Some(p) = gone.as_mut() {
+            p.abandon = true;
+        }
+        let a = [gone, None];
+        assert_eq!(
+            decide(&[shard(&a)]),
+            Next::Accept {
+                deps: Vec::new(),
+                abandon: true
+            }
+        );
     }
 
     /// §3.3: the coordinator's PreAccept reached no replica that answered.

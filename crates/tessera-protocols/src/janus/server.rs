@@ -8,8 +8,12 @@
 //!
 //! A replica that pre-accepted a transaction and never hears its commit
 //! (the Commit was lost) asks the other replicas for it after a while, so
-//! every replica of a shard executes every committed transaction.
+//! every replica of a shard executes every committed transaction. If it is
+//! still not committed later (its coordinator may have crashed), the
+//! replica becomes its recovery coordinator (§3.3, Algorithm 6): the same
+//! phases as the coordinator's ([`super::driver`]) with a higher ballot.
 
+use super::driver::{Driver, Progress};
 use super::msg::{Ballot, CommitInfo, Dep, Msg, Prepared};
 use super::tracker::Tracker;
 use super::JanusConfig;
@@ -29,21 +33,28 @@ struct Local {
     proc: Txn,
     /// Highest ballot seen (`highest_ballot_S[T]`).
     ballot: Ballot,
-    /// The ballot at which `deps` were accepted (§3.3: a recovery
-    /// coordinator must prefer an accepted value to pre-accepted ones).
+    /// The ballot at which `deps` (and `abandon`) were accepted (§3.3: a
+    /// recovery coordinator must prefer an accepted value to pre-accepted
+    /// ones).
     accepted: Option<Ballot>,
     /// Its dependencies here: from PreAccept, replaced by Accept.
     deps: Vec<Dep>,
     /// The piece results once executed (`processed_S[T]`).
     results: Option<Vec<PieceReply>>,
+    /// The accepted, then committed, abandon flag.
     abandon: bool,
     commit_waiters: Vec<NodeId>,
     since: Time,
+    /// Become its recovery coordinator if it is not committed by then.
+    recover_at: Time,
 }
 
 struct Asking {
     sent_at: Time,
     tries: u32,
+    /// A replica that announced it committed (for a transaction this one
+    /// knows nothing else of).
+    via: Option<NodeId>,
 }
 
 const SWEEP: TimerId = TimerId(1);
@@ -67,7 +78,16 @@ pub struct JanusServer {
     /// once a recovery coordinator may have abandoned them (§3.3).
     promised: FastMap<TxnId, Ballot>,
     asking: FastMap<TxnId, Asking>,
+    /// Transactions this replica is the recovery coordinator of.
+    recoveries: FastMap<TxnId, Driver>,
+    /// Committed here since the last announcement, and in the one before.
+    fresh: Vec<TxnId>,
+    announced: Arc<[TxnId]>,
+    announce_at: Time,
     executed: u64,
+    /// Recoveries started, and decided as abandon, since the last report.
+    recovering: u64,
+    abandoned: u64,
 }
 
 impl JanusServer {
@@ -86,7 +106,13 @@ impl JanusServer {
             inquiries: tessera_core::fast_map(),
             promised: tessera_core::fast_map(),
             asking: tessera_core::fast_map(),
+            recoveries: tessera_core::fast_map(),
+            fresh: Vec::new(),
+            announced: Arc::from([]),
+            announce_at: 0,
             executed: 0,
+            recovering: 0,
+            abandoned: 0,
         }
     }
 
@@ -137,8 +163,10 @@ impl JanusServer {
         ballot: Ballot,
         proc: Txn,
     ) {
-        if self.committed.contains_key(&txn) {
-            return; // late: the coordinator is past PreAccept
+        if let Some(info) = self.committed.get(&txn) {
+            // Late, or a suspected coordinator's retransmission: Tx-Done.
+            ctx.send(from, Msg::InquireOk(info.clone()));
+            return;
         }
         if let Some(l) = self.locals.get_mut(&txn) {
             if l.ballot > ballot {
@@ -182,10 +210,19 @@ impl JanusServer {
             );
             return;
         }
+        let deps = self.register(ctx, txn, ballot, proc);
+        ctx.send(from, Msg::PreAcceptOk { txn, ballot, deps });
+    }
+
+    /// Algorithm 2, ll. 26–31: record `txn`'s conflicts here and keep it,
+    /// pre-accepted at `ballot`; its dependencies here.
+    fn register(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, ballot: Ballot, proc: Txn) -> Vec<Dep> {
         let (reads, writes) = self.keys(&proc);
         let mut ids = Vec::new();
         self.tracker.pre_accept(txn, &reads, &writes, &mut ids);
         let deps = self.deps_of(ids);
+        self.promised.remove(&txn);
+        let recover_at = self.recover_at(ctx, self.cfg.recover_after);
         self.locals.insert(
             txn,
             Local {
@@ -197,13 +234,24 @@ impl JanusServer {
                 abandon: false,
                 commit_waiters: Vec::new(),
                 since: ctx.now(),
+                recover_at,
             },
         );
-        ctx.send(from, Msg::PreAcceptOk { txn, ballot, deps });
+        deps
+    }
+
+    /// `after` from now, plus up to half of it at random, so that the
+    /// replicas of a shard do not all start recovering one transaction at
+    /// once (duelling recovery coordinators only delay each other).
+    fn recover_at(&self, ctx: &mut Ctx<Msg>, after: Time) -> Time {
+        use rand::Rng;
+        let jitter = ctx.rng().random_range(0..=after / 2);
+        ctx.now() + after + jitter
     }
 
     // ---- Accept (Algorithm 3) ----
 
+    #[allow(clippy::too_many_arguments)]
     fn on_accept(
         &mut self,
         ctx: &mut Ctx<Msg>,
@@ -211,14 +259,33 @@ impl JanusServer {
         txn: TxnId,
         ballot: Ballot,
         deps: &[Dep],
+        abandon: bool,
+        proc: Option<Txn>,
     ) {
-        let committed = self.committed.contains_key(&txn);
-        let Some(l) = self.locals.get_mut(&txn) else {
-            // Never pre-accepted here (lost): accepting needs the procedure,
-            // which the Commit will bring; a majority elsewhere suffices.
+        if let Some(info) = self.committed.get(&txn) {
+            ctx.send(from, Msg::InquireOk(info.clone()));
             return;
-        };
-        if committed || l.ballot > ballot {
+        }
+        if !self.locals.contains_key(&txn) {
+            let promised = self.promised.get(&txn).copied().unwrap_or(0);
+            if promised > ballot {
+                ctx.send(
+                    from,
+                    Msg::AcceptNotOk {
+                        txn,
+                        ballot: promised,
+                    },
+                );
+                return;
+            }
+            // Never pre-accepted here (lost). The own coordinator's Accept
+            // has no procedure and a majority elsewhere suffices; a
+            // recovery coordinator's has one, and needs this replica.
+            let Some(proc) = proc else { return };
+            self.register(ctx, txn, ballot, proc);
+        }
+        let l = self.locals.get_mut(&txn).expect("registered");
+        if l.ballot > ballot {
             ctx.send(
                 from,
                 Msg::AcceptNotOk {
@@ -231,6 +298,7 @@ impl JanusServer {
         l.ballot = ballot;
         l.accepted = Some(ballot);
         l.deps = deps.to_vec();
+        l.abandon = abandon;
         ctx.send(from, Msg::AcceptOk { txn, ballot });
     }
 
@@ -260,6 +328,7 @@ impl JanusServer {
                 Some(Prepared {
                     accepted: l.accepted,
                     deps: l.deps.clone(),
+                    abandon: l.abandon,
                 })
             }
             None => {
@@ -311,6 +380,7 @@ impl JanusServer {
                 abandon: false,
                 commit_waiters: Vec::new(),
                 since: ctx.now(),
+                recover_at: Time::MAX,
             });
             l.deps = info.deps.clone();
             l.abandon = info.abandon;
@@ -327,8 +397,11 @@ impl JanusServer {
         let parents: Vec<(TxnId, Edge)> = info.deps.iter().map(|d| (d.txn, Edge::D)).collect();
         self.graph.add_parents(t, &parents);
         self.graph.raise(t, Status::Committing, 0);
-        self.committed.insert(t, info);
+        self.committed.insert(t, info.clone());
         self.asking.remove(&t);
+        if let Some(d) = self.recoveries.get_mut(&t) {
+            d.learned(ctx, info, self.cfg.retransmit);
+        }
         self.wakeups.wake(t);
         if let Some(askers) = self.inquiries.remove(&t) {
             let info = self.committed[&t].clone();
@@ -337,6 +410,7 @@ impl JanusServer {
             }
         }
         if mine {
+            self.fresh.push(t);
             self.wakeups.push(t);
         }
         self.drain(ctx);
@@ -388,9 +462,10 @@ impl JanusServer {
     /// Wait & Inquire, then Execute (Algorithms 4 and 5) as far as `t` can
     /// go now.
     fn progress(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) {
+        let mut rose = Vec::new();
         match self.graph.status(t) {
             None | Some(Status::Started) => {}
-            Some(Status::Committing) => match self.graph.decide(t) {
+            Some(Status::Committing) => match self.graph.settle(t, 0, &mut rose) {
                 Decision::Blocked(ancestors) => {
                     for a in ancestors {
                         self.wakeups.wait(a, t);
@@ -401,10 +476,14 @@ impl JanusServer {
                         self.ask(ctx, a, !here);
                     }
                 }
-                Decision::Scc(members) => {
-                    let members: Arc<[TxnId]> = members.into();
-                    let mut rose = Vec::new();
-                    self.graph.mark_decided(&members, 0, &mut rose);
+                Decision::Scc(_) => {
+                    // Local ancestors decided with `t` run when their own
+                    // turn comes; make sure it comes.
+                    for v in rose {
+                        if v != t && self.graph.get(v).is_some_and(|n| n.local && !n.finished) {
+                            self.wakeups.push(v);
+                        }
+                    }
                     self.try_execute(ctx, t);
                 }
             },
@@ -532,6 +611,7 @@ impl JanusServer {
             Asking {
                 sent_at: ctx.now(),
                 tries: 0,
+                via: None,
             },
         );
     }
@@ -556,6 +636,87 @@ impl JanusServer {
             if !askers.contains(&from) {
                 askers.push(from);
             }
+        }
+    }
+
+    /// Tell the shard's other replicas what committed here lately
+    /// ([`Msg::Committed`]).
+    fn announce(&mut self, ctx: &mut Ctx<Msg>) {
+        self.announce_at = ctx.now() + self.cfg.announce;
+        let fresh = std::mem::take(&mut self.fresh);
+        let mut txns = self.announced.to_vec();
+        txns.extend_from_slice(&fresh);
+        self.announced = fresh.into();
+        if txns.is_empty() {
+            return;
+        }
+        let txns: Arc<[TxnId]> = txns.into();
+        let group = &self.topology.shards[self.shard.0 as usize].replicas;
+        for &peer in group.iter().filter(|n| **n != self.me) {
+            ctx.send(peer, Msg::Committed { txns: txns.clone() });
+        }
+    }
+
+    /// Ask the announcer for every transaction announced that this replica
+    /// has not seen committed.
+    fn on_committed(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txns: &[TxnId]) {
+        for &t in txns {
+            if self.committed.contains_key(&t) || self.asking.contains_key(&t) {
+                continue;
+            }
+            ctx.send(from, Msg::Inquire { txn: t });
+            self.asking.insert(
+                t,
+                Asking {
+                    sent_at: ctx.now(),
+                    tries: 0,
+                    via: Some(from),
+                },
+            );
+        }
+    }
+
+    // ---- Recovery coordinator (§3.3, Algorithm 6) ----
+
+    /// Become `t`'s recovery coordinator: Prepare with a ballot above every
+    /// one seen, unique by this node's id in the low bits (§3.3, footnote).
+    fn start_recovery(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) {
+        let Some(l) = self.locals.get(&t) else { return };
+        let round = (l.ballot >> 16) + 1;
+        let ballot = (round << 16) | Ballot::from(self.me.0 & 0xFFFF);
+        tracing::debug!(me = ?self.me, txn = ?t, ballot, "recovering");
+        let d = Driver::recover(
+            ctx,
+            t,
+            l.proc.clone(),
+            &self.topology,
+            ballot,
+            self.cfg.retransmit,
+        );
+        self.recoveries.insert(t, d);
+        self.recovering += 1;
+    }
+
+    fn on_recovery_reply(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, t: TxnId, msg: Msg) {
+        let Some(d) = self.recoveries.get_mut(&t) else {
+            return; // a late reply to a finished recovery
+        };
+        let p = d.on_reply(ctx, from, msg, self.cfg.retransmit);
+        self.after_recovery_step(ctx, t, p);
+    }
+
+    fn after_recovery_step(&mut self, ctx: &mut Ctx<Msg>, t: TxnId, p: Progress) {
+        if let Some(ballot) = p.rejected {
+            // Another recovery coordinator runs: back off, and try again
+            // above its ballot only if it does not finish (l. 72).
+            self.recoveries.remove(&t);
+            let at = self.recover_at(ctx, self.cfg.recover_after / 2);
+            if let Some(l) = self.locals.get_mut(&t) {
+                l.ballot = l.ballot.max(ballot);
+                l.recover_at = at;
+            }
+        } else if p.finished && self.recoveries.remove(&t).is_some_and(|d| d.abandoned()) {
+            self.abandoned += 1;
         }
     }
 
@@ -584,14 +745,39 @@ impl JanusServer {
             if now.saturating_sub(ask.sent_at) >= rto {
                 ask.tries += 1;
                 ask.sent_at = now;
-                resend.push((a, ask.tries));
+                resend.push((a, ask.tries, ask.via));
             }
         }
         resend.sort_unstable();
-        for (a, tries) in resend {
-            if let Some(to) = self.inquiree(a, tries) {
+        for (a, tries, via) in resend {
+            if let Some(to) = self.inquiree(a, tries).or(via) {
                 ctx.send(to, Msg::Inquire { txn: a });
             }
+        }
+        if now >= self.announce_at {
+            self.announce(ctx);
+        }
+        // Still not committed: its coordinator may have failed (§3.3).
+        let mut suspects: Vec<TxnId> = self
+            .locals
+            .iter()
+            .filter(|(t, l)| {
+                l.recover_at <= now
+                    && !self.committed.contains_key(t)
+                    && !self.recoveries.contains_key(t)
+            })
+            .map(|(t, _)| *t)
+            .collect();
+        suspects.sort_unstable();
+        for t in suspects {
+            self.start_recovery(ctx, t);
+        }
+        let mut ids: Vec<TxnId> = self.recoveries.keys().copied().collect();
+        ids.sort_unstable();
+        for t in ids {
+            let d = self.recoveries.get_mut(&t).expect("listed");
+            let p = d.tick(ctx, self.cfg.retransmit);
+            self.after_recovery_step(ctx, t, p);
         }
         ctx.set_timer(self.cfg.sweep, SWEEP);
     }
@@ -607,20 +793,25 @@ impl Node<Msg> for JanusServer {
             Msg::PreAccept { txn, ballot, proc } => {
                 self.on_pre_accept(ctx, from, txn, ballot, proc)
             }
-            Msg::Accept { txn, ballot, deps } => self.on_accept(ctx, from, txn, ballot, &deps),
+            Msg::Accept {
+                txn,
+                ballot,
+                deps,
+                abandon,
+                proc,
+            } => self.on_accept(ctx, from, txn, ballot, &deps, abandon, proc),
             Msg::Commit(info) => self.on_commit(ctx, from, info),
             Msg::Prepare { txn, ballot } => self.on_prepare(ctx, from, txn, ballot),
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
             Msg::InquireOk(info) => self.apply_commit(ctx, info),
-            Msg::PreAcceptOk { .. }
-            | Msg::PrepareOk { .. }
-            | Msg::PrepareNotOk { .. }
-            | Msg::PreAcceptNotOk { .. }
-            | Msg::AcceptOk { .. }
-            | Msg::AcceptNotOk { .. }
-            | Msg::CommitOk { .. } => {
-                tracing::warn!(?from, "server got a coordinator's message");
-            }
+            Msg::Committed { txns } => self.on_committed(ctx, from, &txns),
+            Msg::PreAcceptOk { txn, .. }
+            | Msg::PrepareOk { txn, .. }
+            | Msg::PrepareNotOk { txn, .. }
+            | Msg::PreAcceptNotOk { txn, .. }
+            | Msg::AcceptOk { txn, .. }
+            | Msg::AcceptNotOk { txn, .. }
+            | Msg::CommitOk { txn, .. } => self.on_recovery_reply(ctx, from, txn, msg),
         }
     }
 
@@ -651,6 +842,8 @@ impl Node<Msg> for JanusServer {
             client: None,
             counters: vec![
                 ("janus_executed", std::mem::take(&mut self.executed)),
+                ("janus_recoveries", std::mem::take(&mut self.recovering)),
+                ("janus_abandoned", std::mem::take(&mut self.abandoned)),
                 ("janus_committed_unexecuted", waiting),
                 ("janus_preaccepted_uncommitted", uncommitted),
             ],

@@ -4,9 +4,10 @@
 
 use super::{JanusConfig, JanusCoordinator, JanusServer, Msg};
 use rand::rngs::SmallRng;
+use rand::Rng;
 use rand::SeedableRng;
 use std::sync::Arc;
-use tessera_core::ids::{Key, NodeId, ShardId, TxnId};
+use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, MS};
 use tessera_core::node::{Ctx, Effect, Node};
 use tessera_core::protocol::{Coordinator, CoordinatorEnv, ServerEnv};
 use tessera_core::storage::Store;
@@ -73,6 +74,7 @@ struct Cluster {
     done: Vec<(TxnId, TxnOutcome)>,
     rng: SmallRng,
     seq: u32,
+    now: Time,
 }
 
 /// The node a test plays a recovery coordinator from.
@@ -120,6 +122,7 @@ impl Cluster {
             done: Vec::new(),
             rng: SmallRng::seed_from_u64(1),
             seq: 0,
+            now: 0,
         }
     }
 
@@ -138,7 +141,7 @@ impl Cluster {
         let me = NodeId(3 + c as u32);
         let id = TxnId::new(me, 0, self.seq);
         let mut effects = Vec::new();
-        let mut ctx = Ctx::new(0, me, &mut self.rng, &mut effects);
+        let mut ctx = Ctx::new(self.now, me, &mut self.rng, &mut effects);
         self.coords[c].submit(
             &mut ctx,
             Attempt {
@@ -154,7 +157,7 @@ impl Cluster {
     fn step(&mut self, i: usize) {
         let (from, to, msg) = self.queue.remove(i);
         let mut effects = Vec::new();
-        let mut ctx = Ctx::new(0, to, &mut self.rng, &mut effects);
+        let mut ctx = Ctx::new(self.now, to, &mut self.rng, &mut effects);
         match to.0 {
             0..=2 => self.servers[to.0 as usize].on_message(&mut ctx, from, msg),
             n => self.coords[n as usize - 3].on_message(&mut ctx, from, msg),
@@ -186,6 +189,78 @@ impl Cluster {
             .partition(|(_, d, _)| *d == me);
         self.queue = rest;
         replies.into_iter().map(|(_, _, m)| m).collect()
+    }
+
+    /// Lets `dt` pass and fires every node's timer (servers and
+    /// coordinators use one periodic timer, id 1); `alive` coordinators
+    /// only.
+    fn advance(&mut self, dt: Time, alive: &[usize]) {
+        self.now += dt;
+        for n in 0..3 {
+            let mut effects = Vec::new();
+            let mut ctx = Ctx::new(self.now, NodeId(n), &mut self.rng, &mut effects);
+            self.servers[n as usize].on_timer(&mut ctx, TimerId(1));
+            self.collect(NodeId(n), effects);
+        }
+        for &c in alive {
+            let me = NodeId(3 + c as u32);
+            let mut effects = Vec::new();
+            let mut ctx = Ctx::new(self.now, me, &mut self.rng, &mut effects);
+            self.coords[c].on_timer(&mut ctx, TimerId(1));
+            self.collect(me, effects);
+        }
+    }
+
+    /// Coordinator `c` crashes: its queued messages and everything sent to
+    /// it are gone.
+    fn crash(&mut self, c: usize) {
+        let me = NodeId(3 + c as u32);
+        self.queue.retain(|(f, d, _)| *f != me && *d != me);
+    }
+
+    /// Delivers queued messages in an order drawn from `rng` (coordinator
+    /// `dead`'s are dropped), advancing time by 5 ms between rounds until
+    /// nothing is queued and `quiet` rounds passed (retransmissions and
+    /// recoveries need time).
+    fn shuffle_run(&mut self, order: &mut SmallRng, dead: Option<usize>, quiet: u32) {
+        let alive: Vec<usize> = (0..self.coords.len())
+            .filter(|c| Some(*c) != dead)
+            .collect();
+        let mut idle = 0;
+        while idle < quiet {
+            if let Some(c) = dead {
+                self.crash(c);
+            }
+            if self.queue.is_empty() {
+                idle += 1;
+            } else {
+                idle = 0;
+                let n = self.queue.len();
+                for _ in 0..n {
+                    if self.queue.is_empty() {
+                        break;
+                    }
+                    let i = order.random_range(0..self.queue.len());
+                    self.step(i);
+                    if let Some(c) = dead {
+                        self.crash(c);
+                    }
+                }
+            }
+            self.advance(5 * MS, &alive);
+        }
+    }
+
+    fn counter(&mut self, name: &str) -> u64 {
+        let mut total = 0;
+        for s in &mut self.servers {
+            for (n, v) in s.take_report().counters {
+                if n == name {
+                    total += v;
+                }
+            }
+        }
+        total
     }
 
     fn run(&mut self) {
@@ -282,7 +357,8 @@ fn prepare_promises_the_ballot_and_reports_what_each_replica_holds() {
     assert!(
         expect(Some(Prepared {
             accepted: None,
-            deps: Vec::new()
+            deps: Vec::new(),
+            abandon: false,
         }))(&held[0][0]),
         "{:?}",
         held[0]
@@ -319,6 +395,8 @@ fn prepare_promises_the_ballot_and_reports_what_each_replica_holds() {
             txn: t,
             ballot: 1,
             deps: Arc::new(Vec::new()),
+            abandon: false,
+            proc: None,
         },
     );
     assert!(
@@ -341,4 +419,115 @@ fn prepare_promises_the_ballot_and_reports_what_each_replica_holds() {
         ),
         "{later:?}"
     );
+}
+
+/// §3.3: T's coordinator crashes right after its PreAccept reached replica
+/// 0 only. Replica 0 suspects it, becomes T's recovery coordinator with a
+/// higher ballot, finds T pre-accepted at a minority only (Algorithm 6,
+/// l. 79–80), pre-accepts it again without the fast path, accepts and
+/// commits it: every replica executes T once.
+#[test]
+fn a_transaction_whose_coordinator_crashed_after_one_pre_accept_is_recovered() {
+    let mut c = Cluster::new();
+    let t = c.submit(0);
+    c.deliver_pre_accept(t, 0);
+    c.crash(0);
+    let mut order = SmallRng::seed_from_u64(7);
+    c.shuffle_run(&mut order, Some(0), 80);
+    assert_eq!(c.counter("janus_recoveries"), 1, "one replica recovered T");
+    c.assert_replicas_hold(11, t);
+    // A later transaction sees T's write everywhere.
+    let t2 = c.submit(1);
+    c.shuffle_run(&mut order, Some(0), 80);
+    assert_eq!(c.saw(t2), 11);
+    c.assert_replicas_hold(12, t2);
+}
+
+/// §3.3, abandon: replica 0 recovers T, but replicas 1 and 2, which never
+/// saw T, answer its Prepare first: a majority does not hold T, so T
+/// cannot have committed and is abandoned (l. 81–83). The original
+/// coordinator was only slow: its late PreAccept is refused by the higher
+/// ballot, it learns the abandon by Inquire and tells its client; no
+/// replica executes T.
+#[test]
+fn a_falsely_suspected_coordinator_learns_the_abandon_of_its_transaction() {
+    let mut c = Cluster::new();
+    let t = c.submit(0);
+    c.deliver_pre_accept(t, 0);
+    // Hold the coordinator's other PreAccepts back while replica 0 waits
+    // out `recover_after` and starts recovering.
+    let held: Vec<_> = std::mem::take(&mut c.queue);
+    for _ in 0..60 {
+        c.advance(5 * MS, &[]);
+        if c.queue
+            .iter()
+            .any(|(_, _, m)| matches!(m, Msg::Prepare { .. }))
+        {
+            break;
+        }
+    }
+    let prepare_to = |c: &Cluster, r: u32| {
+        c.queue
+            .iter()
+            .position(|(_, d, m)| d.0 == r && matches!(m, Msg::Prepare { .. }))
+            .expect("a Prepare is queued")
+    };
+    let i = prepare_to(&c, 1);
+    c.step(i);
+    let i = prepare_to(&c, 2);
+    c.step(i);
+    // The two Prepare-OKs without T reach replica 0 before its own.
+    for _ in 0..2 {
+        let i = c
+            .queue
+            .iter()
+            .position(|(_, d, m)| d.0 == 0 && matches!(m, Msg::PrepareOk { .. }))
+            .expect("a Prepare-OK is queued");
+        c.step(i);
+    }
+    assert!(
+        c.queue
+            .iter()
+            .any(|(_, _, m)| matches!(m, Msg::Accept { abandon: true, .. })),
+        "abandon accepted: {:?}",
+        c.queue
+    );
+    c.queue.extend(held);
+    let mut order = SmallRng::seed_from_u64(3);
+    c.shuffle_run(&mut order, None, 80);
+    let outcome = &c.done.iter().find(|(x, _)| *x == t).expect("answered").1;
+    assert!(matches!(outcome, TxnOutcome::Aborted(_)), "{outcome:?}");
+    assert_eq!(c.counter("janus_abandoned"), 1);
+    for (r, s) in c.servers.iter().enumerate() {
+        let rec = s.store().unwrap().get(X).unwrap();
+        assert_eq!(dec(Some(&rec.value)), 10, "replica {r} executed T");
+    }
+}
+
+/// Duelling recovery coordinators (§3.3): T's coordinator crashed after
+/// its PreAccept reached replicas 0 and 1, which both recover T, under 200
+/// delivery orders. They may reject each other's ballots and retry higher;
+/// in every order T commits once, the same everywhere, and a later
+/// transaction reads its write.
+#[test]
+fn racing_recovery_coordinators_agree_in_every_delivery_order() {
+    let mut duels = 0;
+    for seed in 0..200 {
+        let mut c = Cluster::new();
+        let t = c.submit(0);
+        c.deliver_pre_accept(t, 0);
+        c.deliver_pre_accept(t, 1);
+        c.crash(0);
+        let mut order = SmallRng::seed_from_u64(seed);
+        c.shuffle_run(&mut order, Some(0), 100);
+        c.assert_replicas_hold(11, t);
+        let recoveries = c.counter("janus_recoveries");
+        assert!(recoveries >= 1, "seed {seed}");
+        duels += u32::from(recoveries >= 2);
+        let t2 = c.submit(1);
+        c.shuffle_run(&mut order, Some(0), 100);
+        assert_eq!(c.saw(t2), 11, "seed {seed}");
+        c.assert_replicas_hold(12, t2);
+    }
+    assert!(duels > 0, "no two replicas ever recovered T at once");
 }
