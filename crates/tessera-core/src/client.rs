@@ -141,6 +141,8 @@ struct HostCounters {
     started_unreleased: u64,
     /// Times a slot stopped at the bound on unreleased attempts.
     unreleased_waits: u64,
+    /// Unreleased attempts that ended aborted and were queued to re-run.
+    reruns: u64,
 }
 
 /// What a coordinator reported about an attempt, in the order it did.
@@ -354,6 +356,7 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
                 // the re-run waits its turn behind it (§3.2: the epoch's
                 // transactions re-run), without a backoff of its own.
                 if r.finished {
+                    self.counters.reruns += 1;
                     s.pending.push_back(retry);
                 } else {
                     s.pending.push_front(retry);
@@ -384,15 +387,13 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
             let mut i = from;
             while i < effects.len() {
                 match &effects[i] {
-                    Effect::Done { .. } | Effect::Finished { .. } => {
-                        match effects.remove(i) {
-                            Effect::Done { txn, outcome } => {
-                                self.reports.push((txn, Report::Done(outcome)))
-                            }
-                            Effect::Finished { txn } => self.reports.push((txn, Report::Finished)),
-                            _ => unreachable!("matched above"),
+                    Effect::Done { .. } | Effect::Finished { .. } => match effects.remove(i) {
+                        Effect::Done { txn, outcome } => {
+                            self.reports.push((txn, Report::Done(outcome)))
                         }
-                    }
+                        Effect::Finished { txn } => self.reports.push((txn, Report::Finished)),
+                        _ => unreachable!("matched above"),
+                    },
                     _ => i += 1,
                 }
             }
@@ -470,6 +471,7 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
                 ("client_finished_early", c.finished_early),
                 ("client_started_unreleased", c.started_unreleased),
                 ("client_unreleased_waits", c.unreleased_waits),
+                ("client_reruns", c.reruns),
             ]
             .into_iter()
             .filter(|&(_, n)| n > 0),
@@ -491,4 +493,192 @@ fn declared_writes(txn: &Txn) -> Vec<Key> {
         .iter()
         .flat_map(|p| p.writes.iter().map(|a| a.key))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::ShardId;
+    use crate::txn::{PieceKind, PieceResult, PieceSpec, Procedure};
+    use rand::rngs::SmallRng;
+    use rand::SeedableRng;
+    use std::sync::Arc;
+
+    /// A one-piece transaction that writes key 1.
+    #[derive(Debug)]
+    struct Put(Vec<PieceSpec>);
+
+    impl Procedure for Put {
+        fn name(&self) -> &'static str {
+            "put"
+        }
+        fn pieces(&self) -> &[PieceSpec] {
+            &self.0
+        }
+        fn execute(
+            &self,
+            _: usize,
+            _: &[Option<&crate::Value>],
+            _: &[crate::Value],
+        ) -> PieceResult {
+            PieceResult::default()
+        }
+    }
+
+    struct Puts;
+
+    impl TxnGenerator for Puts {
+        fn next(&mut self, _: &mut SmallRng) -> Txn {
+            Arc::new(Put(vec![PieceSpec {
+                shard: ShardId(0),
+                reads: Vec::new(),
+                writes: vec![crate::Access::all(Key::new(0, 1))],
+                kind: PieceKind::Immediate,
+                inputs: Vec::new(),
+                dynamic: false,
+            }]))
+        }
+    }
+
+    /// A coordinator that reports every attempt finished at once (a worker
+    /// that does not wait) and ends it only when the test says so.
+    #[derive(Default)]
+    struct Epochal {
+        submitted: Vec<TxnId>,
+    }
+
+    impl Node<()> for Epochal {
+        fn on_message(&mut self, _: &mut Ctx<()>, _: NodeId, _: ()) {}
+        fn on_timer(&mut self, _: &mut Ctx<()>, _: TimerId) {}
+    }
+
+    impl Coordinator<()> for Epochal {
+        fn submit(&mut self, ctx: &mut Ctx<()>, attempt: Attempt) {
+            self.submitted.push(attempt.id);
+            ctx.finished(attempt.id);
+        }
+    }
+
+    fn host(max_unreleased: u32) -> ClientHost<(), Epochal> {
+        let cfg = ClientConfig {
+            measure_from: 0,
+            measure_until: Time::MAX,
+            stop_at: Time::MAX,
+            max_attempts: 20,
+            backoff_base: 1,
+            backoff_cap: 1,
+            record_history: true,
+            max_unreleased,
+        };
+        let slot = ClientSlot {
+            id: 7,
+            home: ShardId(0),
+        };
+        ClientHost::new(
+            Epochal::default(),
+            NodeId(1),
+            0,
+            cfg,
+            vec![(slot, Box::new(Puts) as Box<dyn TxnGenerator>)],
+        )
+    }
+
+    /// Step `host` at time `now` with `f`, which may report on behalf of
+    /// the coordinator; returns the effects left for the runtime.
+    fn step(
+        host: &mut ClientHost<(), Epochal>,
+        now: Time,
+        f: impl FnOnce(&mut ClientHost<(), Epochal>, &mut Ctx<()>),
+    ) -> Vec<Effect<()>> {
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut effects = Vec::new();
+        let mut ctx = Ctx::new(now, NodeId(1), &mut rng, &mut effects);
+        f(host, &mut ctx);
+        effects
+    }
+
+    /// The coordinator ends `txn` with `outcome` in a step of its own.
+    fn end(host: &mut ClientHost<(), Epochal>, now: Time, txn: TxnId, outcome: TxnOutcome) {
+        step(host, now, |h, ctx| {
+            let from = ctx.effects_mut().len();
+            ctx.done(txn, outcome);
+            h.drain_done(ctx, from);
+        });
+    }
+
+    fn committed() -> TxnOutcome {
+        TxnOutcome::Committed {
+            reads: Vec::new(),
+            writes: vec![Key::new(0, 1)],
+            outputs: vec![crate::Value::new()],
+        }
+    }
+
+    #[test]
+    fn a_slot_stops_at_the_bound_and_resumes_at_a_release() {
+        let mut h = host(3);
+        let effects = step(&mut h, 10, |h, ctx| {
+            h.on_timer(ctx, TimerId(HOST_TIMER_BIT))
+        });
+        assert!(effects
+            .iter()
+            .all(|e| !matches!(e, Effect::Finished { .. })));
+        // Each attempt finished at once, so the slot ran on until 3 were
+        // unreleased, and then waited.
+        assert_eq!(h.coord.submitted.len(), 3);
+        assert_eq!(h.slots[0].unreleased, 3);
+        assert_eq!(h.slots[0].current, None);
+        assert_eq!(h.counters.finished_early, 3);
+        assert_eq!(h.counters.started_unreleased, 2);
+        assert_eq!(h.counters.unreleased_waits, 1);
+        // One release frees one place: exactly one more attempt starts.
+        let first = h.coord.submitted[0];
+        end(&mut h, 20, first, committed());
+        assert_eq!(h.coord.submitted.len(), 4);
+        assert_eq!(h.slots[0].unreleased, 3);
+        assert_eq!(h.stats.total.committed, 1);
+        // Latency and the history's end are taken at the release.
+        assert_eq!(h.history.len(), 1);
+        assert_eq!((h.history[0].start, h.history[0].end), (10, 20));
+    }
+
+    #[test]
+    fn concurrent_attempts_of_a_slot_get_their_own_process_and_reruns_keep_their_age() {
+        let mut h = host(2);
+        step(&mut h, 10, |h, ctx| {
+            h.on_timer(ctx, TimerId(HOST_TIMER_BIT))
+        });
+        let [a, b] = h.coord.submitted[..] else {
+            panic!("two attempts: {:?}", h.coord.submitted)
+        };
+        // The first attempt's epoch aborts: it is re-run (not backed off),
+        // in the place its release freed.
+        end(&mut h, 30, a, TxnOutcome::Aborted(AbortReason::Timeout));
+        assert_eq!(h.coord.submitted.len(), 3);
+        let rerun = h.coord.submitted[2];
+        assert_eq!(h.in_flight[&rerun].first_start, 10);
+        assert_eq!(h.in_flight[&rerun].attempts, 2);
+        assert_eq!(h.counters.reruns, 1);
+        end(&mut h, 40, b, committed());
+        let report = h.take_report();
+        let history = report.client.expect("a client host reports").history;
+        let process = |id| {
+            history
+                .iter()
+                .find(|t| t.id == id)
+                .expect("recorded")
+                .process
+        };
+        assert_ne!(process(a), process(b));
+        // The re-run took the lane `a` freed; the unreleased ones show as
+        // unknown at the end of the run.
+        assert_eq!(process(rerun), process(a));
+        assert!(history
+            .iter()
+            .filter(|t| t.end == Time::MAX)
+            .all(|t| t.outcome == Outcome::Unknown));
+        assert!(report
+            .counters
+            .contains(&("client_finished_early", h.coord.submitted.len() as u64)));
+    }
 }
