@@ -4,12 +4,17 @@
 //! the transaction's epoch).
 //!
 //! In epoch mode the worker does not wait for the release (§3.1): once a
-//! transaction's commit decision is taken and its write-back is on its way
-//! (§4.2: "the third step can run asynchronously and a worker thread does
-//! not need to wait"), or a read-only transaction has validated, the
-//! coordinator reports it finished ([`Ctx::finished`]) and its client
-//! starts the next one; the outcome follows at the epoch's commit, or as an
-//! abort if the epoch aborts or the write-back finds its locks gone.
+//! transaction's commit decision is taken (locks held, reads validated,
+//! timestamp chosen) — its write-back then runs asynchronously (§4.2: "the
+//! third step can run asynchronously and a worker thread does not need to
+//! wait") — or a read-only transaction has validated, the coordinator
+//! reports it finished ([`Ctx::finished`]) and its client starts the next
+//! one. Nor does the worker wait for the decision record to be durable:
+//! the paper's epoch mode has no per-transaction durable write (its redo
+//! logs are forced at the epoch's end, §6.2); ours exists only so that
+//! primaries of a crashed coordinator learn its outcome. The outcome
+//! follows at the epoch's commit, or as an abort if the epoch aborts or
+//! the write-back finds its locks gone.
 
 use super::msg::{Msg, PieceReply};
 use super::tid::{epoch_of, lt_occ_ts, pt_occ_tid};
@@ -435,6 +440,7 @@ impl CocoCoordinator {
         }
         st.phase = Phase::Deciding;
         st.out.clear();
+        self.finish_executing(ctx, txn, st);
         ctx.persist(txn.0, decision_record(txn, st.ts, st.epoch));
     }
 
@@ -450,7 +456,6 @@ impl CocoCoordinator {
 
     fn write_back(&self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
         st.phase = Phase::WritingBack;
-        self.finish_executing(ctx, txn, st);
         for shard in st.writes.keys() {
             let to = self.primary(*shard);
             let msg = Msg::WriteBack {
