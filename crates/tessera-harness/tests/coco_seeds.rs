@@ -291,3 +291,38 @@ fn pt_occ_epoch_aborts_on_a_cut_off_server() {
 fn lt_occ_epoch_aborts_on_a_cut_off_server() {
     epoch_aborts_on_a_cut_off_server("lt-occ");
 }
+
+/// A second opinion on histories with several attempts of one client open
+/// at once: each open attempt has its own process (lane), so the Elle
+/// export pairs invocations with completions, and the independent `adya`
+/// checker must find the epoch-mode histories strictly serializable too.
+#[test]
+fn pt_occ_epoch_histories_pass_adya() {
+    for seed in 0..seeds().min(10) {
+        let s = spec("pt-occ", "epoch", seed);
+        let out = run_bench(&s).unwrap_or_else(|e| panic!("seed {seed}: {e:#}"));
+        assert!(out.check.as_ref().expect("checked").ok);
+        assert!(out.row.counters.get("client_started_unreleased") > Some(&0));
+        let mut elle = Vec::new();
+        tessera_checker::write_elle(out.history.as_ref().expect("recorded"), &mut elle)
+            .expect("export");
+        let h = adya::History::from_json(&String::from_utf8(elle).expect("utf-8"))
+            .expect("adya parses the export");
+        let r = adya::check(
+            &h,
+            adya::Workload::RwRegister,
+            &adya::Opts {
+                models: vec!["strict-serializable".into()],
+                wfr_keys: true,
+                ..adya::Opts::default()
+            },
+        );
+        assert_eq!(
+            r.valid,
+            adya::Valid::True,
+            "seed {seed}: {:?}\nreplay: {}",
+            r.anomaly_types,
+            replay(&s, false)
+        );
+    }
+}
