@@ -183,6 +183,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     s.check = a.check;
     s.workers = a.workers.unwrap_or(0) as usize;
     s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
+    s.max_unreleased = a.max_unreleased.unwrap_or(s.max_unreleased);
     s.switches = a.switches;
     s.replicas = a.replicas;
     s.drain = a.drain.unwrap_or(0);
@@ -306,6 +307,7 @@ fn tcp_spec_of(a: &RunArgs, path: &Path) -> Result<BenchSpec> {
     s.seed = a.seed;
     s.check = a.check;
     s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
+    s.max_unreleased = a.max_unreleased.unwrap_or(s.max_unreleased);
     s.validate()?;
     Ok(s)
 }
@@ -632,6 +634,7 @@ pub fn default_comparison() -> Result<()> {
         duplicate: None,
         reorder: None,
         max_attempts: None,
+        max_unreleased: None,
         write_ratio: None,
         switches: None,
         replica_faults: false,

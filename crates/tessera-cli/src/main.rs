@@ -313,6 +313,10 @@ pub struct RunArgs {
     /// Attempts per transaction before giving up (Janus: 20).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     max_attempts: Option<u32>,
+    /// Transactions a client may have finished executing whose results are
+    /// not released yet (epoch commit) before it waits for one (default 128).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    max_unreleased: Option<u32>,
 }
 
 impl RunArgs {

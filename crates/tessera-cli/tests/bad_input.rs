@@ -40,6 +40,8 @@ fn counts_must_be_positive() {
     rejects(&["bench", "--workload", "micro", "--shards", "2"], "shards");
     rejects(&["bench", "--repeat", "0"], "--repeat");
     rejects(&["bench", "--repeat", "101"], "--repeat");
+    rejects(&["bench", "--max-unreleased", "0"], "--max-unreleased");
+    rejects(&["sweep", "--vary", "commit=3"], "--vary");
 }
 
 #[test]

@@ -7,6 +7,26 @@
 //! submits the next. Latency runs from the first attempt to the commit, so
 //! retries count.
 //!
+//! **Workers that do not wait** (COCO §3.1, §4.2): a coordinator may report
+//! that an attempt *finished executing* ([`Effect::Finished`]) before its
+//! outcome is final, as COCO's epoch commit does: the transaction's locks,
+//! validation and write-back are done, but its result is released only when
+//! its epoch commits. The slot then starts its next transaction at once,
+//! like a COCO worker thread, while the finished attempt stays *unreleased*
+//! until its [`Effect::Done`]. Its latency, its stats and its history entry
+//! are taken at the `Done`: a result is returned to the user at the epoch's
+//! end, and that is the real-time end the isolation checker sees. An
+//! unreleased attempt that ends aborted (its epoch aborted, §3.2) is re-run
+//! by its slot after the transaction it is running. At most
+//! [`ClientConfig::max_unreleased`] attempts of a slot may be unreleased;
+//! at the bound the slot waits for a release, which keeps memory bounded.
+//! Protocols that never report `Finished` see the plain closed loop.
+//!
+//! Each attempt of a slot in flight at once gets its own *lane*, part of the
+//! history's process number, so that every process of the history has one
+//! attempt open at a time, as the checker's process order and Elle's
+//! invocation/completion pairing assume.
+//!
 //! The host records measurements inside the measurement window only (warm-up
 //! and cool-down trimmed) and, when asked, every attempt into the history.
 
@@ -19,10 +39,20 @@ use crate::txn::{AbortReason, Attempt, Txn, TxnOutcome};
 use crate::workload::{ClientSlot, TxnGenerator};
 use crate::FastMap;
 use rand::Rng;
+use std::collections::VecDeque;
 use std::marker::PhantomData;
 
 /// Timer ids at or above this belong to the host, below it to the coordinator.
 pub const HOST_TIMER_BIT: u64 = 1 << 63;
+
+/// Where a slot's lane goes in its history process number (above the
+/// incarnation's byte at bit 32).
+const LANE_SHIFT: u32 = 40;
+
+/// The default of [`ClientConfig::max_unreleased`]: more than one worker
+/// finishes in two 10 ms epochs in our YCSB runs (≈ 2.5k txn/s per client at
+/// 48 clients), so the bound does not throttle the default epoch.
+pub const DEFAULT_MAX_UNRELEASED: u32 = 128;
 
 /// How clients behave and when they measure.
 #[derive(Clone, Debug)]
@@ -36,6 +66,9 @@ pub struct ClientConfig {
     pub backoff_base: Time,
     pub backoff_cap: Time,
     pub record_history: bool,
+    /// Attempts a slot may have finished executing but not yet released
+    /// before it waits for a release (at least 1; see the module doc).
+    pub max_unreleased: u32,
 }
 
 /// What a client host hands over: its measurements and history.
@@ -45,14 +78,77 @@ pub struct ClientReport {
     pub history: Vec<HistoryTxn>,
 }
 
-struct Slot {
-    process: u64,
-    gen: Box<dyn TxnGenerator>,
-    txn: Option<Txn>,
+/// A transaction a slot is to run (again): retries keep their age.
+struct Pending {
+    txn: Txn,
+    first_start: Time,
+    attempts: u32,
+}
+
+/// One attempt in flight.
+struct Running {
+    slot: usize,
+    txn: Txn,
     first_start: Time,
     attempt_start: Time,
+    /// Attempts of this transaction so far, this one included.
     attempts: u32,
+    lane: u32,
+    /// Reported [`Effect::Finished`]: its slot has moved on.
+    finished: bool,
+}
+
+struct Slot {
+    client: u32,
+    gen: Box<dyn TxnGenerator>,
+    /// The attempt the slot is executing (not yet finished or ended).
     current: Option<TxnId>,
+    /// Transactions to run before a new one: a retry of an aborted attempt
+    /// (after its backoff), or a re-run of an unreleased attempt that ended
+    /// aborted.
+    pending: VecDeque<Pending>,
+    /// A backoff timer is armed: the slot starts nothing until it fires.
+    backing_off: bool,
+    /// Finished attempts waiting for their outcome.
+    unreleased: u32,
+    /// Lanes held by this slot's attempts in flight.
+    lanes: Vec<bool>,
+}
+
+impl Slot {
+    fn take_lane(&mut self) -> u32 {
+        match self.lanes.iter().position(|busy| !busy) {
+            Some(l) => {
+                self.lanes[l] = true;
+                l as u32
+            }
+            None => {
+                self.lanes.push(true);
+                (self.lanes.len() - 1) as u32
+            }
+        }
+    }
+}
+
+/// What the host counts besides the stats (reported with the protocol's
+/// counters, when not zero).
+#[derive(Default)]
+struct HostCounters {
+    /// Attempts the coordinator reported finished before their outcome.
+    finished_early: u64,
+    /// Attempts started while their slot had unreleased ones: the worker
+    /// did not wait.
+    started_unreleased: u64,
+    /// Times a slot stopped at the bound on unreleased attempts.
+    unreleased_waits: u64,
+    /// Unreleased attempts that ended aborted and were queued to re-run.
+    reruns: u64,
+}
+
+/// What a coordinator reported about an attempt, in the order it did.
+enum Report {
+    Finished,
+    Done(TxnOutcome),
 }
 
 /// A node of closed-loop clients around a coordinator `C`.
@@ -62,11 +158,12 @@ pub struct ClientHost<M, C> {
     incarnation: u8,
     cfg: ClientConfig,
     slots: Vec<Slot>,
-    in_flight: FastMap<TxnId, usize>,
+    in_flight: FastMap<TxnId, Running>,
     next_seq: u32,
     stats: ClientStats,
+    counters: HostCounters,
     history: Vec<HistoryTxn>,
-    done: Vec<(TxnId, TxnOutcome)>,
+    reports: Vec<(TxnId, Report)>,
     _msg: PhantomData<fn() -> M>,
 }
 
@@ -81,13 +178,13 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
         let slots = clients
             .into_iter()
             .map(|(client, gen)| Slot {
-                process: ((incarnation as u64) << 32) | client.id as u64,
+                client: client.id,
                 gen,
-                txn: None,
-                first_start: 0,
-                attempt_start: 0,
-                attempts: 0,
                 current: None,
+                pending: VecDeque::new(),
+                backing_off: false,
+                unreleased: 0,
+                lanes: Vec::new(),
             })
             .collect();
         ClientHost {
@@ -99,8 +196,9 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
             in_flight: crate::fast_map(),
             next_seq: 0,
             stats: ClientStats::default(),
+            counters: HostCounters::default(),
             history: Vec::new(),
-            done: Vec::new(),
+            reports: Vec::new(),
             _msg: PhantomData,
         }
     }
@@ -109,140 +207,205 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
         t >= self.cfg.measure_from && t < self.cfg.measure_until
     }
 
-    /// Start (or retry) the slot's transaction now.
+    /// The history's process number of a slot's lane in this incarnation.
+    fn process(&self, slot: usize, lane: u32) -> u64 {
+        ((lane as u64) << LANE_SHIFT)
+            | ((self.incarnation as u64) << 32)
+            | self.slots[slot].client as u64
+    }
+
+    /// Start the slot's next attempt now, if it is free to: not executing
+    /// one, not backing off, below the bound on unreleased attempts, and
+    /// before `stop_at`. A pending retry or re-run goes first.
     fn issue(&mut self, ctx: &mut Ctx<M>, slot: usize) {
         let now = ctx.observed_now();
-        if now >= self.cfg.stop_at {
+        let max_unreleased = self.cfg.max_unreleased.max(1);
+        let s = &mut self.slots[slot];
+        if now >= self.cfg.stop_at || s.current.is_some() || s.backing_off {
             return;
         }
-        let s = &mut self.slots[slot];
-        let txn = match &s.txn {
-            Some(t) => t.clone(),
-            None => {
-                let t = s.gen.next(ctx.rng());
-                s.txn = Some(t.clone());
-                s.first_start = now;
-                s.attempts = 0;
-                t
-            }
-        };
-        s.attempts += 1;
-        s.attempt_start = now;
+        if s.unreleased >= max_unreleased {
+            self.counters.unreleased_waits += 1;
+            return;
+        }
+        if s.unreleased > 0 {
+            self.counters.started_unreleased += 1;
+        }
+        let next = s.pending.pop_front().unwrap_or_else(|| Pending {
+            txn: s.gen.next(ctx.rng()),
+            first_start: now,
+            attempts: 0,
+        });
         self.next_seq = self.next_seq.wrapping_add(1);
         let id = TxnId::new(self.me, self.incarnation, self.next_seq);
         s.current = Some(id);
-        self.in_flight.insert(id, slot);
-        let since = s.first_start;
-        self.coord.submit(ctx, Attempt { id, txn, since });
+        let lane = s.take_lane();
+        let attempt = Attempt {
+            id,
+            txn: next.txn.clone(),
+            since: next.first_start,
+        };
+        self.in_flight.insert(
+            id,
+            Running {
+                slot,
+                txn: next.txn,
+                first_start: next.first_start,
+                attempt_start: now,
+                attempts: next.attempts + 1,
+                lane,
+                finished: false,
+            },
+        );
+        self.coord.submit(ctx, attempt);
+    }
+
+    /// The coordinator is done executing `id`; its outcome comes later. The
+    /// slot moves on.
+    fn finished(&mut self, ctx: &mut Ctx<M>, id: TxnId) {
+        let Some(r) = self.in_flight.get_mut(&id) else {
+            return;
+        };
+        if r.finished {
+            return;
+        }
+        r.finished = true;
+        let slot = r.slot;
+        self.counters.finished_early += 1;
+        let s = &mut self.slots[slot];
+        s.unreleased += 1;
+        if s.current == Some(id) {
+            s.current = None;
+        }
+        self.issue(ctx, slot);
     }
 
     fn finish(&mut self, ctx: &mut Ctx<M>, id: TxnId, outcome: TxnOutcome) {
-        let Some(slot) = self.in_flight.remove(&id) else {
+        let Some(r) = self.in_flight.remove(&id) else {
             return;
         };
         let now = ctx.observed_now();
         let measured = self.in_window(now);
-        let s = &mut self.slots[slot];
-        s.current = None;
-        let txn = s.txn.clone().expect("a slot in flight has a transaction");
+        let slot = r.slot;
         if self.cfg.record_history {
             let (reads, writes, out) = match &outcome {
                 TxnOutcome::Committed { reads, writes, .. } => {
                     (reads.clone(), writes.clone(), Outcome::Committed)
                 }
                 TxnOutcome::Aborted(_) => (Vec::new(), Vec::new(), Outcome::Aborted),
-                TxnOutcome::InDoubt => (Vec::new(), declared_writes(&txn), Outcome::Unknown),
+                TxnOutcome::InDoubt => (Vec::new(), declared_writes(&r.txn), Outcome::Unknown),
             };
             self.history.push(HistoryTxn {
                 id,
-                process: s.process,
-                start: s.attempt_start,
+                process: self.process(slot, r.lane),
+                start: r.attempt_start,
                 end: now,
                 reads,
                 writes,
                 outcome: out,
             });
         }
-        let ty = txn.name();
+        let s = &mut self.slots[slot];
+        s.lanes[r.lane as usize] = false;
+        if r.finished {
+            s.unreleased -= 1;
+        } else if s.current == Some(id) {
+            s.current = None;
+        }
+        let ty = r.txn.name();
         if measured {
             self.stats.total.attempts += 1;
             self.stats.counts_mut(ty).attempts += 1;
         }
-        let s = &mut self.slots[slot];
         match outcome {
             TxnOutcome::Committed { .. } => {
-                let latency_us = ((now - s.first_start) / 1000).max(1);
-                s.txn = None;
+                let latency_us = ((now - r.first_start) / 1000).max(1);
                 self.stats.run_committed += 1;
                 if measured {
                     self.stats.total.committed += 1;
                     self.stats.counts_mut(ty).committed += 1;
                     let _ = self.stats.latency_us.record(latency_us);
                 }
-                self.issue(ctx, slot);
             }
             // It may have committed: counted as failed (no result), never retried.
             TxnOutcome::InDoubt => {
-                s.txn = None;
                 if measured {
                     self.stats.total.failed += 1;
                     self.stats.counts_mut(ty).failed += 1;
                 }
-                self.issue(ctx, slot);
             }
             TxnOutcome::Aborted(reason) if !reason.retryable() => {
-                s.txn = None;
                 if measured {
                     self.stats.total.user_aborts += 1;
                     self.stats.counts_mut(ty).user_aborts += 1;
                 }
-                self.issue(ctx, slot);
             }
-            TxnOutcome::Aborted(_) if s.attempts >= self.cfg.max_attempts => {
-                s.txn = None;
+            TxnOutcome::Aborted(_) if r.attempts >= self.cfg.max_attempts => {
                 if measured {
                     self.stats.total.failed += 1;
                     self.stats.counts_mut(ty).failed += 1;
                 }
-                self.issue(ctx, slot);
             }
-            TxnOutcome::Aborted(AbortReason::Stale) => self.issue(ctx, slot),
-            TxnOutcome::Aborted(_) => {
-                let exp = s.attempts.saturating_sub(1).min(30);
-                let window = self
-                    .cfg
-                    .backoff_base
-                    .saturating_mul(1 << exp)
-                    .min(self.cfg.backoff_cap)
-                    .max(1);
-                let delay = ctx.rng().random_range(0..=window);
-                ctx.set_timer(delay, TimerId(HOST_TIMER_BIT | slot as u64));
+            TxnOutcome::Aborted(reason) => {
+                let retry = Pending {
+                    txn: r.txn,
+                    first_start: r.first_start,
+                    attempts: r.attempts,
+                };
+                // An unreleased attempt's slot runs something else by now:
+                // the re-run waits its turn behind it (§3.2: the epoch's
+                // transactions re-run), without a backoff of its own.
+                if r.finished {
+                    self.counters.reruns += 1;
+                    s.pending.push_back(retry);
+                } else {
+                    s.pending.push_front(retry);
+                    if reason != AbortReason::Stale {
+                        let exp = r.attempts.saturating_sub(1).min(30);
+                        let window = self
+                            .cfg
+                            .backoff_base
+                            .saturating_mul(1 << exp)
+                            .min(self.cfg.backoff_cap)
+                            .max(1);
+                        let delay = ctx.rng().random_range(0..=window);
+                        s.backing_off = true;
+                        ctx.set_timer(delay, TimerId(HOST_TIMER_BIT | slot as u64));
+                    }
+                }
             }
         }
+        self.issue(ctx, slot);
     }
 
-    /// Take the `Done` effects the coordinator pushed since `from` out of the
-    /// effect list and finish them; finishing may submit more attempts, whose
-    /// `Done` effects are handled in turn.
+    /// Take the `Finished` and `Done` effects the coordinator pushed since
+    /// `from` out of the effect list and handle them in order; that may
+    /// submit more attempts, whose reports are handled in turn.
     fn drain_done(&mut self, ctx: &mut Ctx<M>, from: usize) {
         loop {
             let effects = ctx.effects_mut();
             let mut i = from;
             while i < effects.len() {
-                if matches!(effects[i], Effect::Done { .. }) {
-                    if let Effect::Done { txn, outcome } = effects.remove(i) {
-                        self.done.push((txn, outcome));
-                    }
-                } else {
-                    i += 1;
+                match &effects[i] {
+                    Effect::Done { .. } | Effect::Finished { .. } => match effects.remove(i) {
+                        Effect::Done { txn, outcome } => {
+                            self.reports.push((txn, Report::Done(outcome)))
+                        }
+                        Effect::Finished { txn } => self.reports.push((txn, Report::Finished)),
+                        _ => unreachable!("matched above"),
+                    },
+                    _ => i += 1,
                 }
             }
-            if self.done.is_empty() {
+            if self.reports.is_empty() {
                 return;
             }
-            let batch = std::mem::take(&mut self.done);
-            for (id, outcome) in batch {
-                self.finish(ctx, id, outcome);
+            let batch = std::mem::take(&mut self.reports);
+            for (id, report) in batch {
+                match report {
+                    Report::Finished => self.finished(ctx, id),
+                    Report::Done(outcome) => self.finish(ctx, id, outcome),
+                }
             }
         }
     }
@@ -256,6 +419,7 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
         for slot in 0..self.slots.len() {
             // A small random stagger keeps clients from moving in lockstep.
             let delay = ctx.rng().random_range(0..=20_000);
+            self.slots[slot].backing_off = true;
             ctx.set_timer(delay, TimerId(HOST_TIMER_BIT | slot as u64));
         }
     }
@@ -270,9 +434,8 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
         let start = ctx.effects_mut().len();
         if id.0 & HOST_TIMER_BIT != 0 {
             let slot = (id.0 & !HOST_TIMER_BIT) as usize;
-            if self.slots[slot].current.is_none() {
-                self.issue(ctx, slot);
-            }
+            self.slots[slot].backing_off = false;
+            self.issue(ctx, slot);
         } else {
             self.coord.on_timer(ctx, id);
         }
@@ -288,27 +451,37 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
     fn take_report(&mut self) -> NodeReport {
         let mut history = std::mem::take(&mut self.history);
         if self.cfg.record_history {
-            for (&id, &slot) in &self.in_flight {
-                let s = &self.slots[slot];
-                let writes = declared_writes(s.txn.as_ref().expect("in flight"));
+            for (&id, r) in &self.in_flight {
                 history.push(HistoryTxn {
                     id,
-                    process: s.process,
-                    start: s.attempt_start,
+                    process: self.process(r.slot, r.lane),
+                    start: r.attempt_start,
                     end: Time::MAX,
                     reads: Vec::new(),
-                    writes,
+                    writes: declared_writes(&r.txn),
                     outcome: Outcome::Unknown,
                 });
             }
             history.sort_by_key(|h| (h.start, h.id));
         }
+        let mut counters = self.coord.take_report().counters;
+        let c = std::mem::take(&mut self.counters);
+        counters.extend(
+            [
+                ("client_finished_early", c.finished_early),
+                ("client_started_unreleased", c.started_unreleased),
+                ("client_unreleased_waits", c.unreleased_waits),
+                ("client_reruns", c.reruns),
+            ]
+            .into_iter()
+            .filter(|&(_, n)| n > 0),
+        );
         NodeReport {
             client: Some(ClientReport {
                 stats: std::mem::take(&mut self.stats),
                 history,
             }),
-            counters: self.coord.take_report().counters,
+            counters,
         }
     }
 }
@@ -320,4 +493,192 @@ fn declared_writes(txn: &Txn) -> Vec<Key> {
         .iter()
         .flat_map(|p| p.writes.iter().map(|a| a.key))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::ShardId;
+    use crate::txn::{PieceKind, PieceResult, PieceSpec, Procedure};
+    use rand::rngs::SmallRng;
+    use rand::SeedableRng;
+    use std::sync::Arc;
+
+    /// A one-piece transaction that writes key 1.
+    #[derive(Debug)]
+    struct Put(Vec<PieceSpec>);
+
+    impl Procedure for Put {
+        fn name(&self) -> &'static str {
+            "put"
+        }
+        fn pieces(&self) -> &[PieceSpec] {
+            &self.0
+        }
+        fn execute(
+            &self,
+            _: usize,
+            _: &[Option<&crate::Value>],
+            _: &[crate::Value],
+        ) -> PieceResult {
+            PieceResult::default()
+        }
+    }
+
+    struct Puts;
+
+    impl TxnGenerator for Puts {
+        fn next(&mut self, _: &mut SmallRng) -> Txn {
+            Arc::new(Put(vec![PieceSpec {
+                shard: ShardId(0),
+                reads: Vec::new(),
+                writes: vec![crate::Access::all(Key::new(0, 1))],
+                kind: PieceKind::Immediate,
+                inputs: Vec::new(),
+                dynamic: false,
+            }]))
+        }
+    }
+
+    /// A coordinator that reports every attempt finished at once (a worker
+    /// that does not wait) and ends it only when the test says so.
+    #[derive(Default)]
+    struct Epochal {
+        submitted: Vec<TxnId>,
+    }
+
+    impl Node<()> for Epochal {
+        fn on_message(&mut self, _: &mut Ctx<()>, _: NodeId, _: ()) {}
+        fn on_timer(&mut self, _: &mut Ctx<()>, _: TimerId) {}
+    }
+
+    impl Coordinator<()> for Epochal {
+        fn submit(&mut self, ctx: &mut Ctx<()>, attempt: Attempt) {
+            self.submitted.push(attempt.id);
+            ctx.finished(attempt.id);
+        }
+    }
+
+    fn host(max_unreleased: u32) -> ClientHost<(), Epochal> {
+        let cfg = ClientConfig {
+            measure_from: 0,
+            measure_until: Time::MAX,
+            stop_at: Time::MAX,
+            max_attempts: 20,
+            backoff_base: 1,
+            backoff_cap: 1,
+            record_history: true,
+            max_unreleased,
+        };
+        let slot = ClientSlot {
+            id: 7,
+            home: ShardId(0),
+        };
+        ClientHost::new(
+            Epochal::default(),
+            NodeId(1),
+            0,
+            cfg,
+            vec![(slot, Box::new(Puts) as Box<dyn TxnGenerator>)],
+        )
+    }
+
+    /// Step `host` at time `now` with `f`, which may report on behalf of
+    /// the coordinator; returns the effects left for the runtime.
+    fn step(
+        host: &mut ClientHost<(), Epochal>,
+        now: Time,
+        f: impl FnOnce(&mut ClientHost<(), Epochal>, &mut Ctx<()>),
+    ) -> Vec<Effect<()>> {
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut effects = Vec::new();
+        let mut ctx = Ctx::new(now, NodeId(1), &mut rng, &mut effects);
+        f(host, &mut ctx);
+        effects
+    }
+
+    /// The coordinator ends `txn` with `outcome` in a step of its own.
+    fn end(host: &mut ClientHost<(), Epochal>, now: Time, txn: TxnId, outcome: TxnOutcome) {
+        step(host, now, |h, ctx| {
+            let from = ctx.effects_mut().len();
+            ctx.done(txn, outcome);
+            h.drain_done(ctx, from);
+        });
+    }
+
+    fn committed() -> TxnOutcome {
+        TxnOutcome::Committed {
+            reads: Vec::new(),
+            writes: vec![Key::new(0, 1)],
+            outputs: vec![crate::Value::new()],
+        }
+    }
+
+    #[test]
+    fn a_slot_stops_at_the_bound_and_resumes_at_a_release() {
+        let mut h = host(3);
+        let effects = step(&mut h, 10, |h, ctx| {
+            h.on_timer(ctx, TimerId(HOST_TIMER_BIT))
+        });
+        assert!(effects
+            .iter()
+            .all(|e| !matches!(e, Effect::Finished { .. })));
+        // Each attempt finished at once, so the slot ran on until 3 were
+        // unreleased, and then waited.
+        assert_eq!(h.coord.submitted.len(), 3);
+        assert_eq!(h.slots[0].unreleased, 3);
+        assert_eq!(h.slots[0].current, None);
+        assert_eq!(h.counters.finished_early, 3);
+        assert_eq!(h.counters.started_unreleased, 2);
+        assert_eq!(h.counters.unreleased_waits, 1);
+        // One release frees one place: exactly one more attempt starts.
+        let first = h.coord.submitted[0];
+        end(&mut h, 20, first, committed());
+        assert_eq!(h.coord.submitted.len(), 4);
+        assert_eq!(h.slots[0].unreleased, 3);
+        assert_eq!(h.stats.total.committed, 1);
+        // Latency and the history's end are taken at the release.
+        assert_eq!(h.history.len(), 1);
+        assert_eq!((h.history[0].start, h.history[0].end), (10, 20));
+    }
+
+    #[test]
+    fn concurrent_attempts_of_a_slot_get_their_own_process_and_reruns_keep_their_age() {
+        let mut h = host(2);
+        step(&mut h, 10, |h, ctx| {
+            h.on_timer(ctx, TimerId(HOST_TIMER_BIT))
+        });
+        let [a, b] = h.coord.submitted[..] else {
+            panic!("two attempts: {:?}", h.coord.submitted)
+        };
+        // The first attempt's epoch aborts: it is re-run (not backed off),
+        // in the place its release freed.
+        end(&mut h, 30, a, TxnOutcome::Aborted(AbortReason::Timeout));
+        assert_eq!(h.coord.submitted.len(), 3);
+        let rerun = h.coord.submitted[2];
+        assert_eq!(h.in_flight[&rerun].first_start, 10);
+        assert_eq!(h.in_flight[&rerun].attempts, 2);
+        assert_eq!(h.counters.reruns, 1);
+        end(&mut h, 40, b, committed());
+        let report = h.take_report();
+        let history = report.client.expect("a client host reports").history;
+        let process = |id| {
+            history
+                .iter()
+                .find(|t| t.id == id)
+                .expect("recorded")
+                .process
+        };
+        assert_ne!(process(a), process(b));
+        // The re-run took the lane `a` freed; the unreleased ones show as
+        // unknown at the end of the run.
+        assert_eq!(process(rerun), process(a));
+        assert!(history
+            .iter()
+            .filter(|t| t.end == Time::MAX)
+            .all(|t| t.outcome == Outcome::Unknown));
+        assert!(report
+            .counters
+            .contains(&("client_finished_early", h.coord.submitted.len() as u64)));
+    }
 }

@@ -31,6 +31,13 @@ pub enum Effect<M> {
     /// A coordinator finished a transaction attempt. Only coordinator roles
     /// emit it; the client host that wraps them consumes it.
     Done { txn: TxnId, outcome: TxnOutcome },
+    /// A coordinator finished *executing* a transaction attempt whose
+    /// outcome is not final yet (COCO §4.2: locks, validation and write-back
+    /// done, the result released only when the epoch commits, §3.1). The
+    /// client host starts its slot's next transaction at once and waits for
+    /// the attempt's [`Effect::Done`] for its outcome. Optional: protocols
+    /// that report only `Done` get plain closed-loop clients.
+    Finished { txn: TxnId },
     /// This step cost `time` of CPU (or pipeline) time beyond the runtime's
     /// fixed per-event cost: modelled hardware, such as a switch that
     /// recirculates a packet once per operation (NOCC §3). The simulator
@@ -116,6 +123,11 @@ impl<'a, M> Ctx<'a, M> {
     #[inline]
     pub fn done(&mut self, txn: TxnId, outcome: TxnOutcome) {
         self.effects.push(Effect::Done { txn, outcome });
+    }
+    /// See [`Effect::Finished`].
+    #[inline]
+    pub fn finished(&mut self, txn: TxnId) {
+        self.effects.push(Effect::Finished { txn });
     }
     /// Re-borrow this context for a node wrapped inside another (the client
     /// host wraps a coordinator).

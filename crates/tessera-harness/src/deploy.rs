@@ -111,6 +111,7 @@ pub fn client_config(spec: &BenchSpec) -> ClientConfig {
         backoff_base: 20 * US,
         backoff_cap: 5_000 * US,
         record_history: spec.check || spec.history.is_some(),
+        max_unreleased: spec.max_unreleased,
     }
 }
 

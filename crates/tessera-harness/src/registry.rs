@@ -25,6 +25,7 @@ use tessera_protocols::twopl::{Policy, TwoPlConfig, TwoPlProtocol};
 
 type Runner = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>) -> anyhow::Result<RawRun> + Send + Sync>;
 type Server = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>, &str) -> anyhow::Result<()> + Send + Sync>;
+type Accepts = Box<dyn Fn(&BenchSpec) -> Result<(), SpecError> + Send + Sync>;
 
 /// How a protocol whose messages have a wire codec runs on `tcp`.
 struct TcpHooks {
@@ -43,6 +44,7 @@ pub struct ProtocolEntry {
     /// promises (strict serializability unless it says less).
     pub level: Level,
     run: Runner,
+    accepts: Accepts,
     tcp: Option<TcpHooks>,
 }
 
@@ -69,6 +71,8 @@ impl ProtocolEntry {
             + Sync
             + 'static,
     ) -> Self {
+        let configure = Arc::new(configure);
+        let check = configure.clone();
         ProtocolEntry {
             name,
             summary,
@@ -78,8 +82,15 @@ impl ProtocolEntry {
                 let (config, spec) = configure(spec)?;
                 run_protocol::<P>(&config, &spec, workload)
             }),
+            accepts: Box::new(move |spec| check(spec).map(|_| ())),
             tcp: None,
         }
+    }
+
+    /// Whether the protocol takes the spec's knobs and replicas (the error
+    /// names the flag it refuses), without running anything.
+    pub fn accepts(&self, spec: &BenchSpec) -> Result<(), SpecError> {
+        (self.accepts)(spec)
     }
 
     /// Let the protocol run on `tcp` (its messages have a wire codec).

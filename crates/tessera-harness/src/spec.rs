@@ -112,6 +112,10 @@ pub struct BenchSpec {
     pub workers: usize,
     /// Attempts per transaction before the client gives up (Janus §6.1: 20).
     pub max_attempts: u32,
+    /// Transactions a client may have finished but not yet released (epoch
+    /// commit, COCO §3.1) before it waits (`--max-unreleased`; see
+    /// [`tessera_core::client`]).
+    pub max_unreleased: u32,
     /// Switch nodes between the client hosts and the servers (NOCC's
     /// racks). `None`: the protocol's default (see the registry).
     pub switches: Option<u32>,
@@ -213,6 +217,7 @@ impl BenchSpec {
             faults: None,
             workers: 0,
             max_attempts: 20,
+            max_unreleased: tessera_core::client::DEFAULT_MAX_UNRELEASED,
             switches: None,
             replicas: None,
             sites: None,
@@ -315,6 +320,13 @@ impl BenchSpec {
         if self.max_attempts == 0 {
             return Err(SpecError::Invalid {
                 flag: "--max-attempts",
+                value: "0".into(),
+                allowed: "1 or more".into(),
+            });
+        }
+        if self.max_unreleased == 0 {
+            return Err(SpecError::Invalid {
+                flag: "--max-unreleased",
                 value: "0".into(),
                 allowed: "1 or more".into(),
             });

@@ -3,6 +3,7 @@
 use crate::result::ResultRow;
 use crate::run::{run_bench, BenchOutcome};
 use crate::spec::{BenchSpec, SpecError, WorkloadSpec};
+use tessera_protocols::coco::CommitMode;
 
 /// A parameter that a sweep can vary.
 #[derive(Clone, Debug, PartialEq)]
@@ -22,6 +23,7 @@ pub const PARAMS: &[&str] = &[
     "keys",
     "loss",
     "epoch-ms",
+    "commit",
 ];
 
 impl Vary {
@@ -53,6 +55,39 @@ impl Vary {
         })
     }
 
+    /// The flag a value of this parameter sets.
+    pub fn flag(&self) -> String {
+        format!("--{}", self.name)
+    }
+
+    /// The name a numeric value stands for, for parameters that are not
+    /// numbers: `commit` counts COCO's commit modes in the order of
+    /// [`CommitMode::NAMES`] (0 = 2pc, 1 = 2pc-sync, 2 = epoch), so that a
+    /// sweep over them plots on a numeric axis.
+    pub fn label(&self, v: f64) -> Result<&'static str, SpecError> {
+        let names = match self.name.as_str() {
+            "commit" => CommitMode::NAMES,
+            _ => &[],
+        };
+        let i = v as usize;
+        if v.fract() != 0.0 || v < 0.0 || i >= names.len() {
+            return Err(SpecError::Invalid {
+                flag: "--vary",
+                value: format!("{}={v}", self.name),
+                allowed: format!(
+                    "an index 0..{} into {}",
+                    names.len(),
+                    if names.is_empty() {
+                        "(no names: a numeric parameter)".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+            });
+        }
+        Ok(names[i])
+    }
+
     /// Set the parameter on a spec.
     pub fn apply(&self, spec: &mut BenchSpec, v: f64) -> Result<(), SpecError> {
         let count = |v: f64| -> Result<u32, SpecError> {
@@ -81,6 +116,7 @@ impl Vary {
             ("loss", _) => spec.sim.loss = v,
             ("epoch-ms", _) => spec.knobs.epoch_ms = Some(count(v)? as u64),
             ("lease-us", _) => spec.knobs.lease_us = Some(count(v)? as u64),
+            ("commit", _) => spec.knobs.commit = Some(self.label(v)?.to_string()),
             (name, w) => {
                 return Err(SpecError::Invalid {
                     flag: "--vary",
@@ -94,7 +130,12 @@ impl Vary {
 }
 
 /// Run every protocol at every value; `each` sees every outcome as it ends
-/// (for progress and incremental output). The row carries the parameter.
+/// (for progress and incremental output). The row carries the parameter
+/// (and, for a named one such as `commit`, its name as `commit_name`).
+///
+/// A protocol that refuses a value of the varied parameter itself (s2pl
+/// has only `--commit 2pc`) sits that point out, with a warning; any other
+/// refusal stops the sweep before anything runs.
 pub fn sweep(
     base: &BenchSpec,
     protocols: &[String],
@@ -109,7 +150,16 @@ pub fn sweep(
             s.protocol = p.clone();
             vary.apply(&mut s, v)?;
             s.validate()?;
-            crate::registry::find(p)?;
+            match crate::registry::find(p)?.accepts(&s) {
+                Err(SpecError::Invalid { flag, value, .. }) if flag == vary.flag() => {
+                    tracing::warn!(
+                        "{p} refuses {flag} {value}: point {}={v} skipped",
+                        vary.name
+                    );
+                    continue;
+                }
+                r => r?,
+            }
             specs.push((s, v));
         }
     }
@@ -117,8 +167,12 @@ pub fn sweep(
     for (s, v) in specs {
         let out = run_bench(&s)?;
         let mut row = out.row.clone();
-        row.extra
-            .insert(vary.name.replace('-', "_"), serde_json::json!(v));
+        let key = vary.name.replace('-', "_");
+        if let Ok(name) = vary.label(v) {
+            row.extra
+                .insert(format!("{key}_name"), serde_json::json!(name));
+        }
+        row.extra.insert(key, serde_json::json!(v));
         each(&s, &out)?;
         rows.push(row);
     }
@@ -136,5 +190,44 @@ mod tests {
         assert!(Vary::parse("zipf").is_err());
         assert!(Vary::parse("colour=1").is_err());
         assert!(Vary::parse("zipf=a").is_err());
+    }
+
+    #[test]
+    fn commit_modes_are_indices() {
+        let v = Vary::parse("commit=0,1,2").unwrap();
+        assert_eq!(v.label(1.0).unwrap(), "2pc-sync");
+        assert!(v.label(3.0).is_err());
+        assert!(v.label(0.5).is_err());
+        let mut s = BenchSpec::new(
+            crate::RuntimeKind::Sim,
+            "pt-occ",
+            WorkloadSpec::Ycsb(Default::default()),
+        );
+        v.apply(&mut s, 2.0).unwrap();
+        assert_eq!(s.knobs.commit.as_deref(), Some("epoch"));
+        assert!(Vary::parse("zipf=1").unwrap().label(0.0).is_err());
+    }
+
+    #[test]
+    fn a_protocol_sits_out_the_values_of_the_varied_flag_it_refuses() {
+        let mut base = BenchSpec::new(
+            crate::RuntimeKind::Sim,
+            "",
+            WorkloadSpec::Ycsb(tessera_workloads::YcsbConfig {
+                partitions: 2,
+                keys_per_partition: 100,
+                ..Default::default()
+            }),
+        );
+        base.clients = 2;
+        base.duration = 20 * tessera_core::ids::MS;
+        base.warmup = 2 * tessera_core::ids::MS;
+        base.cooldown = 2 * tessera_core::ids::MS;
+        let vary = Vary::parse("commit=1").unwrap();
+        let rows = sweep(&base, &["s2pl".to_string()], &vary, |_, _| Ok(())).unwrap();
+        assert!(rows.is_empty());
+        // A refusal of another flag still stops the sweep.
+        base.knobs.epoch_ms = Some(5);
+        assert!(sweep(&base, &["s2pl".to_string()], &vary, |_, _| Ok(())).is_err());
     }
 }

@@ -89,8 +89,8 @@
 //! dropped and warned about once. A panic inside a node ends its worker; the
 //! worker raises a shared abort flag on its way out so the others stop too,
 //! and [`run`] returns [`LocalError::WorkerPanicked`] instead of hanging.
-//! [`Effect::Done`] is consumed by client hosts and must never reach a
-//! runtime: debug builds assert, release builds ignore it.
+//! [`Effect::Done`] and [`Effect::Finished`] are consumed by client hosts and must never reach a
+//! runtime: debug builds assert, release builds ignore them.
 
 use crossbeam_channel::{Receiver, Sender};
 use rand::rngs::SmallRng;
@@ -672,10 +672,10 @@ impl<M: Send + WireSize + 'static> Worker<M> {
                     self.queue.push_back(Event::Persisted { to: local, token });
                 }
                 Effect::Charge { .. } => {}
-                Effect::Done { txn, .. } => {
+                Effect::Done { txn, .. } | Effect::Finished { txn } => {
                     debug_assert!(
                         false,
-                        "Effect::Done for {txn:?} reached the local runtime from {me:?}; \
+                        "Effect::Done/Finished for {txn:?} reached the local runtime from {me:?}; \
                          client hosts must consume it"
                     );
                 }

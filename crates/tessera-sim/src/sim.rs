@@ -425,8 +425,8 @@ fn apply<M: Clone + WireSize>(
                 w.push(at, id, Some(inc), Kind::Persisted { token, record });
             }
             Effect::Charge { .. } => {}
-            Effect::Done { .. } => {
-                debug_assert!(false, "Done escaped a client host");
+            Effect::Done { .. } | Effect::Finished { .. } => {
+                debug_assert!(false, "Done or Finished escaped a client host");
             }
         }
     }

@@ -497,8 +497,11 @@ impl<M: Codec + 'static> Loop<M> {
                     }
                 }
                 Effect::Charge { .. } => {}
-                Effect::Done { txn, .. } => {
-                    debug_assert!(false, "Effect::Done for {txn:?} reached the tcp runtime");
+                Effect::Done { txn, .. } | Effect::Finished { txn } => {
+                    debug_assert!(
+                        false,
+                        "Effect::Done/Finished for {txn:?} reached the tcp runtime"
+                    );
                 }
             }
         }

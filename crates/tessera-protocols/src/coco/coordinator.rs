@@ -2,6 +2,19 @@
 //! pieces at the nearest replicas, runs the lock, validate and write-back
 //! rounds at the primaries, and releases results (at once, or at the end of
 //! the transaction's epoch).
+//!
+//! In epoch mode the worker does not wait for the release (§3.1): once a
+//! transaction's commit decision is taken (locks held, reads validated,
+//! timestamp chosen) — its write-back then runs asynchronously (§4.2: "the
+//! third step can run asynchronously and a worker thread does not need to
+//! wait") — or a read-only transaction has validated, the coordinator
+//! reports it finished ([`Ctx::finished`]) and its client starts the next
+//! one. Nor does the worker wait for the decision record to be durable:
+//! the paper's epoch mode has no per-transaction durable write (its redo
+//! logs are forced at the epoch's end, §6.2); ours exists only so that
+//! primaries of a crashed coordinator learn its outcome. The outcome
+//! follows at the epoch's commit, or as an abort if the epoch aborts or
+//! the write-back finds its locks gone.
 
 use super::msg::{Msg, PieceReply};
 use super::tid::{epoch_of, lt_occ_ts, pt_occ_tid};
@@ -55,6 +68,8 @@ struct TxnState {
     /// The abort floor the primaries answered with (all must agree).
     floor: Option<u64>,
     retransmit_at: Time,
+    /// Reported finished to the client host (epoch mode).
+    finished: bool,
 }
 
 /// One primary's part of a round: its shard, writes to lock, reads to
@@ -425,7 +440,18 @@ impl CocoCoordinator {
         }
         st.phase = Phase::Deciding;
         st.out.clear();
+        self.finish_executing(ctx, txn, st);
         ctx.persist(txn.0, decision_record(txn, st.ts, st.epoch));
+    }
+
+    /// Epoch mode: the worker is free to run its next transaction while
+    /// this one's outcome waits for the epoch (see the module doc). The 2PC
+    /// modes release results at write-back, so their workers wait.
+    fn finish_executing(&self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
+        if self.config.commit == CommitMode::Epoch && !st.finished {
+            st.finished = true;
+            ctx.finished(txn);
+        }
     }
 
     fn write_back(&self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
@@ -488,6 +514,7 @@ impl CocoCoordinator {
             outputs,
         };
         if self.config.commit == CommitMode::Epoch && st.epoch > self.committed_epoch {
+            self.finish_executing(ctx, txn, st);
             self.parked
                 .entry(st.epoch)
                 .or_default()
@@ -636,6 +663,7 @@ impl Coordinator<Msg> for CocoCoordinator {
             combined: false,
             floor: None,
             retransmit_at: ctx.now() + self.config.retransmit,
+            finished: false,
         };
         self.open.insert(txn);
         if n == 0 {

@@ -9,7 +9,9 @@
 //! by the oldest write of an epoch `>= e`. A backup may skip a write
 //! because a newer one arrived first (Thomas write rule); the skipped write
 //! still belongs in the versions saved by later epochs, since reverting
-//! those must bring it back.
+//! those must bring it back; and if its own epoch has no saved version yet,
+//! it gets the state the later epoch saved, so that reverting the skipped
+//! write's epoch together with the later one does not bring it back.
 
 use tessera_core::ids::{Key, Version};
 use tessera_core::storage::Store;
@@ -72,6 +74,14 @@ impl Undo {
         version: Version,
     ) {
         if let Some(list) = self.saved.get_mut(&key) {
+            // Entries from `at` on are of later epochs; the first one saved
+            // the state before any write of `epoch` was applied here.
+            let at = list.partition_point(|(e, _)| *e <= epoch);
+            let own = at > 0 && list[at - 1].0 == epoch;
+            if !own && list.get(at).is_some_and(|(_, s)| s.wts < ts) {
+                let before = list[at].1.clone();
+                list.insert(at, (epoch, before));
+            }
             for (_, s) in list.iter_mut().filter(|(e, s)| *e > epoch && s.wts < ts) {
                 s.value = value.clone();
                 s.version = version;
@@ -181,5 +191,33 @@ mod tests {
         undo.revert(&mut store, 5, 7);
         let r = store.get(k).unwrap();
         assert_eq!((&r.value[..], r.meta.wts), (&b"v4"[..], 40));
+    }
+
+    /// Found by the cut-off-server seeds once clients stopped waiting for
+    /// results: the skipped write's own epoch aborts with the newer one, so
+    /// neither write may survive at this backup (its primary reverted both).
+    #[test]
+    fn a_skipped_write_of_an_aborted_epoch_does_not_survive_the_revert() {
+        let k = Key::new(0, 1);
+        let mut store = Store::new();
+        store.load(k, Value::from_static(b"v0"));
+        let mut undo = Undo::default();
+        write(&mut store, &mut undo, k, 6, 60, b"v6");
+        undo.skipped_write(k, 5, 50, &Value::from_static(b"v5"), Version(50));
+        undo.revert(&mut store, 5, 7);
+        assert_eq!(&store.get(k).unwrap().value[..], b"v0");
+    }
+
+    #[test]
+    fn a_skipped_write_of_a_committed_epoch_survives_when_its_epoch_stays() {
+        let k = Key::new(0, 1);
+        let mut store = Store::new();
+        store.load(k, Value::from_static(b"v0"));
+        let mut undo = Undo::default();
+        write(&mut store, &mut undo, k, 6, 60, b"v6");
+        undo.skipped_write(k, 5, 50, &Value::from_static(b"v5"), Version(50));
+        // Only epoch 6 aborts: epoch 5's skipped write is the last one.
+        undo.revert(&mut store, 6, 8);
+        assert_eq!(&store.get(k).unwrap().value[..], b"v5");
     }
 }

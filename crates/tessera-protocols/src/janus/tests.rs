@@ -131,7 +131,10 @@ impl Cluster {
             match e {
                 Effect::Send { to, msg } => self.queue.push((me, to, msg)),
                 Effect::Done { txn, outcome } => self.done.push((txn, outcome)),
-                Effect::Timer { .. } | Effect::Persist { .. } | Effect::Charge { .. } => {}
+                Effect::Timer { .. }
+                | Effect::Persist { .. }
+                | Effect::Charge { .. }
+                | Effect::Finished { .. } => {}
             }
         }
     }

@@ -71,7 +71,10 @@ impl Net {
             match e {
                 Effect::Send { to, msg } => self.wire.push((i, to.0 as usize, msg)),
                 Effect::Persist { token, record } => self.disk[i].push((token, record)),
-                Effect::Timer { .. } | Effect::Done { .. } | Effect::Charge { .. } => {}
+                Effect::Timer { .. }
+                | Effect::Done { .. }
+                | Effect::Finished { .. }
+                | Effect::Charge { .. } => {}
             }
         }
         while let Some(o) = self.reps[i].poll_output() {
