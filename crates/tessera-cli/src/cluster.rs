@@ -187,6 +187,7 @@ pub fn bench_net(duration: Time, window: u64, serve: Option<SocketAddr>) -> Resu
             stop: Stop::After(run_for + Duration::from_secs(5)),
             net: NetConfig::default(),
             stats_every: None,
+            wakeups: None,
         })
         .map_err(|e| Failure::Run(e.into()))?;
         return Ok(());
@@ -228,6 +229,7 @@ pub fn bench_net(duration: Time, window: u64, serve: Option<SocketAddr>) -> Resu
         stop: Stop::After(run_for),
         net: NetConfig::default(),
         stats_every: None,
+        wakeups: None,
     })
     .map_err(|e| Failure::Run(e.into()))?;
     let secs = started.elapsed().as_secs_f64();

@@ -94,6 +94,7 @@ where
         stop: Stop::Signal,
         net: c.net_config(),
         stats_every: c.stats_every(),
+        wakeups: None,
     })?;
     tracing::info!(
         node = name,
@@ -142,6 +143,7 @@ where
         stop: Stop::After(std::time::Duration::from_nanos(spec.duration)),
         net: c.net_config(),
         stats_every: c.stats_every(),
+        wakeups: None,
     })?;
     if out.dropped > 0 {
         tracing::warn!(
