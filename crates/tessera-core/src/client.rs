@@ -208,14 +208,12 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
             }
             TxnOutcome::Aborted(AbortReason::Stale) => self.issue(ctx, slot),
             TxnOutcome::Aborted(_) => {
-                let exp = s.attempts.saturating_sub(1).min(30);
-                let window = self
-                    .cfg
-                    .backoff_base
-                    .saturating_mul(1 << exp)
-                    .min(self.cfg.backoff_cap)
-                    .max(1);
-                let delay = ctx.rng().random_range(0..=window);
+                let delay = backoff(
+                    ctx.rng(),
+                    s.attempts,
+                    self.cfg.backoff_base,
+                    self.cfg.backoff_cap,
+                );
                 ctx.set_timer(delay, TimerId(HOST_TIMER_BIT | slot as u64));
             }
         }
@@ -226,17 +224,7 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
     /// `Done` effects are handled in turn.
     fn drain_done(&mut self, ctx: &mut Ctx<M>, from: usize) {
         loop {
-            let effects = ctx.effects_mut();
-            let mut i = from;
-            while i < effects.len() {
-                if matches!(effects[i], Effect::Done { .. }) {
-                    if let Effect::Done { txn, outcome } = effects.remove(i) {
-                        self.done.push((txn, outcome));
-                    }
-                } else {
-                    i += 1;
-                }
-            }
+            take_done(ctx, from, &mut self.done);
             if self.done.is_empty() {
                 return;
             }
@@ -309,6 +297,33 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
                 history,
             }),
             counters: self.coord.take_report().counters,
+        }
+    }
+}
+
+/// The randomized exponential backoff before retry `attempts + 1`: uniform
+/// in `[0, min(base × 2^(attempts-1), cap)]` (Janus §6.1 retries aborted
+/// transactions; the randomness keeps conflicting clients from retrying in
+/// lockstep).
+pub fn backoff(rng: &mut impl Rng, attempts: u32, base: Time, cap: Time) -> Time {
+    let exp = attempts.saturating_sub(1).min(30);
+    let window = base.saturating_mul(1 << exp).min(cap).max(1);
+    rng.random_range(0..=window)
+}
+
+/// Move the `Done` effects a coordinator pushed at or after index `from`
+/// out of the effect list into `into`: the runtimes never see them, the
+/// host that wraps the coordinator acts on them.
+pub fn take_done<M>(ctx: &mut Ctx<M>, from: usize, into: &mut Vec<(TxnId, TxnOutcome)>) {
+    let effects = ctx.effects_mut();
+    let mut i = from;
+    while i < effects.len() {
+        if matches!(effects[i], Effect::Done { .. }) {
+            if let Effect::Done { txn, outcome } = effects.remove(i) {
+                into.push((txn, outcome));
+            }
+        } else {
+            i += 1;
         }
     }
 }

@@ -20,5 +20,5 @@ pub use config::{ClusterConfig, ConfigError};
 pub use net::NetConfig;
 pub use process::{
     claim, fetch_store, run_process, Claim, LocalNode, ProcessOutput, ProcessSpec, Stop, TcpError,
-    WalSettings, Wakeups,
+    Wakeups, WalSettings,
 };
