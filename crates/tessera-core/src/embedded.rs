@@ -231,10 +231,8 @@ impl<M, C: Coordinator<M>> EmbeddedHost<M, C> {
         let req = id.0 & REQ_MASK;
         match (id.0 & !HOST_TIMER_BIT) >> KIND_SHIFT {
             KIND_INBOX => self.take_requests(ctx),
-            KIND_RETRY => {
-                if self.pending.get(&req).is_some_and(|p| p.current.is_none()) {
-                    self.issue(ctx, req);
-                }
+            KIND_RETRY if self.pending.get(&req).is_some_and(|p| p.current.is_none()) => {
+                self.issue(ctx, req)
             }
             KIND_DEADLINE => self.answer(req, |p| Reply::TimedOut {
                 attempts: p.attempts,
