@@ -93,18 +93,16 @@ fn put_get_and_incr_through_the_library_and_the_shell() {
         let (_, out, _) = txn(&c.config, &["get", "greeting"]);
         assert_eq!(out, "greeting = hello world\n");
 
-        let (code, _, err) = txn(&c.config, &["incr", "greeting"]);
-        assert_eq!(code, Some(1), "{err}");
-        assert!(err.contains("not a decimal integer"), "{err}");
-        let (code, _, err) = txn(&c.config, &["get", "bad key"]);
-        assert_eq!(code, Some(2), "{err}");
-        assert!(err.contains("bad key 'bad key'"), "{err}");
-        let (code, _, err) = txn(&c.config, &["delete", "k"]);
-        assert_eq!(code, Some(2), "{err}");
-        assert!(err.contains("unknown command 'delete'"), "{err}");
-        let (code, _, err) = txn(&c.config, &["put", "novalue"]);
-        assert_eq!(code, Some(2), "{err}");
-        assert!(err.contains("'novalue' is not KEY=VALUE"), "{err}");
+        for (args, want, says) in [
+            (&["incr", "greeting"][..], 1, "not a decimal integer"),
+            (&["get", "bad key"], 2, "bad key 'bad key'"),
+            (&["delete", "k"], 2, "unknown command 'delete'"),
+            (&["put", "novalue"], 2, "'novalue' is not KEY=VALUE"),
+        ] {
+            let (code, _, err) = txn(&c.config, args);
+            assert_eq!(code, Some(want), "{args:?}: {err}");
+            assert!(err.contains(says), "{args:?}: {err}");
+        }
     }
 }
 

@@ -136,7 +136,7 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
         self.coord.submit(ctx, Attempt { id, txn, since });
     }
 
-    fn finish(&mut self, ctx: &mut Ctx<M>, id: TxnId, outcome: TxnOutcome) {
+    fn attempt_ended(&mut self, ctx: &mut Ctx<M>, id: TxnId, outcome: TxnOutcome) {
         let Some(slot) = self.in_flight.remove(&id) else {
             return;
         };
@@ -218,29 +218,21 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
             }
         }
     }
+}
 
-    /// Take the `Done` effects the coordinator pushed since `from` out of the
-    /// effect list and finish them; finishing may submit more attempts, whose
-    /// `Done` effects are handled in turn.
-    fn drain_done(&mut self, ctx: &mut Ctx<M>, from: usize) {
-        loop {
-            take_done(ctx, from, &mut self.done);
-            if self.done.is_empty() {
-                return;
-            }
-            let batch = std::mem::take(&mut self.done);
-            for (id, outcome) in batch {
-                self.finish(ctx, id, outcome);
-            }
-        }
+impl<M, C: Coordinator<M>> WrapsCoordinator<M> for ClientHost<M, C> {
+    fn done_buffer(&mut self) -> &mut Vec<(TxnId, TxnOutcome)> {
+        &mut self.done
+    }
+
+    fn finish(&mut self, ctx: &mut Ctx<M>, id: TxnId, outcome: TxnOutcome) {
+        self.attempt_ended(ctx, id, outcome)
     }
 }
 
 impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
     fn on_start(&mut self, ctx: &mut Ctx<M>) {
-        let from = ctx.effects_mut().len();
-        self.coord.on_start(ctx);
-        self.drain_done(ctx, from);
+        self.stepped(ctx, |h, ctx| h.coord.on_start(ctx));
         for slot in 0..self.slots.len() {
             // A small random stagger keeps clients from moving in lockstep.
             let delay = ctx.rng().random_range(0..=20_000);
@@ -249,28 +241,23 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
     }
 
     fn on_message(&mut self, ctx: &mut Ctx<M>, from: NodeId, msg: M) {
-        let start = ctx.effects_mut().len();
-        self.coord.on_message(ctx, from, msg);
-        self.drain_done(ctx, start);
+        self.stepped(ctx, |h, ctx| h.coord.on_message(ctx, from, msg));
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx<M>, id: TimerId) {
-        let start = ctx.effects_mut().len();
-        if id.0 & HOST_TIMER_BIT != 0 {
-            let slot = (id.0 & !HOST_TIMER_BIT) as usize;
-            if self.slots[slot].current.is_none() {
-                self.issue(ctx, slot);
+        self.stepped(ctx, |h, ctx| {
+            if id.0 & HOST_TIMER_BIT == 0 {
+                return h.coord.on_timer(ctx, id);
             }
-        } else {
-            self.coord.on_timer(ctx, id);
-        }
-        self.drain_done(ctx, start);
+            let slot = (id.0 & !HOST_TIMER_BIT) as usize;
+            if h.slots[slot].current.is_none() {
+                h.issue(ctx, slot);
+            }
+        });
     }
 
     fn on_persisted(&mut self, ctx: &mut Ctx<M>, token: u64) {
-        let start = ctx.effects_mut().len();
-        self.coord.on_persisted(ctx, token);
-        self.drain_done(ctx, start);
+        self.stepped(ctx, |h, ctx| h.coord.on_persisted(ctx, token));
     }
 
     fn take_report(&mut self) -> NodeReport {
@@ -311,19 +298,42 @@ pub fn backoff(rng: &mut impl Rng, attempts: u32, base: Time, cap: Time) -> Time
     rng.random_range(0..=window)
 }
 
-/// Move the `Done` effects a coordinator pushed at or after index `from`
-/// out of the effect list into `into`: the runtimes never see them, the
-/// host that wraps the coordinator acts on them.
-pub fn take_done<M>(ctx: &mut Ctx<M>, from: usize, into: &mut Vec<(TxnId, TxnOutcome)>) {
-    let effects = ctx.effects_mut();
-    let mut i = from;
-    while i < effects.len() {
-        if matches!(effects[i], Effect::Done { .. }) {
-            if let Effect::Done { txn, outcome } = effects.remove(i) {
-                into.push((txn, outcome));
+/// A node that wraps a protocol's coordinator (the closed-loop
+/// [`ClientHost`], the application-driven
+/// [`crate::embedded::EmbeddedHost`]): the coordinator reports each
+/// attempt's end as an `Effect::Done`, which the runtimes never see; the
+/// host takes it out of the step's effects and acts on it.
+pub trait WrapsCoordinator<M>: Sized {
+    /// Scratch space for the `Done` effects of one step.
+    fn done_buffer(&mut self) -> &mut Vec<(TxnId, TxnOutcome)>;
+    /// Act on the end of attempt `id` (which may submit more attempts).
+    fn finish(&mut self, ctx: &mut Ctx<M>, id: TxnId, outcome: TxnOutcome);
+
+    /// Run `f` (a step of the host or its coordinator), then finish every
+    /// attempt whose `Done` it pushed, and those of the attempts the
+    /// finishing submitted in turn.
+    fn stepped(&mut self, ctx: &mut Ctx<M>, f: impl FnOnce(&mut Self, &mut Ctx<M>)) {
+        let from = ctx.effects_mut().len();
+        f(self, ctx);
+        loop {
+            let effects = ctx.effects_mut();
+            let done = self.done_buffer();
+            let mut i = from;
+            while i < effects.len() {
+                if matches!(effects[i], Effect::Done { .. }) {
+                    if let Effect::Done { txn, outcome } = effects.remove(i) {
+                        done.push((txn, outcome));
+                    }
+                } else {
+                    i += 1;
+                }
             }
-        } else {
-            i += 1;
+            if done.is_empty() {
+                return;
+            }
+            for (id, outcome) in std::mem::take(done) {
+                self.finish(ctx, id, outcome);
+            }
         }
     }
 }

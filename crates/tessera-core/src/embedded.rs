@@ -17,7 +17,7 @@
 //! [`INBOX`] timer id: the runtime that embeds the node delivers that
 //! "timer" when the application wakes it (see `tessera_tcp::Wakeups`).
 
-use crate::client::{backoff, take_done, HOST_TIMER_BIT};
+use crate::client::{backoff, WrapsCoordinator, HOST_TIMER_BIT};
 use crate::ids::{NodeId, Time, TimerId, TxnId};
 use crate::node::{Ctx, Node, NodeReport};
 use crate::protocol::Coordinator;
@@ -181,7 +181,7 @@ impl<M, C: Coordinator<M>> EmbeddedHost<M, C> {
         }
     }
 
-    fn finish(&mut self, ctx: &mut Ctx<M>, id: TxnId, outcome: TxnOutcome) {
+    fn attempt_ended(&mut self, ctx: &mut Ctx<M>, id: TxnId, outcome: TxnOutcome) {
         let Some(req) = self.in_flight.remove(&id) else {
             return;
         };
@@ -214,19 +214,6 @@ impl<M, C: Coordinator<M>> EmbeddedHost<M, C> {
         }
     }
 
-    /// Act on the coordinator's `Done` effects pushed since `from`.
-    fn drain_done(&mut self, ctx: &mut Ctx<M>, from: usize) {
-        loop {
-            take_done(ctx, from, &mut self.done);
-            if self.done.is_empty() {
-                return;
-            }
-            for (id, outcome) in std::mem::take(&mut self.done) {
-                self.finish(ctx, id, outcome);
-            }
-        }
-    }
-
     fn on_host_timer(&mut self, ctx: &mut Ctx<M>, id: TimerId) {
         let req = id.0 & REQ_MASK;
         match (id.0 & !HOST_TIMER_BIT) >> KIND_SHIFT {
@@ -243,36 +230,40 @@ impl<M, C: Coordinator<M>> EmbeddedHost<M, C> {
     }
 }
 
+impl<M, C: Coordinator<M>> WrapsCoordinator<M> for EmbeddedHost<M, C> {
+    fn done_buffer(&mut self) -> &mut Vec<(TxnId, TxnOutcome)> {
+        &mut self.done
+    }
+
+    fn finish(&mut self, ctx: &mut Ctx<M>, id: TxnId, outcome: TxnOutcome) {
+        self.attempt_ended(ctx, id, outcome)
+    }
+}
+
 impl<M, C: Coordinator<M>> Node<M> for EmbeddedHost<M, C> {
     fn on_start(&mut self, ctx: &mut Ctx<M>) {
-        let from = ctx.effects_mut().len();
-        self.coord.on_start(ctx);
-        self.drain_done(ctx, from);
+        self.stepped(ctx, |h, ctx| h.coord.on_start(ctx));
         if let Some(ready) = self.ready.take() {
             ready();
         }
     }
 
     fn on_message(&mut self, ctx: &mut Ctx<M>, from: NodeId, msg: M) {
-        let start = ctx.effects_mut().len();
-        self.coord.on_message(ctx, from, msg);
-        self.drain_done(ctx, start);
+        self.stepped(ctx, |h, ctx| h.coord.on_message(ctx, from, msg));
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx<M>, id: TimerId) {
-        let start = ctx.effects_mut().len();
-        if id.0 & HOST_TIMER_BIT != 0 {
-            self.on_host_timer(ctx, id);
-        } else {
-            self.coord.on_timer(ctx, id);
-        }
-        self.drain_done(ctx, start);
+        self.stepped(ctx, |h, ctx| {
+            if id.0 & HOST_TIMER_BIT != 0 {
+                h.on_host_timer(ctx, id)
+            } else {
+                h.coord.on_timer(ctx, id)
+            }
+        });
     }
 
     fn on_persisted(&mut self, ctx: &mut Ctx<M>, token: u64) {
-        let start = ctx.effects_mut().len();
-        self.coord.on_persisted(ctx, token);
-        self.drain_done(ctx, start);
+        self.stepped(ctx, |h, ctx| h.coord.on_persisted(ctx, token));
     }
 
     fn take_report(&mut self) -> NodeReport {

@@ -212,10 +212,7 @@ fn an_unanswered_attempt_times_out_at_the_deadline_and_a_late_end_is_ignored() {
     );
     // The second attempt ends after the deadline: nobody is answered twice.
     let late = *rig.submitted.lock().unwrap().last().unwrap();
-    rig.step(|h, c| {
-        c.done(late, committed());
-        h.drain_done(c, 0);
-    });
+    rig.step(|h, c| h.stepped(c, |_, c| c.done(late, committed())));
     assert_eq!(rig.replies().len(), 1);
 }
 

@@ -5,7 +5,7 @@ const SHARDS: u32 = 3;
 
 /// Run every piece of `t` against `store`, as a server would, applying its
 /// writes; the pieces' outputs, or `None` on a user abort.
-fn run(t: &KvTxn, store: &mut Store) -> Option<Vec<Value>> {
+fn run(t: &dyn Procedure, store: &mut Store) -> Option<Vec<Value>> {
     let mut outputs = Vec::new();
     for (i, p) in t.pieces().iter().enumerate() {
         let reads: Vec<Option<&Value>> = p
@@ -159,16 +159,7 @@ fn the_wire_form_rebuilds_the_same_pieces_and_effects() {
         assert_eq!(d.name(), t.name());
         assert_eq!(format!("{:?}", d.pieces()), format!("{:?}", t.pieces()));
         run(t, &mut here).unwrap();
-        for (i, p) in d.pieces().iter().enumerate() {
-            let reads: Vec<Option<&Value>> = p
-                .reads
-                .iter()
-                .map(|a| there.get(a.key).map(|r| &r.value))
-                .collect();
-            for (k, v) in d.execute(i, &reads, &[]).writes {
-                there.load(k, v);
-            }
-        }
+        run(d.as_ref(), &mut there).unwrap();
     }
     assert_eq!(here.records_sorted().len(), 2);
     for (k, r) in here.records_sorted() {
