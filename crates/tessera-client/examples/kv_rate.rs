@@ -14,7 +14,9 @@ use tessera_client::{Call, Client};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let config = args.next().ok_or("usage: kv_rate CLUSTER.toml [SECONDS] [CALLERS]")?;
+    let config = args
+        .next()
+        .ok_or("usage: kv_rate CLUSTER.toml [SECONDS] [CALLERS]")?;
     let secs: u64 = args.next().map_or(Ok(3), |s| s.parse())?;
     let callers: usize = args.next().map_or(Ok(64), |s| s.parse())?;
     let client = Arc::new(Client::connect(&config)?);

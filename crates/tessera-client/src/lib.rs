@@ -116,8 +116,12 @@ pub enum ClientError {
         source: std::io::Error,
     },
     /// Every client host is run by another process.
-    #[error("every client host of {path} is in use by another process ({hosts} hosts); raise [clients] hosts or pick one with --host")]
+    #[error("every client host of {path} is in use by another process ({hosts} hosts); raise [clients] hosts")]
     Busy { path: String, hosts: u32 },
+    /// The client host asked for ([`Options::host`]) is run by another
+    /// process.
+    #[error("client host {host} of {path} is in use by another process")]
+    HostBusy { path: String, host: u32 },
     /// The client host could not start (its log, its state directory).
     #[error("the client host could not start: {0}")]
     Start(String),
@@ -302,9 +306,10 @@ impl Client {
                 }
             }
         }
-        Err(ClientError::Busy {
-            path: config.path.display().to_string(),
-            hosts,
+        let path = config.path.display().to_string();
+        Err(match options.host {
+            Some(host) => ClientError::HostBusy { path, host },
+            None => ClientError::Busy { path, hosts },
         })
     }
 

@@ -139,6 +139,15 @@ fn a_second_client_takes_the_next_free_host_and_a_third_is_refused() {
     assert_eq!((a.host(), b.host()), (0, 1));
     let e = Client::connect_with(config.clone(), options.clone()).unwrap_err();
     assert!(matches!(e, ClientError::Busy { hosts: 2, .. }), "{e}");
+    let e = Client::connect_with(
+        config.clone(),
+        Options {
+            host: Some(1),
+            ..options.clone()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(e, ClientError::HostBusy { host: 1, .. }), "{e}");
     drop(a);
     let c = Client::connect_with(config, options).unwrap();
     assert_eq!(c.host(), 0, "a dropped client frees its host");
