@@ -165,36 +165,35 @@ fn conflicts_are_retried_with_new_ids_until_the_commit() {
     assert_eq!(ids.len(), 3, "every attempt has its own id");
 }
 
-#[test]
-fn a_user_abort_is_final() {
-    let mut rig = Rig::new(vec![
-        Some(TxnOutcome::Aborted(AbortReason::User)),
-        Some(committed()),
-    ]);
+/// The replies to one request (100 ms timeout) whose attempts end as
+/// `script` says.
+fn replies_to(script: Vec<Option<TxnOutcome>>) -> Vec<Reply> {
+    let mut rig = Rig::new(script);
     rig.request(100 * MS);
     rig.run_timers();
-    assert_eq!(
-        rig.replies(),
-        vec![Reply::Aborted {
-            reason: AbortReason::User,
-            attempts: 1
-        }]
-    );
+    rig.replies()
+}
+
+#[test]
+fn a_user_abort_is_final() {
+    let user = Some(TxnOutcome::Aborted(AbortReason::User));
+    let reason = AbortReason::User;
+    let want = Reply::Aborted {
+        reason,
+        attempts: 1,
+    };
+    assert_eq!(replies_to(vec![user, Some(committed())]), vec![want]);
 }
 
 #[test]
 fn the_last_allowed_attempt_reports_its_abort() {
     let v = || Some(TxnOutcome::Aborted(AbortReason::Validation));
-    let mut rig = Rig::new(vec![v(), v(), v(), Some(committed())]);
-    rig.request(100 * MS);
-    rig.run_timers();
-    assert_eq!(
-        rig.replies(),
-        vec![Reply::Aborted {
-            reason: AbortReason::Validation,
-            attempts: 3
-        }]
-    );
+    let want = Reply::Aborted {
+        reason: AbortReason::Validation,
+        attempts: 3,
+    };
+    let script = vec![v(), v(), v(), Some(committed())];
+    assert_eq!(replies_to(script), vec![want]);
 }
 
 #[test]
