@@ -1,4 +1,4 @@
-//! `tessera server`, `tessera cluster up/down`, `tessera bench-net`.
+//! `tessera server`, `tessera cluster up/down`, `tessera txn`, `tessera bench-net`.
 
 use crate::Failure;
 use std::fs;
@@ -25,6 +25,31 @@ pub fn server(config: &Path, node: &str) -> Result<()> {
     let entry = registry::find(&spec.protocol)?;
     let wl = run::workload(&spec.workload)?;
     entry.serve(&spec, wl, node)?;
+    Ok(())
+}
+
+/// `tessera txn`: one built-in key-value transaction through the client
+/// library; its result on stdout, one `KEY = VALUE` line per key.
+pub fn txn(config: &Path, timeout: Time, host: Option<u32>, command: &[String]) -> Result<()> {
+    let call = tessera_client::Call::parse(command)?;
+    let c = ClusterConfig::load(config)?;
+    let options = tessera_client::Options {
+        timeout: Duration::from_nanos(timeout),
+        host,
+        ..Default::default()
+    };
+    let client = match tessera_client::Client::connect_with(c, options) {
+        Ok(client) => client,
+        Err(tessera_client::ClientError::Config(e)) => return Err(e.into()),
+        Err(e @ tessera_client::ClientError::Cluster(_)) => {
+            return Err(Failure::Usage(e.to_string()))
+        }
+        Err(e) => return Err(Failure::Run(e.into())),
+    };
+    let result = client
+        .call_blocking(&call)
+        .map_err(|e| Failure::Run(e.into()))?;
+    println!("{result}");
     Ok(())
 }
 
@@ -187,6 +212,7 @@ pub fn bench_net(duration: Time, window: u64, serve: Option<SocketAddr>) -> Resu
             stop: Stop::After(run_for + Duration::from_secs(5)),
             net: NetConfig::default(),
             stats_every: None,
+            wakeups: None,
         })
         .map_err(|e| Failure::Run(e.into()))?;
         return Ok(());
@@ -228,6 +254,7 @@ pub fn bench_net(duration: Time, window: u64, serve: Option<SocketAddr>) -> Resu
         stop: Stop::After(run_for),
         net: NetConfig::default(),
         stats_every: None,
+        wakeups: None,
     })
     .map_err(|e| Failure::Run(e.into()))?;
     let secs = started.elapsed().as_secs_f64();

@@ -94,6 +94,23 @@ enum Command {
         #[arg(long)]
         node: String,
     },
+    /// Run one transaction on a running cluster: get KEY..., put
+    /// KEY=VALUE..., or incr KEY [BY]. Prints KEY = VALUE per key; exits 1
+    /// if it aborts, times out or the cluster is unreachable.
+    Txn {
+        /// The cluster file (see examples/cluster-3.toml).
+        #[arg(long)]
+        config: PathBuf,
+        /// Give up after this long, retries included.
+        #[arg(long, value_parser = duration::parse, default_value = "5s")]
+        timeout: Time,
+        /// The client host to run as (default: the first free one).
+        #[arg(long)]
+        host: Option<u32>,
+        /// The command and its arguments.
+        #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
     /// Start or stop every server of a cluster file as local processes.
     Cluster {
         #[command(subcommand)]
@@ -365,7 +382,8 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
         let e = e.into();
         let usage = e.downcast_ref::<tessera_harness::SpecError>().is_some()
             || e.downcast_ref::<tessera_workloads::ConfigError>().is_some()
-            || e.downcast_ref::<tessera_tcp::ConfigError>().is_some();
+            || e.downcast_ref::<tessera_tcp::ConfigError>().is_some()
+            || e.downcast_ref::<tessera_client::CallError>().is_some();
         if usage {
             Failure::Usage(e.to_string())
         } else {
@@ -403,6 +421,12 @@ fn main() -> ExitCode {
             }
         }
         Some(Command::Server { config, node }) => cluster::server(&config, &node),
+        Some(Command::Txn {
+            config,
+            timeout,
+            host,
+            command,
+        }) => cluster::txn(&config, timeout, host, &command),
         Some(Command::Cluster {
             action: ClusterAction::Up { config },
         }) => cluster::up(&config),

@@ -146,7 +146,7 @@ struct HostCounters {
 }
 
 /// What a coordinator reported about an attempt, in the order it did.
-enum Report {
+pub enum Report {
     Finished,
     Done(TxnOutcome),
 }
@@ -262,7 +262,7 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
 
     /// The coordinator is done executing `id`; its outcome comes later. The
     /// slot moves on.
-    fn finished(&mut self, ctx: &mut Ctx<M>, id: TxnId) {
+    fn attempt_finished(&mut self, ctx: &mut Ctx<M>, id: TxnId) {
         let Some(r) = self.in_flight.get_mut(&id) else {
             return;
         };
@@ -280,7 +280,7 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
         self.issue(ctx, slot);
     }
 
-    fn finish(&mut self, ctx: &mut Ctx<M>, id: TxnId, outcome: TxnOutcome) {
+    fn attempt_ended(&mut self, ctx: &mut Ctx<M>, id: TxnId, outcome: TxnOutcome) {
         let Some(r) = self.in_flight.remove(&id) else {
             return;
         };
@@ -361,14 +361,12 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
                 } else {
                     s.pending.push_front(retry);
                     if reason != AbortReason::Stale {
-                        let exp = r.attempts.saturating_sub(1).min(30);
-                        let window = self
-                            .cfg
-                            .backoff_base
-                            .saturating_mul(1 << exp)
-                            .min(self.cfg.backoff_cap)
-                            .max(1);
-                        let delay = ctx.rng().random_range(0..=window);
+                        let delay = backoff(
+                            ctx.rng(),
+                            r.attempts,
+                            self.cfg.backoff_base,
+                            self.cfg.backoff_cap,
+                        );
                         s.backing_off = true;
                         ctx.set_timer(delay, TimerId(HOST_TIMER_BIT | slot as u64));
                     }
@@ -377,45 +375,25 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
         }
         self.issue(ctx, slot);
     }
+}
 
-    /// Take the `Finished` and `Done` effects the coordinator pushed since
-    /// `from` out of the effect list and handle them in order; that may
-    /// submit more attempts, whose reports are handled in turn.
-    fn drain_done(&mut self, ctx: &mut Ctx<M>, from: usize) {
-        loop {
-            let effects = ctx.effects_mut();
-            let mut i = from;
-            while i < effects.len() {
-                match &effects[i] {
-                    Effect::Done { .. } | Effect::Finished { .. } => match effects.remove(i) {
-                        Effect::Done { txn, outcome } => {
-                            self.reports.push((txn, Report::Done(outcome)))
-                        }
-                        Effect::Finished { txn } => self.reports.push((txn, Report::Finished)),
-                        _ => unreachable!("matched above"),
-                    },
-                    _ => i += 1,
-                }
-            }
-            if self.reports.is_empty() {
-                return;
-            }
-            let batch = std::mem::take(&mut self.reports);
-            for (id, report) in batch {
-                match report {
-                    Report::Finished => self.finished(ctx, id),
-                    Report::Done(outcome) => self.finish(ctx, id, outcome),
-                }
-            }
-        }
+impl<M, C: Coordinator<M>> WrapsCoordinator<M> for ClientHost<M, C> {
+    fn reports(&mut self) -> &mut Vec<(TxnId, Report)> {
+        &mut self.reports
+    }
+
+    fn finish(&mut self, ctx: &mut Ctx<M>, id: TxnId, outcome: TxnOutcome) {
+        self.attempt_ended(ctx, id, outcome)
+    }
+
+    fn finished(&mut self, ctx: &mut Ctx<M>, id: TxnId) {
+        self.attempt_finished(ctx, id)
     }
 }
 
 impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
     fn on_start(&mut self, ctx: &mut Ctx<M>) {
-        let from = ctx.effects_mut().len();
-        self.coord.on_start(ctx);
-        self.drain_done(ctx, from);
+        self.stepped(ctx, |h, ctx| h.coord.on_start(ctx));
         for slot in 0..self.slots.len() {
             // A small random stagger keeps clients from moving in lockstep.
             let delay = ctx.rng().random_range(0..=20_000);
@@ -425,27 +403,22 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
     }
 
     fn on_message(&mut self, ctx: &mut Ctx<M>, from: NodeId, msg: M) {
-        let start = ctx.effects_mut().len();
-        self.coord.on_message(ctx, from, msg);
-        self.drain_done(ctx, start);
+        self.stepped(ctx, |h, ctx| h.coord.on_message(ctx, from, msg));
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx<M>, id: TimerId) {
-        let start = ctx.effects_mut().len();
-        if id.0 & HOST_TIMER_BIT != 0 {
+        self.stepped(ctx, |h, ctx| {
+            if id.0 & HOST_TIMER_BIT == 0 {
+                return h.coord.on_timer(ctx, id);
+            }
             let slot = (id.0 & !HOST_TIMER_BIT) as usize;
-            self.slots[slot].backing_off = false;
-            self.issue(ctx, slot);
-        } else {
-            self.coord.on_timer(ctx, id);
-        }
-        self.drain_done(ctx, start);
+            h.slots[slot].backing_off = false;
+            h.issue(ctx, slot);
+        });
     }
 
     fn on_persisted(&mut self, ctx: &mut Ctx<M>, token: u64) {
-        let start = ctx.effects_mut().len();
-        self.coord.on_persisted(ctx, token);
-        self.drain_done(ctx, start);
+        self.stepped(ctx, |h, ctx| h.coord.on_persisted(ctx, token));
     }
 
     fn take_report(&mut self) -> NodeReport {
@@ -482,6 +455,64 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
                 history,
             }),
             counters,
+        }
+    }
+}
+
+/// The randomized exponential backoff before retry `attempts + 1`: uniform
+/// in `[0, min(base × 2^(attempts-1), cap)]` (Janus §6.1 retries aborted
+/// transactions; the randomness keeps conflicting clients from retrying in
+/// lockstep).
+pub fn backoff(rng: &mut impl Rng, attempts: u32, base: Time, cap: Time) -> Time {
+    let exp = attempts.saturating_sub(1).min(30);
+    let window = base.saturating_mul(1 << exp).min(cap).max(1);
+    rng.random_range(0..=window)
+}
+
+/// A node that wraps a protocol's coordinator (the closed-loop
+/// [`ClientHost`], the application-driven
+/// [`crate::embedded::EmbeddedHost`]): the coordinator reports each
+/// attempt's end as an `Effect::Done`, which the runtimes never see; the
+/// host takes it out of the step's effects and acts on it.
+pub trait WrapsCoordinator<M>: Sized {
+    /// Scratch space for the `Finished` and `Done` effects of one step.
+    fn reports(&mut self) -> &mut Vec<(TxnId, Report)>;
+    /// Act on the end of attempt `id` (which may submit more attempts).
+    fn finish(&mut self, ctx: &mut Ctx<M>, id: TxnId, outcome: TxnOutcome);
+    /// Attempt `id` finished executing and its outcome comes later
+    /// ([`Effect::Finished`]); a host whose callers wait for outcomes
+    /// ignores it.
+    fn finished(&mut self, _ctx: &mut Ctx<M>, _id: TxnId) {}
+
+    /// Run `f` (a step of the host or its coordinator), then act on every
+    /// `Finished` and `Done` it pushed, in order, and on those of the
+    /// attempts that submitted in turn. The runtimes never see them.
+    fn stepped(&mut self, ctx: &mut Ctx<M>, f: impl FnOnce(&mut Self, &mut Ctx<M>)) {
+        let from = ctx.effects_mut().len();
+        f(self, ctx);
+        loop {
+            let effects = ctx.effects_mut();
+            let reports = self.reports();
+            let mut i = from;
+            while i < effects.len() {
+                match &effects[i] {
+                    Effect::Done { .. } | Effect::Finished { .. } => match effects.remove(i) {
+                        Effect::Done { txn, outcome } => reports.push((txn, Report::Done(outcome))),
+                        Effect::Finished { txn } => reports.push((txn, Report::Finished)),
+                        _ => unreachable!("matched above"),
+                    },
+                    _ => i += 1,
+                }
+            }
+            if reports.is_empty() {
+                return;
+            }
+            for (id, report) in std::mem::take(reports) {
+                match report {
+                    Report::Finished => self.finished(ctx, id),
+                    Report::Done(outcome) => self.finish(ctx, id, outcome),
+                }
+            }
         }
     }
 }
@@ -600,9 +631,7 @@ mod tests {
     /// The coordinator ends `txn` with `outcome` in a step of its own.
     fn end(host: &mut ClientHost<(), Epochal>, now: Time, txn: TxnId, outcome: TxnOutcome) {
         step(host, now, |h, ctx| {
-            let from = ctx.effects_mut().len();
-            ctx.done(txn, outcome);
-            h.drain_done(ctx, from);
+            h.stepped(ctx, |_, ctx| ctx.done(txn, outcome))
         });
     }
 

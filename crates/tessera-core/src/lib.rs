@@ -17,10 +17,13 @@
 //! * [`workload`] — the trait a workload implements (load + generate).
 //! * [`client`] — the closed-loop client host that wraps a protocol's
 //!   coordinator: retries with backoff, latency, history recording.
+//! * [`embedded`] — a client host an application drives (the client
+//!   library): the same coordinator, requests from an inbox, one reply each.
 //! * [`history`] / [`stats`] — what a run observed.
 
 pub mod client;
 pub mod codec;
+pub mod embedded;
 pub mod history;
 pub mod ids;
 pub mod node;

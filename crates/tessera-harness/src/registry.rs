@@ -27,10 +27,17 @@ type Runner = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>) -> anyhow::Result<RawRun
 type Server = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>, &str) -> anyhow::Result<()> + Send + Sync>;
 type Accepts = Box<dyn Fn(&BenchSpec) -> Result<(), SpecError> + Send + Sync>;
 
+type Embedder = Box<
+    dyn Fn(&BenchSpec, Arc<dyn Workload>, crate::tcp::Embedding) -> anyhow::Result<()>
+        + Send
+        + Sync,
+>;
+
 /// How a protocol whose messages have a wire codec runs on `tcp`.
 struct TcpHooks {
     bench: Runner,
     serve: Server,
+    embed: Embedder,
 }
 
 /// A runnable protocol: name, one-line summary, and how to run it.
@@ -99,9 +106,11 @@ impl ProtocolEntry {
         P::Msg: Codec,
     {
         let c2 = config.clone();
+        let c3 = config.clone();
         self.tcp = Some(TcpHooks {
             bench: Box::new(move |spec, wl| crate::tcp::bench::<P>(&config, spec, wl)),
             serve: Box::new(move |spec, wl, node| crate::tcp::serve::<P>(&c2, spec, wl, node)),
+            embed: Box::new(move |spec, wl, e| crate::tcp::embed::<P>(&c3, spec, wl, e)),
         });
         self
     }
@@ -123,6 +132,17 @@ impl ProtocolEntry {
         node: &str,
     ) -> anyhow::Result<()> {
         (self.tcp_hooks()?.serve)(spec, workload, node)
+    }
+
+    /// Run an embedded client host of `spec.cluster` on this thread until
+    /// the application lets go (`tcp` only; see [`crate::tcp::embed`]).
+    pub fn embed(
+        &self,
+        spec: &BenchSpec,
+        workload: Arc<dyn Workload>,
+        e: crate::tcp::Embedding,
+    ) -> anyhow::Result<()> {
+        (self.tcp_hooks()?.embed)(spec, workload, e)
     }
 
     fn hidden(mut self) -> Self {

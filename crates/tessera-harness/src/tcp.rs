@@ -1,22 +1,29 @@
-//! The `tcp` runtime's two halves: a server process per node
-//! ([`serve`]), and the bench driver ([`bench`]) that runs the client hosts
+//! The `tcp` runtime's three parts: a server process per node
+//! ([`serve`]); the bench driver ([`bench`]) that runs the client hosts
 //! in its own process against running servers and gathers their reports
-//! into the same [`RawRun`] as the other runtimes.
+//! into the same [`RawRun`] as the other runtimes; and the embedded client
+//! host ([`embed`]) that runs an application's transactions (the client
+//! library, `tessera txn`).
 //!
-//! Both build the deployment exactly as `sim` and `local` do
+//! Server and bench build the deployment exactly as `sim` and `local` do
 //! ([`crate::deploy::deployment`]) and keep only their own nodes'
-//! factories, so a server loads the same data and runs the same role.
+//! factories, so a server loads the same data and runs the same role. All
+//! three decode procedures with the workload plus the built-in `kv.*`
+//! procedures ([`tessera_workloads::kv::with_builtins`]).
 
-use crate::deploy::{client_config, deployment, RawRun};
+use crate::deploy::{client_config, client_host_id, deployment, RawRun};
 use crate::spec::{BenchSpec, WorkloadSpec};
 use anyhow::{anyhow, Context};
 use std::sync::Arc;
 use tessera_core::codec::{decode_store, Codec, DecodeCx};
-use tessera_core::protocol::Protocol;
+use tessera_core::embedded::{EmbeddedHost, Request, RetryPolicy};
+use tessera_core::protocol::{CoordinatorEnv, Protocol};
+use tessera_core::runtime::NodeFactory;
 use tessera_core::storage::Store;
 use tessera_core::topology::Role;
 use tessera_core::workload::Workload;
-use tessera_tcp::{run_process, ClusterConfig, LocalNode, ProcessSpec, Stop};
+use tessera_tcp::{claim, run_process, ClusterConfig, LocalNode, ProcessSpec, Stop, Wakeups};
+use tessera_workloads::kv::with_builtins;
 use tessera_workloads::{MicroConfig, YcsbConfig};
 
 /// The workload a cluster file names, with its parameters.
@@ -89,11 +96,12 @@ where
         }],
         listen: Some(listen),
         peers: servers.into_iter().filter(|(n, _)| *n != me).collect(),
-        cx: DecodeCx::new(workload),
+        cx: DecodeCx::new(with_builtins(workload)),
         seed: spec.seed,
         stop: Stop::Signal,
         net: c.net_config(),
         stats_every: c.stats_every(),
+        wakeups: None,
     })?;
     tracing::info!(
         node = name,
@@ -119,17 +127,11 @@ where
     let dep = deployment::<P>(config, spec, workload.clone(), &unmeasured(spec))?;
     let topology = dep.topology.clone();
     let mut nodes = Vec::new();
+    let mut claims = Vec::new();
     for (info, factory) in topology.nodes.iter().zip(dep.factories) {
         if let Role::Client { host } = info.role {
-            let name = format!("client-{host}");
-            nodes.push(LocalNode {
-                id: info.id,
-                factory,
-                wal: c.wal_settings(&name),
-                // A new incarnation per session: servers keep the floors
-                // of earlier sessions' coordinators.
-                state_dir: Some(c.cluster.run_dir.join("state").join(&name)),
-            });
+            claims.push(claim(&client_dir(&c, host))?);
+            nodes.push(client_node(&c, host, info.id, factory));
         }
     }
     let servers = c.servers();
@@ -137,11 +139,12 @@ where
         nodes,
         listen: None,
         peers: servers.clone(),
-        cx: DecodeCx::new(workload),
+        cx: DecodeCx::new(with_builtins(workload)),
         seed: spec.seed,
         stop: Stop::After(std::time::Duration::from_nanos(spec.duration)),
         net: c.net_config(),
         stats_every: c.stats_every(),
+        wakeups: None,
     })?;
     if out.dropped > 0 {
         tracing::warn!(
@@ -174,6 +177,109 @@ where
         client_config: client_config(spec),
         topology,
     })
+}
+
+/// The name of client host `host` (its log and state directories).
+fn client_name(host: u32) -> String {
+    format!("client-{host}")
+}
+
+/// Where client host `host` keeps its incarnation counter and its claim.
+fn client_dir(c: &ClusterConfig, host: u32) -> std::path::PathBuf {
+    c.cluster.run_dir.join("state").join(client_name(host))
+}
+
+/// Client host `host` as a node of this process, with its log and its
+/// state directory: a new incarnation per session, since servers keep the
+/// floors of earlier sessions' coordinators.
+fn client_node<M>(
+    c: &ClusterConfig,
+    host: u32,
+    id: tessera_core::NodeId,
+    factory: NodeFactory<M>,
+) -> LocalNode<M> {
+    LocalNode {
+        id,
+        factory,
+        wal: c.wal_settings(&client_name(host)),
+        state_dir: Some(client_dir(c, host)),
+    }
+}
+
+/// What an application hands an embedded client host.
+pub struct Embedding {
+    /// The client host (of the cluster file's `[clients] hosts`) to run as.
+    pub host: u32,
+    pub policy: RetryPolicy,
+    /// The application's requests; the host takes them when woken.
+    pub inbox: std::sync::mpsc::Receiver<Request>,
+    /// Wake-ups for the host; the process ends once every sender is gone.
+    pub wakeups: Wakeups,
+    /// Called once the host has started.
+    pub ready: Box<dyn FnOnce() + Send>,
+}
+
+/// Run client host `e.host` of the cluster as an [`EmbeddedHost`] around
+/// protocol `P`'s coordinator, on this thread, until the application drops
+/// its wake-up sender. Fails at once with [`tessera_tcp::TcpError::Busy`]
+/// if another process runs that host.
+pub fn embed<P: Protocol>(
+    config: &P::Config,
+    spec: &BenchSpec,
+    workload: Arc<dyn Workload>,
+    e: Embedding,
+) -> anyhow::Result<()>
+where
+    P::Msg: Codec,
+{
+    let c = cluster(spec)?.clone();
+    let topology = Arc::new(c.topology());
+    let me = client_host_id(&topology, e.host).ok_or_else(|| {
+        anyhow!(
+            "{}: client host {} does not exist ([clients] hosts = {})",
+            c.path.display(),
+            e.host,
+            topology.client_hosts().count()
+        )
+    })?;
+    let _claim = claim(&client_dir(&c, e.host))?;
+    let cfg = config.clone();
+    let policy = e.policy;
+    let mut parts = Some((e.inbox, e.ready));
+    let factory: NodeFactory<P::Msg> = Box::new(move |restart| {
+        // A tcp process starts each of its nodes once and never restarts
+        // them (a restart is a new process).
+        let (inbox, ready) = parts.take().expect("an embedded host starts once");
+        let coord = P::coordinator(
+            &cfg,
+            CoordinatorEnv {
+                me,
+                topology: topology.clone(),
+                incarnation: restart.incarnation,
+                recovered: restart.recovered,
+            },
+        );
+        Box::new(EmbeddedHost::new(
+            coord,
+            me,
+            restart.incarnation,
+            policy,
+            inbox,
+            ready,
+        ))
+    });
+    run_process::<P::Msg>(ProcessSpec {
+        nodes: vec![client_node(&c, e.host, me, factory)],
+        listen: None,
+        peers: c.servers(),
+        cx: DecodeCx::new(with_builtins(workload)),
+        seed: spec.seed,
+        stop: Stop::Released,
+        net: c.net_config(),
+        stats_every: None,
+        wakeups: Some(e.wakeups),
+    })?;
+    Ok(())
 }
 
 /// Every shard leader's store, fetched from its server process.

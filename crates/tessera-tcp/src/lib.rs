@@ -19,5 +19,6 @@ pub mod process;
 pub use config::{ClusterConfig, ConfigError};
 pub use net::NetConfig;
 pub use process::{
-    fetch_store, run_process, LocalNode, ProcessOutput, ProcessSpec, Stop, TcpError, WalSettings,
+    claim, fetch_store, run_process, Claim, LocalNode, ProcessOutput, ProcessSpec, Stop, TcpError,
+    Wakeups, WalSettings,
 };

@@ -59,7 +59,17 @@ pub enum Stop {
     After(Duration),
     /// At SIGINT or SIGTERM (a server).
     Signal,
+    /// Once every sender of [`ProcessSpec::wakeups`] is gone: an embedded
+    /// client host that lives as long as its application's handle.
+    Released,
 }
+
+/// Wake-ups from outside the process's thread: fire timer `TimerId` on the
+/// local node `NodeId` now. This is how an application that embeds a node
+/// hands it work (the client library's requests) without the node reading
+/// a clock or a channel on its own schedule: the node keeps its inbox and
+/// the wake-up steps it through [`Node::on_timer`], like any timer.
+pub type Wakeups = mpsc::UnboundedReceiver<(NodeId, TimerId)>;
 
 /// Everything a process needs.
 pub struct ProcessSpec<M> {
@@ -73,6 +83,8 @@ pub struct ProcessSpec<M> {
     pub net: NetConfig,
     /// Log a stats line this often.
     pub stats_every: Option<Duration>,
+    /// Wake-ups from the embedding application (see [`Wakeups`]).
+    pub wakeups: Option<Wakeups>,
 }
 
 /// What a process returns at its end.
@@ -100,6 +112,14 @@ pub enum TcpError {
     Runtime(#[source] std::io::Error),
     #[error(transparent)]
     Wal(#[from] tessera_wal::WalError),
+    #[error("{path} is locked by another running process")]
+    Busy { path: String },
+    #[error("cannot lock {path}: {source}")]
+    Lock {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("incarnation file {path}: {source}")]
     Incarnation {
         path: String,
@@ -136,6 +156,47 @@ fn next_incarnation(dir: &Path) -> Result<u8, TcpError> {
     };
     std::fs::write(&path, inc.to_string()).map_err(err)?;
     Ok(inc)
+}
+
+/// An exclusive claim on a node's state directory, held while the value
+/// lives (an advisory `flock` on `dir/lock`, released by the kernel even
+/// when the process is killed). Two processes running the same client host
+/// would mint the same transaction ids and each would look like the other's
+/// restart to the servers, so a bench driver and every embedded client
+/// claim their host first.
+#[derive(Debug)]
+pub struct Claim {
+    _file: std::fs::File,
+}
+
+/// Claim `dir` for this process, or fail at once with [`TcpError::Busy`]
+/// if another process holds it.
+pub fn claim(dir: &Path) -> Result<Claim, TcpError> {
+    use std::os::fd::AsRawFd;
+    let path = dir.join("lock");
+    let err = |source| TcpError::Lock {
+        path: path.display().to_string(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(err)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(err)?;
+    // SAFETY: flock on a descriptor we own; LOCK_NB never blocks.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(if e.kind() == std::io::ErrorKind::WouldBlock {
+            TcpError::Busy {
+                path: path.display().to_string(),
+            }
+        } else {
+            err(e)
+        });
+    }
+    Ok(Claim { _file: file })
 }
 
 struct Slot<M> {
@@ -270,9 +331,10 @@ async fn run<M: Codec + Send + 'static>(
     }
     let deadline = match spec.stop {
         Stop::After(d) => Some(origin + d),
-        Stop::Signal => None,
+        Stop::Signal | Stop::Released => None,
     };
-    let mut signal = Box::pin(shutdown_signal(deadline.is_none()));
+    let mut signal = Box::pin(shutdown_signal(matches!(spec.stop, Stop::Signal)));
+    let mut wakeups = spec.wakeups;
     let mut stats_at = spec.stats_every.map(|d| (Instant::now() + d, d));
     let mut last = (0u64, 0u64);
     let mut batch = Vec::with_capacity(256);
@@ -295,6 +357,10 @@ async fn run<M: Codec + Send + 'static>(
             if lp.queue.len() >= 256 {
                 break;
             }
+        }
+        while let Some(Ok((node, timer))) = wakeups.as_mut().map(|w| w.try_recv()) {
+            lp.wake(node, timer, now);
+            worked = true;
         }
         if let Some((at, every)) = stats_at {
             if Instant::now() >= at {
@@ -340,6 +406,20 @@ async fn run<M: Codec + Send + 'static>(
             Some((i, tokens)) = persisted_rx.recv() => {
                 for t in tokens { lp.queue.push_back(Local::Persisted { to: i, token: t }); }
             }
+            w = async {
+                match wakeups.as_mut() {
+                    Some(w) => w.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => match w {
+                Some((node, timer)) => lp.wake(node, timer, lp.clock()),
+                None => {
+                    wakeups = None;
+                    if matches!(spec.stop, Stop::Released) {
+                        break;
+                    }
+                }
+            },
             _ = sleep => {}
             _ = &mut signal => break,
         }
@@ -430,6 +510,14 @@ impl<M: Codec + 'static> Loop<M> {
                 });
                 let _ = reply.send(img);
             }
+        }
+    }
+
+    /// An external wake-up: step node `node` with timer `timer` now.
+    fn wake(&mut self, node: NodeId, timer: TimerId, now: Time) {
+        match self.index.get(&node) {
+            Some(&i) => self.step(i, now, |n, c| n.on_timer(c, timer)),
+            None => tracing::warn!(?node, "wake-up for a node this process does not run"),
         }
     }
 

@@ -33,6 +33,7 @@ fn echo_server(addr: SocketAddr, run_for: Duration) -> std::thread::JoinHandle<(
             stop: Stop::After(run_for),
             net: NetConfig::default(),
             stats_every: None,
+            wakeups: None,
         })
         .unwrap();
         (out.net.messages, out.rejected)
@@ -62,6 +63,7 @@ fn pinger(addr: SocketAddr, id: u32, run_for: Duration, window: u64) -> Arc<Atom
         stop: Stop::After(run_for),
         net: NetConfig::default(),
         stats_every: None,
+        wakeups: None,
     })
     .unwrap();
     done

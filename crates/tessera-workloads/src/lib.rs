@@ -6,6 +6,8 @@
 //! * [`ycsb`] — YCSB as COCO runs it (COCO §7.1.1): ten read or
 //!   read-modify-write operations per transaction, home partitions and a
 //!   multi-partition share.
+//! * [`kv`] — the built-in `get`/`put`/`incr` procedures on named keys that
+//!   every `tcp` server accepts beside its workload (the client library's).
 //! * [`counter`] — NOCC's single-counter reads and increments (NOCC §4).
 //! * [`tpcc`] — TPC-C, all five transactions, three partitioning schemes
 //!   and the clause-3.3.2 consistency checks (its own key layout: see
@@ -23,6 +25,7 @@
 mod codec_tests;
 pub mod counter;
 pub mod error;
+pub mod kv;
 pub mod micro;
 pub mod tpcc;
 pub mod ycsb;

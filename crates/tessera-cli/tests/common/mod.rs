@@ -1,0 +1,156 @@
+//! A local cluster of `tessera server` processes on loopback for the
+//! multi-process tests (`cluster.rs`, `txn.rs`).
+
+#![allow(dead_code)] // each test crate uses its own part
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_tessera");
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub struct Cluster {
+    pub dir: tempfile::TempDir,
+    pub config: PathBuf,
+    pub ports: Vec<u16>,
+    pub servers: Vec<Option<Child>>,
+}
+
+impl Cluster {
+    pub fn new(protocol: &str, fsync: bool) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let mut text = format!(
+            r#"
+[cluster]
+protocol = "{protocol}"
+run_dir = "run"
+[workload]
+name = "ycsb"
+partitions = 3
+keys_per_partition = 2000
+multi_partition = 0.3
+zipf_theta = 0.6
+[clients]
+clients = 12
+[wal]
+fsync = {fsync}
+checkpoint_mb = 1
+[net]
+stats_every_s = 0
+"#
+        );
+        for (i, p) in ports.iter().enumerate() {
+            text += &format!(
+                "[[nodes]]\nname = \"s{i}\"\naddr = \"127.0.0.1:{p}\"\n[[shards]]\nreplicas = [\"s{i}\"]\n"
+            );
+        }
+        let config = dir.path().join("cluster.toml");
+        std::fs::write(&config, text).unwrap();
+        let mut c = Cluster {
+            dir,
+            config,
+            ports,
+            servers: Vec::new(),
+        };
+        for i in 0..3 {
+            let child = c.spawn(i);
+            c.servers.push(Some(child));
+        }
+        for i in 0..3 {
+            c.wait_up(i);
+        }
+        c
+    }
+
+    pub fn spawn(&self, i: usize) -> Child {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(format!("s{i}.log")))
+            .unwrap();
+        Command::new(BIN)
+            .args(["server", "--config"])
+            .arg(&self.config)
+            .args(["--node", &format!("s{i}")])
+            .env("TESSERA_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    }
+
+    pub fn wait_up(&mut self, i: usize) {
+        let t = Instant::now();
+        let addr = format!("127.0.0.1:{}", self.ports[i]).parse().unwrap();
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_err() {
+            if let Some(Ok(Some(st))) = self.servers[i].as_mut().map(|c| c.try_wait()) {
+                panic!("server s{i} exited: {st}; log:\n{}", self.log(i));
+            }
+            assert!(t.elapsed() < Duration::from_secs(30), "s{i} not up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn log(&self, i: usize) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("s{i}.log"))).unwrap_or_default()
+    }
+
+    pub fn bench(&self, duration: &str) -> Child {
+        Command::new(BIN)
+            .args([
+                "bench",
+                "--runtime",
+                "tcp",
+                "--check",
+                "--duration",
+                duration,
+            ])
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--out")
+            .arg(self.dir.path().join("rows.jsonl"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    pub fn kill9(&mut self, i: usize) {
+        let mut c = self.servers[i].take().unwrap();
+        c.kill().unwrap(); // SIGKILL
+        c.wait().unwrap();
+    }
+
+    pub fn restart(&mut self, i: usize) {
+        self.servers[i] = Some(self.spawn(i));
+        self.wait_up(i);
+    }
+
+    pub fn rows(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.dir.path().join("rows.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for c in self.servers.iter_mut().flatten() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
