@@ -44,6 +44,32 @@ fn three_servers_run_ycsb_with_occ_and_2pl_and_the_check_passes() {
     }
 }
 
+/// TPC-C's full mix over three warehouses, one per server, with remote
+/// NewOrder lines and Payments (the spec's 1% and 15%), fsync on and off:
+/// the isolation check, the lost-write check and TPC-C's consistency
+/// conditions (clause 3.3.2) on the servers' final stores pass.
+#[test]
+fn three_servers_run_tpcc_with_occ_and_2pl_and_the_check_passes() {
+    let tpcc = "name = \"tpcc\"\nwarehouses = 3\ncustomers = 300\nitems = 2000\n\
+                remote_payment = 15.0\nremote_neworder = { perline = 1.0 }\n";
+    for (protocol, fsync) in [("occ", true), ("2pl-ww", false)] {
+        let c = Cluster::with_workload(protocol, fsync, tpcc);
+        finished(c.bench("2s"), &c);
+        let rows = c.rows();
+        assert_eq!(
+            rows.last().unwrap()["check"],
+            "pass",
+            "{protocol}: {rows:?}"
+        );
+        assert_eq!(
+            rows.last().unwrap()["tpcc_consistency"],
+            "pass",
+            "{protocol}: {rows:?}"
+        );
+        assert!(committed(&rows) > 100, "{protocol}: {rows:?}");
+    }
+}
+
 fn kill_runs() -> usize {
     std::env::var("TESSERA_KILL_RUNS")
         .ok()

@@ -26,7 +26,17 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// YCSB over three shards, contended.
     pub fn new(protocol: &str, fsync: bool) -> Self {
+        Cluster::with_workload(
+            protocol,
+            fsync,
+            "name = \"ycsb\"\npartitions = 3\nkeys_per_partition = 2000\nmulti_partition = 0.3\nzipf_theta = 0.6\n",
+        )
+    }
+
+    /// `workload`: the body of the cluster file's `[workload]` table.
+    pub fn with_workload(protocol: &str, fsync: bool, workload: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
         let mut text = format!(
@@ -35,11 +45,7 @@ impl Cluster {
 protocol = "{protocol}"
 run_dir = "run"
 [workload]
-name = "ycsb"
-partitions = 3
-keys_per_partition = 2000
-multi_partition = 0.3
-zipf_theta = 0.6
+{workload}
 [clients]
 clients = 12
 [wal]

@@ -33,7 +33,7 @@
 
 use super::keys::Layout;
 use super::schema::{self, col, cols, Cursor, In, Order, OrderLine, Out};
-use super::{acc, piece, DELIVERY};
+use super::{acc, codec, piece, DELIVERY};
 use std::borrow::Cow;
 use tessera_core::txn::{Columns, PieceKind, PieceResult, PieceSpec, Procedure, Value};
 
@@ -180,6 +180,19 @@ impl Delivery {
 impl Procedure for Delivery {
     fn name(&self) -> &'static str {
         DELIVERY
+    }
+
+    /// Wire parameters: warehouse, district, carrier, date
+    /// ([`super::codec`]).
+    fn encode_params(
+        &self,
+        out: &mut bytes::BytesMut,
+    ) -> Result<(), tessera_core::codec::EncodeError> {
+        use bytes::BufMut;
+        codec::put_ids(out, &[self.w, self.d]);
+        out.put_u8(self.carrier);
+        out.put_u64_le(self.date);
+        Ok(())
     }
 
     fn pieces(&self) -> &[PieceSpec] {

@@ -72,6 +72,7 @@
 //! [`Procedure::resolve`]: tessera_core::txn::Procedure::resolve
 //! [`PieceResult::user_abort`]: tessera_core::txn::PieceResult::user_abort
 
+mod codec;
 pub mod consistency;
 pub mod delivery;
 pub mod keys;
@@ -506,6 +507,14 @@ impl Workload for Tpcc {
             }
         }
         out
+    }
+
+    fn decode_txn(
+        &self,
+        name: &str,
+        params: &[u8],
+    ) -> Result<Txn, tessera_core::codec::DecodeError> {
+        codec::decode(&self.layout, name, params)
     }
 }
 

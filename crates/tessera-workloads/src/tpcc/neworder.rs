@@ -35,7 +35,7 @@ use super::keys::Layout;
 use super::populate;
 use super::schema::{self, col, cols, In, Out};
 use super::schema::{Cursor, District, Item, LastOrder, Order, OrderLine, Stock, Warehouse};
-use super::{acc, piece, NEWORDER};
+use super::{acc, codec, piece, NEWORDER};
 use std::borrow::Cow;
 use tessera_core::txn::{PieceKind, PieceResult, PieceSpec, Procedure, Value};
 use tessera_core::{Key, ShardId};
@@ -394,6 +394,23 @@ pub(crate) fn missing() -> PieceResult {
 impl Procedure for NewOrder {
     fn name(&self) -> &'static str {
         NEWORDER
+    }
+
+    /// Wire parameters: warehouse, district, customer; the lines (item,
+    /// supplying warehouse, quantity); the date ([`super::codec`]).
+    fn encode_params(
+        &self,
+        out: &mut bytes::BytesMut,
+    ) -> Result<(), tessera_core::codec::EncodeError> {
+        use bytes::BufMut;
+        codec::put_ids(out, &[self.w, self.d, self.c]);
+        tessera_core::codec::put_varint(out, self.lines.len() as u64);
+        for l in &self.lines {
+            codec::put_ids(out, &[l.i_id, l.supply_w]);
+            out.put_u8(l.quantity);
+        }
+        out.put_u64_le(self.date);
+        Ok(())
     }
 
     fn pieces(&self) -> &[PieceSpec] {

@@ -15,7 +15,7 @@ use super::keys::Layout;
 use super::neworder::missing;
 use super::payment::{lookup, lookup_piece, CustomerBy};
 use super::schema::{self, col, cols, In, LastOrder, Order, OrderLine, Out};
-use super::{acc, piece, ORDERSTATUS};
+use super::{acc, codec, piece, ORDERSTATUS};
 use std::borrow::Cow;
 use tessera_core::txn::{Columns, PieceKind, PieceResult, PieceSpec, Procedure, Value};
 
@@ -152,6 +152,17 @@ impl OrderStatus {
 impl Procedure for OrderStatus {
     fn name(&self) -> &'static str {
         ORDERSTATUS
+    }
+
+    /// Wire parameters: warehouse, district, how the customer is selected
+    /// ([`super::codec`]).
+    fn encode_params(
+        &self,
+        out: &mut bytes::BytesMut,
+    ) -> Result<(), tessera_core::codec::EncodeError> {
+        codec::put_ids(out, &[self.w, self.d]);
+        codec::put_customer_by(out, self.by);
+        Ok(())
     }
 
     fn pieces(&self) -> &[PieceSpec] {

@@ -36,7 +36,7 @@ use super::keys::Layout;
 use super::neworder::missing;
 use super::schema::{self, col, cols, tail, In, Out};
 use super::schema::{Customer, District, History, Warehouse};
-use super::{acc, piece, PAYMENT};
+use super::{acc, codec, piece, PAYMENT};
 use std::borrow::Cow;
 use tessera_core::txn::{Columns, PieceKind, PieceResult, PieceSpec, Procedure, Value};
 
@@ -324,6 +324,22 @@ fn customer_accesses(
 impl Procedure for Payment {
     fn name(&self) -> &'static str {
         PAYMENT
+    }
+
+    /// Wire parameters: warehouse, district, the customer's warehouse and
+    /// district, how the customer is selected, the amount, the date, the
+    /// history row's id ([`super::codec`]).
+    fn encode_params(
+        &self,
+        out: &mut bytes::BytesMut,
+    ) -> Result<(), tessera_core::codec::EncodeError> {
+        use bytes::BufMut;
+        codec::put_ids(out, &[self.w, self.d, self.c_w, self.c_d]);
+        codec::put_customer_by(out, self.by);
+        tessera_core::codec::put_varint(out, self.amount as u64);
+        out.put_u64_le(self.date);
+        tessera_core::codec::put_varint(out, self.hid);
+        Ok(())
     }
 
     fn pieces(&self) -> &[PieceSpec] {

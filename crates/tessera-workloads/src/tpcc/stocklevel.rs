@@ -16,7 +16,7 @@
 
 use super::keys::Layout;
 use super::schema::{self, col, cols, District, In, Order, OrderLine, Out, Stock};
-use super::{acc, piece, STOCKLEVEL};
+use super::{acc, codec, piece, STOCKLEVEL};
 use std::borrow::Cow;
 use tessera_core::txn::{Columns, PieceKind, PieceResult, PieceSpec, Procedure, Value};
 
@@ -107,6 +107,15 @@ impl StockLevel {
 impl Procedure for StockLevel {
     fn name(&self) -> &'static str {
         STOCKLEVEL
+    }
+
+    /// Wire parameters: warehouse, district, threshold ([`super::codec`]).
+    fn encode_params(
+        &self,
+        out: &mut bytes::BytesMut,
+    ) -> Result<(), tessera_core::codec::EncodeError> {
+        codec::put_ids(out, &[self.w, self.d, self.threshold.max(0) as u32]);
+        Ok(())
     }
 
     fn pieces(&self) -> &[PieceSpec] {
