@@ -269,7 +269,13 @@ impl<P> Endpoint<P> {
 
     /// A bucket READ for `key` answered: cache its address, probe the next
     /// bucket (a full bucket may have overflowed), or note it absent.
-    pub fn on_located<L: Default>(&mut self, exec: &mut Exec<L>, key: Key, probe: u32, imgs: &[SlotImage]) {
+    pub fn on_located<L: Default>(
+        &mut self,
+        exec: &mut Exec<L>,
+        key: Key,
+        probe: u32,
+        imgs: &[SlotImage],
+    ) {
         if let Some(img) = imgs.iter().find(|i| i.key == Some(key)) {
             self.addrs.insert(key, img.addr);
             exec.probe.remove(&key);
@@ -482,7 +488,7 @@ impl<L: Default> Exec<L> {
     }
 
     /// The outcome of this attempt, committed: what it read and wrote.
-    pub fn committed(self) -> TxnOutcome {
+    pub fn committed(&self) -> TxnOutcome {
         let reads = self
             .read_order
             .iter()
@@ -496,8 +502,8 @@ impl<L: Default> Exec<L> {
             writes: self.writes.iter().map(|(k, _)| *k).collect(),
             outputs: self
                 .outputs
-                .into_iter()
-                .map(Option::unwrap_or_default)
+                .iter()
+                .map(|o| o.clone().unwrap_or_default())
                 .collect(),
         }
     }

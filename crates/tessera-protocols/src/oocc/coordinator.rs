@@ -432,12 +432,15 @@ impl OoccCoordinator {
                 }
                 (Purpose::Lock { key }, VerbResult::Atomic { old }) => {
                     if old == lock::FREE {
-                        x.recs.get_mut(&key).expect("fetched keys have records").lock.held =
-                            Some(if self.cfg.delayed_lock {
-                                lock::intention(txn)
-                            } else {
-                                lock::write(txn)
-                            });
+                        x.recs
+                            .get_mut(&key)
+                            .expect("fetched keys have records")
+                            .lock
+                            .held = Some(if self.cfg.delayed_lock {
+                            lock::intention(txn)
+                        } else {
+                            lock::write(txn)
+                        });
                     } else {
                         x.fail(AbortReason::LockConflict);
                     }
