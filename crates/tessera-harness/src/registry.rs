@@ -308,6 +308,16 @@ pub fn registry() -> Vec<ProtocolEntry> {
             "DSLR on memory nodes: 2PL with FAA reader-writer ticket locks, queueing instead of aborting (OOCC §VIII baseline)",
             dslr,
         ),
+        ProtocolEntry::configured::<Dslr>(
+            "dslr-reset",
+            "DSLR whose lock counters reset after 8 tickets, for tests of the reset",
+            |spec| {
+                let (mut config, spec) = dslr(spec)?;
+                config.count_max = 8;
+                Ok((config, spec))
+            },
+        )
+        .hidden(),
     ]
 }
 

@@ -458,12 +458,14 @@ impl DslrCoordinator {
                     self.net.on_located(x, key, probe, &imgs);
                 }
                 (Purpose::Acquire { key, exclusive }, VerbResult::Atomic { old }) => {
+                    // A void ticket is never granted (nor released).
+                    let void = word::void(old, count_max);
                     let t = Ticket {
                         ticket: old,
                         exclusive,
-                        granted: word::granted(old, exclusive, old),
+                        granted: !void && word::granted(old, exclusive, old),
                         released: false,
-                        void: word::void(old, count_max),
+                        void,
                         undone: false,
                     };
                     if !t.granted && !t.void {
