@@ -312,7 +312,7 @@ pub struct RunArgs {
     /// oocc: intention locks at execution, write locks at commit (on|off, default on).
     #[arg(long, value_parser = parse_on_off)]
     oocc_delayed_lock: Option<bool>,
-    /// oocc, ford-occ: the lease in µs (default 20).
+    /// oocc, ford-occ: the lease in µs (default 20); drtm: its shared-lock lease (default 400).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     lease_us: Option<u64>,
     /// sim: clock drift bound in ppm: each node's clock rate is drawn within

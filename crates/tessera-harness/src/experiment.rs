@@ -261,8 +261,8 @@ pub fn experiments() -> Vec<Experiment> {
             name: "oocc-read-heavy",
             description: "OOCC Fig. 10 (YCSB part) on sim, RDMA preset: 4 ops of 8-byte records, \
                           read ratio per op 1.0 (read-only) → 0.95; 0.975 gives ~90% read-only \
-                          transactions (read-intensive); OOCC vs FORD-style OCC",
-            protocols: &["oocc", "ford-occ"],
+                          transactions (read-intensive); OOCC vs FORD-style OCC, DrTM, DSLR",
+            protocols: &["oocc", "ford-occ", "drtm", "dslr"],
             base: rdma_ycsb,
             vary: Vary {
                 name: "read-ratio".into(),

@@ -12,6 +12,8 @@ use tessera_core::ids::MS;
 use tessera_core::protocol::Protocol;
 use tessera_core::workload::Workload;
 use tessera_protocols::coco::{Cc, Coco, CocoConfig, CommitMode};
+use tessera_protocols::drtm::{Drtm, DrtmConfig};
+use tessera_protocols::dslr::{Dslr, DslrConfig};
 use tessera_protocols::janus::{Janus, JanusConfig};
 use tessera_protocols::layered::{OccPaxos, PaxosLogConfig, TwoPlPaxos};
 use tessera_protocols::nocc::{Nocc, NoccConfig};
@@ -296,6 +298,26 @@ pub fn registry() -> Vec<ProtocolEntry> {
             },
         )
         .hidden(),
+        ProtocolEntry::configured::<Drtm>(
+            "drtm",
+            "DrTM on memory nodes: 2PL, shared locks as leases set by CAS in the lock word, exclusive locks by CAS (OOCC §VIII baseline)",
+            drtm,
+        ),
+        ProtocolEntry::configured::<Dslr>(
+            "dslr",
+            "DSLR on memory nodes: 2PL with FAA reader-writer ticket locks, queueing instead of aborting (OOCC §VIII baseline)",
+            dslr,
+        ),
+        ProtocolEntry::configured::<Dslr>(
+            "dslr-reset",
+            "DSLR whose lock counters reset after 8 tickets, for tests of the reset",
+            |spec| {
+                let (mut config, spec) = dslr(spec)?;
+                config.count_max = 8;
+                Ok((config, spec))
+            },
+        )
+        .hidden(),
     ]
 }
 
@@ -438,9 +460,8 @@ fn s2pl<X: Clone>(spec: &BenchSpec, config: X) -> Result<(X, BenchSpec), SpecErr
 /// spec sets. Only the OOCC knobs apply; memory nodes hold no inserted
 /// records, so TPC-C (which inserts) is refused.
 fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), SpecError> {
-    only_knobs(
+    on_memory_nodes(
         spec,
-        &spec.protocol,
         &[
             "--oocc-lease",
             "--oocc-write-unlock",
@@ -448,8 +469,48 @@ fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), S
             "--lease-us",
         ],
     )?;
-    unreplicated(spec, &spec.protocol)?;
     let k = &spec.knobs;
+    let mut config = base;
+    config.lease = k.oocc_lease.unwrap_or(config.lease);
+    config.write_unlock = k.oocc_write_unlock.unwrap_or(config.write_unlock);
+    config.delayed_lock = k.oocc_delayed_lock.unwrap_or(config.delayed_lock);
+    if let Some(ns) = lease_ns(spec)? {
+        config = config.with_lease(ns);
+    }
+    Ok((config, spec.clone()))
+}
+
+/// DrTM's configuration: `--lease-us` sets its shared-lock lease (400 µs
+/// by default, §VIII.A).
+fn drtm(spec: &BenchSpec) -> Result<(DrtmConfig, BenchSpec), SpecError> {
+    on_memory_nodes(spec, &["--lease-us"])?;
+    let mut config = DrtmConfig::default();
+    config.lease_ns = lease_ns(spec)?.unwrap_or(config.lease_ns);
+    Ok((config, spec.clone()))
+}
+
+fn dslr(spec: &BenchSpec) -> Result<(DslrConfig, BenchSpec), SpecError> {
+    on_memory_nodes(spec, &[])?;
+    Ok((DslrConfig::default(), spec.clone()))
+}
+
+/// `--lease-us` in nanoseconds, if given (zero is refused).
+fn lease_ns(spec: &BenchSpec) -> Result<Option<tessera_core::ids::Time>, SpecError> {
+    match spec.knobs.lease_us {
+        Some(0) => Err(SpecError::Invalid {
+            flag: "--lease-us",
+            value: "0".into(),
+            allowed: "1 or more microseconds".into(),
+        }),
+        us => Ok(us.map(|us| us.saturating_mul(tessera_core::ids::US))),
+    }
+}
+
+/// What every protocol on memory nodes refuses: knobs other than `knobs`,
+/// replication, and workloads that insert.
+fn on_memory_nodes(spec: &BenchSpec, knobs: &[&'static str]) -> Result<(), SpecError> {
+    only_knobs(spec, &spec.protocol, knobs)?;
+    unreplicated(spec, &spec.protocol)?;
     if let crate::spec::WorkloadSpec::Tpcc(_) = spec.workload {
         return Err(SpecError::Invalid {
             flag: "--workload",
@@ -460,21 +521,7 @@ fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), S
             ),
         });
     }
-    let mut config = base;
-    config.lease = k.oocc_lease.unwrap_or(config.lease);
-    config.write_unlock = k.oocc_write_unlock.unwrap_or(config.write_unlock);
-    config.delayed_lock = k.oocc_delayed_lock.unwrap_or(config.delayed_lock);
-    if let Some(us) = k.lease_us {
-        if us == 0 {
-            return Err(SpecError::Invalid {
-                flag: "--lease-us",
-                value: "0".into(),
-                allowed: "1 or more microseconds".into(),
-            });
-        }
-        config = config.with_lease(us.saturating_mul(tessera_core::ids::US));
-    }
-    Ok((config, spec.clone()))
+    Ok(())
 }
 
 /// NOCC's configuration from the spec's knobs; one switch unless told.

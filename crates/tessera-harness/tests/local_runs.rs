@@ -48,11 +48,11 @@ fn protocols_pass_the_checker_on_local() {
     }
 }
 
-/// Memory nodes and their coordinators on real threads: OOCC's leases run
-/// on real time here.
+/// Memory nodes and their coordinators on real threads: OOCC's and DrTM's
+/// leases and DSLR's polls run on real time here.
 #[test]
-fn oocc_and_ford_occ_pass_the_checker_on_local() {
-    for p in ["oocc", "ford-occ"] {
+fn protocols_on_memory_nodes_pass_the_checker_on_local() {
+    for p in ["oocc", "ford-occ", "drtm", "dslr"] {
         check_local(p, contended_ycsb());
     }
 }

@@ -43,6 +43,8 @@
 pub mod coco;
 pub mod depgraph;
 pub mod disagg;
+pub mod drtm;
+pub mod dslr;
 pub mod janus;
 pub mod layered;
 pub mod nocc;

@@ -22,6 +22,7 @@
 //! Coordinators wait for a batch's answer before sending anything that must
 //! be ordered after it, so no ordering across batches is needed.
 
+pub mod client;
 pub mod memory;
 pub mod region;
 pub mod verbs;

@@ -11,21 +11,17 @@
 use super::lease::Lease;
 use super::lock::{self, Seen};
 use super::OoccConfig;
+use crate::disagg::client::{self, Endpoint, Exec, Incoming, Step};
 use crate::disagg::verbs::{LogRecord, SlotWrite};
-use crate::disagg::{Addr, Geometry, Msg, SlotImage, Verb, VerbResult};
+use crate::disagg::{Msg, Verb, VerbResult};
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, Version};
+use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId};
 use tessera_core::node::{Ctx, Node, NodeReport};
 use tessera_core::protocol::{Coordinator, CoordinatorEnv};
-use tessera_core::topology::Topology;
-use tessera_core::txn::{AbortReason, Attempt, PieceSpec, ReadObs, TxnOutcome, Value};
+use tessera_core::txn::{AbortReason, Attempt, TxnOutcome};
 use tessera_core::FastMap;
 
-const CONNECT: TimerId = TimerId(0);
-
-/// One round's verbs and what each is for, per memory node.
-type Round = BTreeMap<ShardId, (Vec<Verb>, Vec<Purpose>)>;
+type Round = client::Round<Purpose>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -63,13 +59,9 @@ enum Purpose {
     Ack,
 }
 
-/// A record the transaction touched.
-struct Rec {
-    shard: ShardId,
-    value: Option<Value>,
-    version: Version,
-    /// Read from memory at least once.
-    fetched: bool,
+/// OOCC's state of a record the transaction touched.
+#[derive(Default)]
+struct Lock {
     /// The lock word this transaction set on it, if any.
     held: Option<u64>,
     /// Read while another transaction held an intention lock: a read-only
@@ -78,58 +70,22 @@ struct Rec {
 }
 
 struct Run {
-    attempt: Attempt,
-    read_only: bool,
+    exec: Exec<Lock>,
     phase: Phase,
     /// Batches of the current round still unanswered.
     pending: usize,
-    recs: FastMap<Key, Rec>,
-    /// Keys read from memory (not the transaction's own writes), in order.
-    read_order: Vec<Key>,
-    /// Keys whose bucket is being probed, with the probe to read next.
-    probe: FastMap<Key, u32>,
-    /// Keys in no slot of the region.
-    absent: Vec<Key>,
-    outputs: Vec<Option<Value>>,
-    writes: Vec<(Key, Value)>,
     exec_start: Option<Time>,
     exec_end: Time,
     /// When the write locks were visible to readers at the latest: the
     /// write-wait lease runs from here (§III.A).
     locked_at: Time,
-    failed: Option<AbortReason>,
-}
-
-impl Run {
-    fn rec(&mut self, key: Key, shard: ShardId) -> &mut Rec {
-        self.recs.entry(key).or_insert(Rec {
-            shard,
-            value: None,
-            version: Version::INITIAL,
-            fetched: false,
-            held: None,
-            intention_seen: false,
-        })
-    }
-
-    fn fail(&mut self, reason: AbortReason) {
-        self.failed.get_or_insert(reason);
-    }
 }
 
 pub struct OoccCoordinator {
     cfg: OoccConfig,
     lease: Lease,
-    topology: Arc<Topology>,
-    /// Each shard's region shape, once connected.
-    geometry: Vec<Option<Geometry>>,
-    /// The machine's address cache (§VIII.A).
-    addrs: FastMap<Key, Addr>,
-    /// Attempts submitted before every memory node answered.
-    queued: Vec<Attempt>,
+    net: Endpoint<Purpose>,
     runs: FastMap<TxnId, Run>,
-    batches: FastMap<u64, (TxnId, Vec<Purpose>)>,
-    next_batch: u64,
     /// Lease waits: timer id → transaction.
     waits: FastMap<u64, TxnId>,
     next_timer: u64,
@@ -143,87 +99,43 @@ struct Counters {
     lock_aborts: u64,
     validation_aborts: u64,
     lease_wait_ns: u64,
-    bucket_reads: u64,
 }
 
 impl OoccCoordinator {
     pub fn new(cfg: OoccConfig, env: CoordinatorEnv) -> Self {
-        let shards = env.topology.shards.len();
         OoccCoordinator {
             lease: Lease::new(cfg.lease_ns, cfg.offset_ns),
+            net: Endpoint::new(&env, cfg.connect_retry),
             cfg,
-            topology: env.topology,
-            geometry: vec![None; shards],
-            addrs: tessera_core::fast_map(),
-            queued: Vec::new(),
             runs: tessera_core::fast_map(),
-            batches: tessera_core::fast_map(),
-            next_batch: 0,
             waits: tessera_core::fast_map(),
             next_timer: 1,
             counters: Counters::default(),
         }
     }
 
-    fn connected(&self) -> bool {
-        self.geometry.iter().all(Option::is_some)
-    }
-
-    fn connect(&self, ctx: &mut Ctx<Msg>) {
-        for (s, g) in self.geometry.iter().enumerate() {
-            if g.is_none() {
-                ctx.send(self.topology.leader(ShardId(s as u32)), Msg::Connect);
-            }
-        }
-        ctx.set_timer(self.cfg.connect_retry, CONNECT);
-    }
-
     fn start(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
         let id = attempt.id;
-        let n = attempt.txn.pieces().len();
-        let read_only = attempt.txn.read_only();
         self.runs.insert(
             id,
             Run {
-                attempt,
-                read_only,
+                exec: Exec::new(attempt),
                 phase: Phase::Execute,
                 pending: 0,
-                recs: tessera_core::fast_map(),
-                read_order: Vec::new(),
-                probe: tessera_core::fast_map(),
-                absent: Vec::new(),
-                outputs: vec![None; n],
-                writes: Vec::new(),
                 exec_start: None,
                 exec_end: 0,
                 locked_at: 0,
-                failed: None,
             },
         );
         self.advance(ctx, id);
     }
 
-    /// Post one round: a batch per memory node. Returns false when there is
-    /// nothing to post.
-    fn post(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, round: Round, ack: bool) -> usize {
-        let mut posted = 0;
-        for (shard, (verbs, purposes)) in round {
-            if verbs.is_empty() {
-                continue;
-            }
-            self.next_batch += 1;
-            let id = self.next_batch;
-            if ack {
-                self.batches.insert(id, (txn, purposes));
-            }
-            ctx.send(self.topology.leader(shard), Msg::Batch { id, ack, verbs });
-            posted += 1;
-        }
-        if ack {
-            if let Some(run) = self.runs.get_mut(&txn) {
-                run.pending = posted;
-            }
+    /// Post one round (signaled) and wait for its answers. Returns the
+    /// number of batches: none means there was nothing to post.
+    fn post(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, round: Round) -> usize {
+        let posted = self.net.post(ctx, txn, round, true);
+        if let Some(run) = self.runs.get_mut(&txn) {
+            run.pending = posted;
         }
         posted
     }
@@ -233,7 +145,7 @@ impl OoccCoordinator {
         let Some(run) = self.runs.get(&txn) else {
             return;
         };
-        if let Some(reason) = run.failed {
+        if let Some(reason) = run.exec.failed {
             return self.abort(ctx, txn, reason);
         }
         match run.phase {
@@ -255,86 +167,52 @@ impl OoccCoordinator {
     /// pieces whose inputs are ready, or move to validation.
     fn execute(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
         let run = self.runs.get_mut(&txn).expect("advanced");
-        let proc = run.attempt.txn.clone();
-        let n = proc.pieces().len();
-        // Keys to fetch: (key, shard, lock).
-        let mut need: Vec<(Key, ShardId, bool)> = Vec::new();
-        loop {
-            let mut progress = false;
-            need.clear();
-            for i in 0..n {
-                if run.outputs[i].is_some() {
-                    continue;
-                }
-                let Some(inputs) = proc.pieces()[i].gather_inputs(|j| run.outputs[j].as_ref())
-                else {
-                    continue;
-                };
-                let spec = proc.resolve(i, &inputs);
-                let missing = keys_to_fetch(run, &spec, run.read_only);
-                if !missing.is_empty() {
-                    need.extend(missing);
-                    continue;
-                }
-                run_piece(run, i, &spec, &inputs);
-                if run.failed.is_some() {
-                    return self.advance(ctx, txn);
-                }
-                progress = true;
-            }
-            if !progress {
-                break;
-            }
-        }
-        if run.outputs.iter().all(Option::is_some) {
-            return self.validate(ctx, txn);
-        }
-        need.sort_unstable_by_key(|(k, _, lock)| (*k, !*lock));
-        need.dedup_by_key(|(k, _, _)| *k);
+        let need = match run.exec.step(|l| l.held.is_some()) {
+            Step::Done => return self.validate(ctx, txn),
+            Step::Failed => return self.advance(ctx, txn),
+            Step::Need(need) => need,
+        };
         // Locate unknown addresses first.
-        let mut round: Round = Round::new();
-        for &(key, shard, _) in &need {
-            if self.addrs.contains_key(&key) {
-                continue;
-            }
-            let g = self.geometry[shard.0 as usize].expect("connected before starting");
-            let probe = *run.probe.get(&key).unwrap_or(&0);
-            let start = g.bucket_start(g.bucket_of(key).wrapping_add(probe));
-            let b = round.entry(shard).or_default();
-            b.0.push(Verb::Read {
-                addr: start,
-                len: g.bucket_slots,
-            });
-            b.1.push(Purpose::Locate { key, probe });
-            self.counters.bucket_reads += 1;
-        }
-        if !round.is_empty() {
-            self.post(ctx, txn, round, true);
+        let mut round = Round::new();
+        if self
+            .net
+            .locate(&run.exec, &need, &mut round, |key, probe| Purpose::Locate {
+                key,
+                probe,
+            })
+        {
+            self.post(ctx, txn, round);
             return;
         }
         let delayed = self.cfg.delayed_lock;
-        for (key, shard, lock) in need {
-            let addr = self.addrs[&key];
-            let b = round.entry(shard).or_default();
-            if lock {
+        for n in need {
+            let addr = self.net.addr(n.key).expect("located");
+            if n.write {
                 let word = if delayed {
                     lock::intention(txn)
                 } else {
                     lock::write(txn)
                 };
-                b.0.push(Verb::Cas {
-                    addr,
-                    expect: lock::FREE,
-                    swap: word,
-                });
-                b.1.push(Purpose::Lock { key });
+                client::push(
+                    &mut round,
+                    n.shard,
+                    Verb::Cas {
+                        addr,
+                        expect: lock::FREE,
+                        swap: word,
+                    },
+                    Purpose::Lock { key: n.key },
+                );
             }
-            b.0.push(Verb::Read { addr, len: 1 });
-            b.1.push(Purpose::Fetch { key });
+            client::push(
+                &mut round,
+                n.shard,
+                Verb::Read { addr, len: 1 },
+                Purpose::Fetch { key: n.key },
+            );
         }
-        let run = self.runs.get_mut(&txn).expect("advanced");
         run.exec_start.get_or_insert(ctx.now());
-        self.post(ctx, txn, round, true);
+        self.post(ctx, txn, round);
     }
 
     /// Validate & Logging (Alg. 1 l. 11–21): one round, except that with
@@ -342,7 +220,7 @@ impl OoccCoordinator {
     /// write locks are visible (see [`Phase::Upgrade`]).
     fn validate(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
         let run = &self.runs[&txn];
-        let (read_only, exec_end) = (run.read_only, run.exec_end);
+        let (read_only, exec_end) = (run.exec.read_only, run.exec_end);
         let mut round = self.checks(txn);
         if !read_only {
             if let Some(r) = self.runs.get_mut(&txn) {
@@ -352,7 +230,7 @@ impl OoccCoordinator {
             if self.cfg.delayed_lock {
                 let run = self.runs.get_mut(&txn).expect("advanced");
                 run.phase = Phase::Upgrade;
-                if self.post(ctx, txn, upgrade, true) == 0 {
+                if self.post(ctx, txn, upgrade) == 0 {
                     self.after_upgrade(ctx, txn);
                 }
                 return;
@@ -365,7 +243,7 @@ impl OoccCoordinator {
         }
         let run = self.runs.get_mut(&txn).expect("advanced");
         run.phase = Phase::Validate;
-        if self.post(ctx, txn, round, true) == 0 {
+        if self.post(ctx, txn, round) == 0 {
             if read_only {
                 // Every read held its lease: committed in one round trip.
                 self.counters.ro_one_round += 1;
@@ -380,7 +258,7 @@ impl OoccCoordinator {
         let run = self.runs.get_mut(&txn).expect("advanced");
         run.locked_at = ctx.now();
         run.phase = Phase::Validate;
-        if self.post(ctx, txn, round, true) == 0 {
+        if self.post(ctx, txn, round) == 0 {
             self.after_validate(ctx, txn);
         }
     }
@@ -395,20 +273,22 @@ impl OoccCoordinator {
                 .exec_start
                 .is_none_or(|s| self.lease.reads_hold(s, run.exec_end));
         let mut round = Round::new();
-        for key in &run.read_order {
-            let r = &run.recs[key];
-            if r.held.is_some() || run.absent.contains(key) {
+        let x = &run.exec;
+        for key in &x.read_order {
+            let r = &x.recs[key];
+            if r.lock.held.is_some() || x.absent.contains(key) {
                 continue;
             }
-            if run.read_only && within_lease && !r.intention_seen {
+            if x.read_only && within_lease && !r.lock.intention_seen {
                 continue;
             }
-            let b = round.entry(r.shard).or_default();
-            b.0.push(Verb::Read {
-                addr: self.addrs[key],
-                len: 1,
-            });
-            b.1.push(Purpose::Validate { key: *key });
+            let addr = self.net.addr(*key).expect("read keys are located");
+            client::push(
+                &mut round,
+                r.shard,
+                Verb::Read { addr, len: 1 },
+                Purpose::Validate { key: *key },
+            );
         }
         round
     }
@@ -420,23 +300,27 @@ impl OoccCoordinator {
         let run = &self.runs[&txn];
         let mut round = Round::new();
         let mut logs: BTreeMap<ShardId, LogRecord> = BTreeMap::new();
-        for (key, r) in &run.recs {
-            if r.held.is_none() {
+        for (key, r) in &run.exec.recs {
+            if r.lock.held.is_none() {
                 continue;
             }
             if self.cfg.delayed_lock {
-                let b = round.entry(r.shard).or_default();
-                b.0.push(Verb::Write {
-                    addr: self.addrs[key],
-                    data: SlotWrite::Lock(lock::write(txn)),
-                });
-                b.1.push(Purpose::Ack);
+                let addr = self.net.addr(*key).expect("held keys are located");
+                client::push(
+                    &mut round,
+                    r.shard,
+                    Verb::Write {
+                        addr,
+                        data: SlotWrite::Lock(lock::write(txn)),
+                    },
+                    Purpose::Ack,
+                );
             }
-            let new = run.writes.iter().find(|(k, _)| k == key);
+            let new = run.exec.write_of(*key);
             let entry = if self.cfg.write_unlock {
-                new.map(|(k, v)| (*k, Some(v.clone()), txn.version()))
+                new.map(|v| (*key, Some(v.clone()), txn.version()))
             } else {
-                new.map(|(k, _)| (*k, r.value.clone(), r.version))
+                new.map(|_| (*key, r.value.clone(), r.version))
             };
             if let Some(e) = entry {
                 logs.entry(r.shard)
@@ -449,9 +333,7 @@ impl OoccCoordinator {
             }
         }
         for (shard, rec) in logs {
-            let b = round.entry(shard).or_default();
-            b.0.push(Verb::Log(rec));
-            b.1.push(Purpose::Ack);
+            client::push(&mut round, shard, Verb::Log(rec), Purpose::Ack);
         }
         round
     }
@@ -460,10 +342,10 @@ impl OoccCoordinator {
     /// one waits out the write-wait lease, then commits.
     fn after_validate(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
         let run = self.runs.get_mut(&txn).expect("advanced");
-        if let Some(reason) = run.failed {
+        if let Some(reason) = run.exec.failed {
             return self.abort(ctx, txn, reason);
         }
-        if run.read_only {
+        if run.exec.read_only {
             self.counters.ro_commits += 1;
             return self.finish(ctx, txn);
         }
@@ -485,34 +367,13 @@ impl OoccCoordinator {
     /// Commit (Alg. 1 l. 22–26): update the records, releasing the locks in
     /// the same WRITE when write unlock is on.
     fn commit(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
-        let unlock = self.cfg.write_unlock;
         let run = self.runs.get_mut(&txn).expect("advanced");
         run.phase = Phase::Commit;
-        let mut round: Round = Round::new();
-        for (key, r) in &run.recs {
-            if r.held.is_none() {
-                continue;
-            }
-            let addr = self.addrs[key];
-            let new = run.writes.iter().find(|(k, _)| k == key);
-            let data = match (new, unlock) {
-                (Some((_, v)), true) => SlotWrite::DataAndLock {
-                    value: v.clone(),
-                    version: txn.version(),
-                    lock: lock::FREE,
-                },
-                (Some((_, v)), false) => SlotWrite::Data {
-                    value: v.clone(),
-                    version: txn.version(),
-                },
-                (None, true) => SlotWrite::Lock(lock::FREE),
-                (None, false) => continue,
-            };
-            let b = round.entry(r.shard).or_default();
-            b.0.push(Verb::Write { addr, data });
-            b.1.push(Purpose::Ack);
-        }
-        if self.post(ctx, txn, round, true) == 0 {
+        let unlock = self.cfg.write_unlock.then_some(lock::FREE);
+        let round = self
+            .net
+            .write_back(&run.exec, txn, held, unlock, || Purpose::Ack);
+        if self.post(ctx, txn, round) == 0 {
             self.advance(ctx, txn);
         }
     }
@@ -522,52 +383,20 @@ impl OoccCoordinator {
         let run = self.runs.get_mut(&txn).expect("advanced");
         run.phase = Phase::Release;
         let round = self.unlocks(txn);
-        if self.post(ctx, txn, round, true) == 0 {
+        if self.post(ctx, txn, round) == 0 {
             self.advance(ctx, txn);
         }
     }
 
     fn unlocks(&self, txn: TxnId) -> Round {
-        let run = &self.runs[&txn];
-        let mut round: Round = Round::new();
-        for (key, r) in &run.recs {
-            if r.held.is_some() {
-                let b = round.entry(r.shard).or_default();
-                b.0.push(Verb::Write {
-                    addr: self.addrs[key],
-                    data: SlotWrite::Lock(lock::FREE),
-                });
-                b.1.push(Purpose::Ack);
-            }
-        }
-        round
+        self.net
+            .unlocks(&self.runs[&txn].exec, held, lock::FREE, || Purpose::Ack)
     }
 
     /// Report the commit: the writes are readable (unlocked) by now.
     fn finish(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
         let run = self.runs.remove(&txn).expect("advanced");
-        let reads = run
-            .read_order
-            .iter()
-            .map(|k| ReadObs {
-                key: *k,
-                version: run.recs[k].version,
-            })
-            .collect();
-        let writes = run.writes.iter().map(|(k, _)| *k).collect();
-        let outputs = run
-            .outputs
-            .into_iter()
-            .map(Option::unwrap_or_default)
-            .collect();
-        ctx.done(
-            txn,
-            TxnOutcome::Committed {
-                reads,
-                writes,
-                outputs,
-            },
-        );
+        ctx.done(txn, run.exec.committed());
     }
 
     /// Abort at a round's end: free the locks held (unsignaled WRITEs) and
@@ -578,57 +407,51 @@ impl OoccCoordinator {
             _ => self.counters.lock_aborts += 1,
         }
         let round = self.unlocks(txn);
-        self.post(ctx, txn, round, false);
+        self.net.post(ctx, txn, round, false);
         self.runs.remove(&txn);
         ctx.done(txn, TxnOutcome::Aborted(reason));
     }
 
     fn on_done(&mut self, ctx: &mut Ctx<Msg>, id: u64, results: Vec<VerbResult>) {
-        let Some((txn, purposes)) = self.batches.remove(&id) else {
+        let Some((txn, purposes)) = self.net.answered(id) else {
             return; // a duplicate
         };
         let Some(run) = self.runs.get_mut(&txn) else {
             return;
         };
+        let x = &mut run.exec;
         let own = [lock::intention(txn), lock::write(txn)];
         for (p, r) in purposes.iter().zip(results) {
             match (*p, r) {
                 (_, VerbResult::OutOfRange) => {
                     tracing::error!(?txn, ?p, "remote access outside the region");
-                    run.fail(AbortReason::Timeout);
+                    x.fail(AbortReason::Timeout);
                 }
                 (Purpose::Locate { key, probe }, VerbResult::Read(imgs)) => {
-                    if let Some(img) = imgs.iter().find(|i| i.key == Some(key)) {
-                        self.addrs.insert(key, img.addr);
-                        run.probe.remove(&key);
-                    } else if imgs.iter().all(|i| i.key.is_some()) {
-                        // A full bucket: the key may have overflowed into
-                        // the next one.
-                        run.probe.insert(key, probe + 1);
-                    } else {
-                        run.probe.remove(&key);
-                        run.absent.push(key);
-                    }
+                    self.net.on_located(x, key, probe, &imgs);
                 }
                 (Purpose::Lock { key }, VerbResult::Atomic { old }) => {
-                    let r = run.recs.get_mut(&key).expect("fetched keys have records");
                     if old == lock::FREE {
-                        r.held = Some(if self.cfg.delayed_lock {
+                        x.recs
+                            .get_mut(&key)
+                            .expect("fetched keys have records")
+                            .lock
+                            .held = Some(if self.cfg.delayed_lock {
                             lock::intention(txn)
                         } else {
                             lock::write(txn)
                         });
                     } else {
-                        run.fail(AbortReason::LockConflict);
+                        x.fail(AbortReason::LockConflict);
                     }
                 }
                 (Purpose::Fetch { key }, VerbResult::Read(imgs)) => {
-                    let read_only = run.read_only;
+                    let read_only = x.read_only;
                     let Some(img) = imgs.first().filter(|i| i.key == Some(key)) else {
-                        run.fail(AbortReason::Timeout);
+                        x.fail(AbortReason::Timeout);
                         continue;
                     };
-                    let r = run.recs.get_mut(&key).expect("fetched keys have records");
+                    let r = x.recs.get_mut(&key).expect("fetched keys have records");
                     let mut conflict = None;
                     if r.fetched && r.version != img.version {
                         // Read unlocked in an earlier wave, locked now.
@@ -637,35 +460,35 @@ impl OoccCoordinator {
                     if !own.contains(&img.lock) {
                         match lock::seen(img.lock) {
                             Seen::Free => {}
-                            Seen::Intention if read_only => r.intention_seen = true,
+                            Seen::Intention if read_only => r.lock.intention_seen = true,
                             Seen::Intention | Seen::Write => {
                                 conflict = Some(AbortReason::LockConflict)
                             }
                         }
                     }
-                    take(r, img);
+                    x.take(key, img);
                     if let Some(c) = conflict {
-                        run.fail(c);
+                        x.fail(c);
                     }
                 }
                 (Purpose::Validate { key }, VerbResult::Read(imgs)) => {
-                    let r = &run.recs[&key];
+                    let r = &x.recs[&key];
                     let ok = imgs.first().is_some_and(|i| {
                         i.version == r.version
                             && match lock::seen(i.lock) {
                                 Seen::Free => true,
-                                Seen::Intention => run.read_only,
+                                Seen::Intention => x.read_only,
                                 Seen::Write => false,
                             }
                     });
                     if !ok {
-                        run.fail(AbortReason::Validation);
+                        x.fail(AbortReason::Validation);
                     }
                 }
                 (Purpose::Ack, VerbResult::Written) => {}
                 (p, r) => {
                     tracing::error!(?txn, ?p, ?r, "unexpected verb result");
-                    run.fail(AbortReason::Timeout);
+                    x.fail(AbortReason::Timeout);
                 }
             }
         }
@@ -679,120 +502,38 @@ impl OoccCoordinator {
     }
 }
 
-/// Copy a READ's image into the record.
-fn take(r: &mut Rec, img: &SlotImage) {
-    r.value = img.value.clone();
-    r.version = img.version;
-    r.fetched = true;
-}
-
-/// The keys `spec` needs that are not fetched yet (with whether to lock
-/// them). Keys the transaction wrote itself need nothing.
-fn keys_to_fetch(run: &mut Run, spec: &PieceSpec, read_only: bool) -> Vec<(Key, ShardId, bool)> {
-    let mut out = Vec::new();
-    for a in &spec.writes {
-        if read_only {
-            break;
-        }
-        let r = run.rec(a.key, spec.shard);
-        if r.held.is_none() && !run.absent.contains(&a.key) {
-            out.push((a.key, spec.shard, true));
-        }
-    }
-    for a in &spec.reads {
-        if run.writes.iter().any(|(k, _)| *k == a.key) || run.absent.contains(&a.key) {
-            continue;
-        }
-        let r = run.rec(a.key, spec.shard);
-        if !r.fetched {
-            out.push((a.key, spec.shard, false));
-        }
-    }
-    out
-}
-
-/// Run piece `i` on the fetched values and the transaction's own writes.
-fn run_piece(run: &mut Run, i: usize, spec: &PieceSpec, inputs: &[Value]) {
-    if let Some(a) = spec.writes.iter().find(|a| run.absent.contains(&a.key)) {
-        tracing::error!(key = ?a.key, "a write to a key the memory nodes do not hold (inserts are not supported)");
-        run.fail(AbortReason::User);
-        return;
-    }
-    let mut values: Vec<Option<Value>> = Vec::with_capacity(spec.reads.len());
-    for a in &spec.reads {
-        if let Some((_, v)) = run.writes.iter().find(|(k, _)| *k == a.key) {
-            values.push(Some(v.clone()));
-            continue;
-        }
-        if run.absent.contains(&a.key) {
-            values.push(None);
-            continue;
-        }
-        let r = &run.recs[&a.key];
-        if !run.read_order.contains(&a.key) {
-            run.read_order.push(a.key);
-        }
-        values.push(r.value.clone());
-    }
-    let refs: Vec<Option<&Value>> = values.iter().map(Option::as_ref).collect();
-    let res = run.attempt.txn.execute(i, &refs, inputs);
-    if res.user_abort {
-        run.fail(AbortReason::User);
-        return;
-    }
-    for (k, v) in res.writes {
-        match run.writes.iter_mut().find(|(wk, _)| *wk == k) {
-            Some(w) => w.1 = v,
-            None => run.writes.push((k, v)),
-        }
-    }
-    run.outputs[i] = Some(res.output);
+/// Whether the transaction holds a lock on the record.
+fn held(l: &Lock) -> bool {
+    l.held.is_some()
 }
 
 impl Coordinator<Msg> for OoccCoordinator {
     fn submit(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
-        if self.connected() {
-            self.start(ctx, attempt);
-        } else {
-            self.queued.push(attempt);
+        if let Some(a) = self.net.admit(attempt) {
+            self.start(ctx, a);
         }
     }
 }
 
 impl Node<Msg> for OoccCoordinator {
     fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
-        self.connect(ctx);
+        self.net.connect(ctx);
     }
 
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
-        match msg {
-            Msg::Connected(g) => {
-                let shard = self
-                    .topology
-                    .shards
-                    .iter()
-                    .position(|grp| grp.leader() == from);
-                if let Some(s) = shard {
-                    self.geometry[s] = Some(g);
-                }
-                if self.connected() {
-                    for a in std::mem::take(&mut self.queued) {
-                        self.start(ctx, a);
-                    }
+        match self.net.on_message(from, msg) {
+            Incoming::Start(attempts) => {
+                for a in attempts {
+                    self.start(ctx, a);
                 }
             }
-            Msg::Done { id, results } => self.on_done(ctx, id, results),
-            Msg::Connect | Msg::Batch { .. } => {
-                tracing::warn!(?from, "coordinator got a request");
-            }
+            Incoming::Done(id, results) => self.on_done(ctx, id, results),
+            Incoming::Nothing => {}
         }
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
-        if id == CONNECT {
-            if !self.connected() {
-                self.connect(ctx);
-            }
+        if self.net.on_timer(ctx, id) {
             return;
         }
         if let Some(txn) = self.waits.remove(&id.0) {
@@ -810,7 +551,7 @@ impl Node<Msg> for OoccCoordinator {
                 ("lock_aborts", c.lock_aborts),
                 ("validation_aborts", c.validation_aborts),
                 ("lease_wait_ns", c.lease_wait_ns),
-                ("bucket_reads", c.bucket_reads),
+                ("bucket_reads", std::mem::take(&mut self.net.bucket_reads)),
             ],
         }
     }

@@ -1,0 +1,510 @@
+//! The compute-node side shared by every protocol on memory nodes (`oocc`,
+//! `ford-occ`, `drtm`, `dslr`): the connection to each memory node, the
+//! machine's address cache (OOCC §VIII.A: "a global cache in a single
+//! machine ... to cache the remote data addresses"; a miss reads the whole
+//! bucket), posting a round of verb batches, and running a transaction's
+//! pieces in waves over the records fetched so far.
+//!
+//! What a protocol adds is only its locking and commit: which verbs fetch a
+//! key, when a fetched image may be used ([`Exec::take`]), and when the
+//! transaction commits ([`Exec::committed`]).
+
+use super::verbs::SlotWrite;
+use super::{Addr, Geometry, Msg, SlotImage, Verb, VerbResult};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, Version};
+use tessera_core::node::Ctx;
+use tessera_core::protocol::CoordinatorEnv;
+use tessera_core::topology::Topology;
+use tessera_core::txn::{AbortReason, Attempt, PieceSpec, ReadObs, TxnOutcome, Value};
+use tessera_core::FastMap;
+
+/// The timer that resends connection requests; protocols number their own
+/// timers from 1.
+pub const CONNECT: TimerId = TimerId(0);
+
+/// One round's verbs and what each is for (`P`, the protocol's purposes),
+/// per memory node.
+pub type Round<P> = BTreeMap<ShardId, (Vec<Verb>, Vec<P>)>;
+
+/// Add a verb with its purpose to `round`'s batch for `shard`.
+pub fn push<P>(round: &mut Round<P>, shard: ShardId, verb: Verb, purpose: P) {
+    let b = round.entry(shard).or_default();
+    b.0.push(verb);
+    b.1.push(purpose);
+}
+
+/// What a coordinator must act on after [`Endpoint::on_message`].
+pub enum Incoming {
+    Start(Vec<Attempt>),
+    Done(u64, Vec<VerbResult>),
+    Nothing,
+}
+
+/// A compute node's connections, address cache and outstanding batches.
+pub struct Endpoint<P> {
+    topology: Arc<Topology>,
+    /// Each shard's region shape, once connected.
+    geometry: Vec<Option<Geometry>>,
+    /// The machine's address cache (§VIII.A).
+    addrs: FastMap<Key, Addr>,
+    /// Attempts submitted before every memory node answered.
+    queued: Vec<Attempt>,
+    batches: FastMap<u64, (TxnId, Vec<P>)>,
+    next_batch: u64,
+    connect_retry: Time,
+    /// Bucket READs issued on address-cache misses.
+    pub bucket_reads: u64,
+}
+
+impl<P> Endpoint<P> {
+    pub fn new(env: &CoordinatorEnv, connect_retry: Time) -> Self {
+        Endpoint {
+            topology: env.topology.clone(),
+            geometry: vec![None; env.topology.shards.len()],
+            addrs: tessera_core::fast_map(),
+            queued: Vec::new(),
+            batches: tessera_core::fast_map(),
+            next_batch: 0,
+            connect_retry,
+            bucket_reads: 0,
+        }
+    }
+
+    fn connected(&self) -> bool {
+        self.geometry.iter().all(Option::is_some)
+    }
+
+    /// Ask every memory node not yet answered for its geometry (at start
+    /// and on [`CONNECT`]).
+    pub fn connect(&self, ctx: &mut Ctx<Msg>) {
+        if self.connected() {
+            return;
+        }
+        for (s, g) in self.geometry.iter().enumerate() {
+            if g.is_none() {
+                ctx.send(self.topology.leader(ShardId(s as u32)), Msg::Connect);
+            }
+        }
+        ctx.set_timer(self.connect_retry, CONNECT);
+    }
+
+    /// `attempt`, if it may start now; otherwise it waits for the
+    /// connections.
+    pub fn admit(&mut self, attempt: Attempt) -> Option<Attempt> {
+        if self.connected() {
+            Some(attempt)
+        } else {
+            self.queued.push(attempt);
+            None
+        }
+    }
+
+    /// A memory node answered: the attempts that may start now.
+    fn on_connected(&mut self, from: NodeId, g: Geometry) -> Vec<Attempt> {
+        if let Some(s) = self
+            .topology
+            .shards
+            .iter()
+            .position(|grp| grp.leader() == from)
+        {
+            self.geometry[s] = Some(g);
+        }
+        if self.connected() {
+            std::mem::take(&mut self.queued)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// A message for the coordinator: connection answers are handled here
+    /// (the attempts that may start now come back), batch answers are the
+    /// protocol's.
+    pub fn on_message(&mut self, from: NodeId, msg: Msg) -> Incoming {
+        match msg {
+            Msg::Connected(g) => Incoming::Start(self.on_connected(from, g)),
+            Msg::Done { id, results } => Incoming::Done(id, results),
+            Msg::Connect | Msg::Batch { .. } => {
+                tracing::warn!(?from, "coordinator got a request");
+                Incoming::Nothing
+            }
+        }
+    }
+
+    /// Whether `id` was the connection timer (handled here).
+    pub fn on_timer(&self, ctx: &mut Ctx<Msg>, id: TimerId) -> bool {
+        if id == CONNECT {
+            self.connect(ctx);
+        }
+        id == CONNECT
+    }
+
+    /// Post one round: a batch per memory node (`ack` false: unsignaled).
+    /// Returns the number of batches posted.
+    pub fn post(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, round: Round<P>, ack: bool) -> usize {
+        let mut posted = 0;
+        for (shard, (verbs, purposes)) in round {
+            if verbs.is_empty() {
+                continue;
+            }
+            self.next_batch += 1;
+            let id = self.next_batch;
+            if ack {
+                self.batches.insert(id, (txn, purposes));
+            }
+            ctx.send(self.topology.leader(shard), Msg::Batch { id, ack, verbs });
+            posted += 1;
+        }
+        posted
+    }
+
+    /// The transaction and purposes of an answered batch (`None`: a
+    /// duplicate).
+    pub fn answered(&mut self, id: u64) -> Option<(TxnId, Vec<P>)> {
+        self.batches.remove(&id)
+    }
+
+    /// `key`'s slot, if cached.
+    pub fn addr(&self, key: Key) -> Option<Addr> {
+        self.addrs.get(&key).copied()
+    }
+
+    /// Bucket READs for every key of `need` whose address is not cached
+    /// (`purpose(key, probe)` names each). Returns whether any was added:
+    /// the keys can be fetched once they are answered.
+    pub fn locate(
+        &mut self,
+        exec: &Exec<impl Default>,
+        need: &[Need],
+        round: &mut Round<P>,
+        purpose: impl Fn(Key, u32) -> P,
+    ) -> bool {
+        let mut any = false;
+        for n in need {
+            if self.addrs.contains_key(&n.key) {
+                continue;
+            }
+            let g = self.geometry[n.shard.0 as usize].expect("connected before starting");
+            let probe = exec.probe.get(&n.key).copied().unwrap_or(0);
+            let start = g.bucket_start(g.bucket_of(n.key).wrapping_add(probe));
+            push(
+                round,
+                n.shard,
+                Verb::Read {
+                    addr: start,
+                    len: g.bucket_slots,
+                },
+                purpose(n.key, probe),
+            );
+            self.bucket_reads += 1;
+            any = true;
+        }
+        any
+    }
+
+    /// The WRITEs that install `txn`'s writes on every record it holds
+    /// (`held`). With `unlock`, each WRITE also sets the lock word to
+    /// `free` (OOCC's write unlock, §V; DrTM's release), and held records
+    /// without a write get their lock word WRITE alone; without it, only
+    /// the data is written and the protocol releases on its own.
+    pub fn write_back<L: Default>(
+        &self,
+        exec: &Exec<L>,
+        txn: TxnId,
+        held: impl Fn(&L) -> bool,
+        unlock: Option<u64>,
+        purpose: impl Fn() -> P,
+    ) -> Round<P> {
+        let mut round = Round::new();
+        for (key, r) in &exec.recs {
+            if !held(&r.lock) {
+                continue;
+            }
+            let version = txn.version();
+            let data = match (exec.write_of(*key), unlock) {
+                (Some(v), Some(lock)) => SlotWrite::DataAndLock {
+                    value: v.clone(),
+                    version,
+                    lock,
+                },
+                (Some(v), None) => SlotWrite::Data {
+                    value: v.clone(),
+                    version,
+                },
+                (None, Some(lock)) => SlotWrite::Lock(lock),
+                (None, None) => continue,
+            };
+            let addr = self.addr(*key).expect("held keys are located");
+            push(&mut round, r.shard, Verb::Write { addr, data }, purpose());
+        }
+        round
+    }
+
+    /// WRITEs of `free` to the lock word of every record `held`.
+    pub fn unlocks<L: Default>(
+        &self,
+        exec: &Exec<L>,
+        held: impl Fn(&L) -> bool,
+        free: u64,
+        purpose: impl Fn() -> P,
+    ) -> Round<P> {
+        let mut round = Round::new();
+        for (key, r) in &exec.recs {
+            if held(&r.lock) {
+                let addr = self.addr(*key).expect("held keys are located");
+                push(
+                    &mut round,
+                    r.shard,
+                    Verb::Write {
+                        addr,
+                        data: SlotWrite::Lock(free),
+                    },
+                    purpose(),
+                );
+            }
+        }
+        round
+    }
+
+    /// A bucket READ for `key` answered: cache its address, probe the next
+    /// bucket (a full bucket may have overflowed), or note it absent.
+    pub fn on_located<L: Default>(
+        &mut self,
+        exec: &mut Exec<L>,
+        key: Key,
+        probe: u32,
+        imgs: &[SlotImage],
+    ) {
+        if let Some(img) = imgs.iter().find(|i| i.key == Some(key)) {
+            self.addrs.insert(key, img.addr);
+            exec.probe.remove(&key);
+        } else if imgs.iter().all(|i| i.key.is_some()) {
+            exec.probe.insert(key, probe + 1);
+        } else {
+            exec.probe.remove(&key);
+            exec.absent.push(key);
+        }
+    }
+}
+
+/// A record the transaction touched; `lock` is the protocol's state of it.
+pub struct Rec<L> {
+    pub shard: ShardId,
+    pub value: Option<Value>,
+    pub version: Version,
+    /// Read from memory at least once (its image may be used).
+    pub fetched: bool,
+    pub lock: L,
+}
+
+/// A key the next round must fetch, and whether the transaction writes it
+/// (and so must lock it for writing first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Need {
+    pub key: Key,
+    pub shard: ShardId,
+    pub write: bool,
+}
+
+/// What [`Exec::step`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Every piece ran.
+    Done,
+    /// A piece failed (user abort, a write to an absent key).
+    Failed,
+    /// These keys must be fetched (sorted, one entry per key, writes first).
+    Need(Vec<Need>),
+}
+
+/// The execution state of one attempt: what it read, what it will write,
+/// the outputs of its pieces.
+pub struct Exec<L> {
+    pub attempt: Attempt,
+    pub read_only: bool,
+    pub recs: FastMap<Key, Rec<L>>,
+    /// Keys read from memory (not the transaction's own writes), in order.
+    pub read_order: Vec<Key>,
+    /// Keys whose bucket is being probed, with the probe to read next.
+    probe: FastMap<Key, u32>,
+    /// Keys in no slot of the region.
+    pub absent: Vec<Key>,
+    outputs: Vec<Option<Value>>,
+    pub writes: Vec<(Key, Value)>,
+    pub failed: Option<AbortReason>,
+}
+
+impl<L: Default> Exec<L> {
+    pub fn new(attempt: Attempt) -> Self {
+        let n = attempt.txn.pieces().len();
+        Exec {
+            read_only: attempt.txn.read_only(),
+            attempt,
+            recs: tessera_core::fast_map(),
+            read_order: Vec::new(),
+            probe: tessera_core::fast_map(),
+            absent: Vec::new(),
+            outputs: vec![None; n],
+            writes: Vec::new(),
+            failed: None,
+        }
+    }
+
+    pub fn rec(&mut self, key: Key, shard: ShardId) -> &mut Rec<L> {
+        self.recs.entry(key).or_insert_with(|| Rec {
+            shard,
+            value: None,
+            version: Version::INITIAL,
+            fetched: false,
+            lock: L::default(),
+        })
+    }
+
+    pub fn fail(&mut self, reason: AbortReason) {
+        self.failed.get_or_insert(reason);
+    }
+
+    /// Use a READ's image of `key` as the transaction's read.
+    pub fn take(&mut self, key: Key, img: &SlotImage) {
+        if let Some(r) = self.recs.get_mut(&key) {
+            r.value = img.value.clone();
+            r.version = img.version;
+            r.fetched = true;
+        }
+    }
+
+    /// The value this attempt writes to `key`, if any.
+    pub fn write_of(&self, key: Key) -> Option<&Value> {
+        self.writes.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// Run every piece whose inputs and keys are ready, repeatedly; then
+    /// name the keys the ready pieces still need. `locked(lock)` says
+    /// whether the transaction already holds what a write needs.
+    pub fn step(&mut self, locked: impl Fn(&L) -> bool) -> Step {
+        let proc = self.attempt.txn.clone();
+        let mut need: Vec<Need> = Vec::new();
+        loop {
+            let mut progress = false;
+            need.clear();
+            for i in 0..proc.pieces().len() {
+                if self.outputs[i].is_some() {
+                    continue;
+                }
+                let Some(inputs) = proc.pieces()[i].gather_inputs(|j| self.outputs[j].as_ref())
+                else {
+                    continue;
+                };
+                let spec = proc.resolve(i, &inputs);
+                let missing = self.keys_to_fetch(&spec, &locked);
+                if !missing.is_empty() {
+                    need.extend(missing);
+                    continue;
+                }
+                self.run_piece(i, &spec, &inputs);
+                if self.failed.is_some() {
+                    return Step::Failed;
+                }
+                progress = true;
+            }
+            if !progress {
+                break;
+            }
+        }
+        if self.outputs.iter().all(Option::is_some) {
+            return Step::Done;
+        }
+        need.sort_unstable_by_key(|n| (n.key, !n.write));
+        need.dedup_by_key(|n| n.key);
+        Step::Need(need)
+    }
+
+    /// The keys `spec` needs that are not fetched (or, for writes, not
+    /// locked) yet. Keys the transaction wrote itself need nothing.
+    fn keys_to_fetch(&mut self, spec: &PieceSpec, locked: &impl Fn(&L) -> bool) -> Vec<Need> {
+        let mut out = Vec::new();
+        let need = |key, write| Need {
+            key,
+            shard: spec.shard,
+            write,
+        };
+        if !self.read_only {
+            for a in &spec.writes {
+                let absent = self.absent.contains(&a.key);
+                let r = self.rec(a.key, spec.shard);
+                if !locked(&r.lock) && !absent {
+                    out.push(need(a.key, true));
+                }
+            }
+        }
+        for a in &spec.reads {
+            if self.write_of(a.key).is_some() || self.absent.contains(&a.key) {
+                continue;
+            }
+            if !self.rec(a.key, spec.shard).fetched {
+                out.push(need(a.key, false));
+            }
+        }
+        out
+    }
+
+    /// Run piece `i` on the fetched values and the transaction's own
+    /// writes.
+    fn run_piece(&mut self, i: usize, spec: &PieceSpec, inputs: &[Value]) {
+        if let Some(a) = spec.writes.iter().find(|a| self.absent.contains(&a.key)) {
+            tracing::error!(key = ?a.key, "a write to a key the memory nodes do not hold (inserts are not supported)");
+            self.fail(AbortReason::User);
+            return;
+        }
+        let mut values: Vec<Option<Value>> = Vec::with_capacity(spec.reads.len());
+        for a in &spec.reads {
+            if let Some(v) = self.write_of(a.key) {
+                values.push(Some(v.clone()));
+                continue;
+            }
+            if self.absent.contains(&a.key) {
+                values.push(None);
+                continue;
+            }
+            if !self.read_order.contains(&a.key) {
+                self.read_order.push(a.key);
+            }
+            values.push(self.recs[&a.key].value.clone());
+        }
+        let refs: Vec<Option<&Value>> = values.iter().map(Option::as_ref).collect();
+        let res = self.attempt.txn.execute(i, &refs, inputs);
+        if res.user_abort {
+            self.fail(AbortReason::User);
+            return;
+        }
+        for (k, v) in res.writes {
+            match self.writes.iter_mut().find(|(wk, _)| *wk == k) {
+                Some(w) => w.1 = v,
+                None => self.writes.push((k, v)),
+            }
+        }
+        self.outputs[i] = Some(res.output);
+    }
+
+    /// The outcome of this attempt, committed: what it read and wrote.
+    pub fn committed(&self) -> TxnOutcome {
+        let reads = self
+            .read_order
+            .iter()
+            .map(|k| ReadObs {
+                key: *k,
+                version: self.recs[k].version,
+            })
+            .collect();
+        TxnOutcome::Committed {
+            reads,
+            writes: self.writes.iter().map(|(k, _)| *k).collect(),
+            outputs: self
+                .outputs
+                .iter()
+                .map(|o| o.clone().unwrap_or_default())
+                .collect(),
+        }
+    }
+}
