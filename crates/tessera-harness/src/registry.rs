@@ -613,7 +613,15 @@ fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
     only_knobs(spec, "janus", &[])?;
     let mut spec = spec.clone();
     spec.replicas = Some(spec.replicas.unwrap_or(3));
-    Ok((JanusConfig::default(), spec))
+    // Timeouts cover the slowest round trip of the world, as the layered
+    // baselines' do: over geo sites a 20 ms retransmission and a 150 ms
+    // suspicion would resend and recover transactions that are only slow.
+    let rtt = slowest_round_trip(&spec);
+    let mut cfg = JanusConfig::default();
+    cfg.retransmit = cfg.retransmit.max(2 * rtt);
+    cfg.inquire_after = cfg.inquire_after.max(4 * rtt);
+    cfg.recover_after = cfg.recover_after.max(20 * rtt);
+    Ok((cfg, spec))
 }
 
 #[cfg(test)]
