@@ -134,6 +134,18 @@ impl Mix {
         stocklevel: 0,
     };
 
+    /// NewOrder and Payment only, in the full mix's proportions (45/43):
+    /// the read-write transactions whose keys are known before execution,
+    /// what Janus runs (§4; Order-Status, Delivery and Stock-Level find
+    /// customers and stock rows by values read).
+    pub const NEWORDER_PAYMENT: Mix = Mix {
+        neworder: 45,
+        payment: 43,
+        orderstatus: 0,
+        delivery: 0,
+        stocklevel: 0,
+    };
+
     fn weights(&self) -> [(&'static str, u32); 5] {
         [
             (NEWORDER, self.neworder),
