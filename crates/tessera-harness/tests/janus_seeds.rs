@@ -255,7 +255,11 @@ fn replay_tpcc(s: &BenchSpec) -> String {
         "tessera_harness::run_bench of janus_seeds::tpcc_spec({}) (TPC-C NewOrder+Payment, \
          3 warehouses, {})",
         s.seed,
-        if s.seed % 2 == 1 { "faults" } else { "no faults" }
+        if s.seed % 2 == 1 {
+            "faults"
+        } else {
+            "no faults"
+        }
     )
 }
 
@@ -271,7 +275,11 @@ fn janus_runs_tpcc_neworder_and_payment() {
         let out = run_bench(&s)
             .unwrap_or_else(|e| panic!("seed {seed}: {e:#}\nreplay: {}", replay_tpcc(&s)));
         let report = out.check.as_ref().expect("checked");
-        assert!(report.ok, "seed {seed}: {report}\nreplay: {}", replay_tpcc(&s));
+        assert!(
+            report.ok,
+            "seed {seed}: {report}\nreplay: {}",
+            replay_tpcc(&s)
+        );
         let violations = out.consistency.as_ref().expect("tpcc has conditions");
         assert!(
             violations.is_empty(),
