@@ -122,6 +122,19 @@ pub trait Procedure: Send + Sync + fmt::Debug {
         let _ = inputs;
         Cow::Borrowed(&self.pieces()[piece])
     }
+    /// Piece `piece` is [`PieceSpec::dynamic`], yet its static spec's keys
+    /// (placeholders included) cover every key it may resolve to: every
+    /// other piece that can touch one of its real keys declares one of the
+    /// same placeholders (TPC-C's order rows, keyed by an `o_id` every
+    /// reader also learns at run time). Tracking conflicts on the static
+    /// spec then orders the piece correctly, which is what a protocol that
+    /// fixes a transaction's place before executing it needs (Janus §4,
+    /// "transactions with pre-determined keys"). The default says no: the
+    /// keys depend on values read, and such a protocol must refuse it.
+    fn placeholders_cover(&self, piece: usize) -> bool {
+        let _ = piece;
+        false
+    }
     /// Write the procedure's parameters for the wire: everything its
     /// workload's [`crate::workload::Workload::decode_txn`] needs to rebuild
     /// it (the code is on both sides). The default says the procedure

@@ -11,7 +11,8 @@ use tessera_core::ids::MS;
 use tessera_harness::deploy::topology;
 use tessera_harness::faults::random_plan;
 use tessera_harness::{run_bench, BenchOutcome, BenchSpec, RuntimeKind, WorkloadSpec};
-use tessera_workloads::{MicroConfig, YcsbConfig};
+use tessera_workloads::tpcc::{Mix, RemoteNewOrder};
+use tessera_workloads::{MicroConfig, TpccConfig, YcsbConfig};
 
 fn seeds() -> u64 {
     std::env::var("TESSERA_SEEDS")
@@ -89,6 +90,10 @@ fn replay(s: &BenchSpec) -> String {
 fn assert_converged(s: &BenchSpec, out: &BenchOutcome) {
     let groups = &out.raw.replica_stores;
     assert_eq!(groups.len(), 3, "three shards of replicas");
+    let replay = |s: &BenchSpec| match s.workload {
+        WorkloadSpec::Tpcc(_) => replay_tpcc(s),
+        _ => replay(s),
+    };
     for (shard, g) in groups.iter().enumerate() {
         assert_eq!(g.len(), 3, "three replicas per shard");
         let first: Vec<_> = g[0]
@@ -212,4 +217,97 @@ fn janus_recovers_the_transactions_of_a_crashed_client() {
         recovered += counter("janus_recoveries");
     }
     assert!(recovered > 0, "no seed needed a recovery");
+}
+
+/// TPC-C's NewOrder and Payment (§6.3's read-write transactions) over 3
+/// warehouses, one per shard, with remote order lines and payments, so
+/// that pieces wait for other shards' outputs (§4); faults on odd seeds.
+fn tpcc_spec(seed: u64) -> BenchSpec {
+    let config = TpccConfig {
+        shards: 3,
+        warehouses: 3,
+        districts: 4,
+        customers: 30,
+        items: 200,
+        mix: Mix::NEWORDER_PAYMENT,
+        remote_neworder: RemoteNewOrder::PerTxn(10.0),
+        remote_payment: 15.0,
+        by_name: 0,
+        ..TpccConfig::default()
+    };
+    let mut s = BenchSpec::new(RuntimeKind::Sim, "janus", WorkloadSpec::Tpcc(config));
+    s.seed = seed;
+    s.clients = 12;
+    s.replicas = Some(3);
+    s.duration = 400 * MS;
+    s.warmup = 50 * MS;
+    s.cooldown = 150 * MS;
+    s.check = true;
+    if seed % 2 == 1 {
+        s.sim = random_plan(seed, &topology(&s), s.duration);
+        s.sim.crashes.clear();
+    }
+    s
+}
+
+fn replay_tpcc(s: &BenchSpec) -> String {
+    format!(
+        "tessera_harness::run_bench of janus_seeds::tpcc_spec({}) (TPC-C NewOrder+Payment, \
+         3 warehouses, {})",
+        s.seed,
+        if s.seed % 2 == 1 {
+            "faults"
+        } else {
+            "no faults"
+        }
+    )
+}
+
+/// Janus runs TPC-C's NewOrder and Payment, whose pieces take the home
+/// piece's output (§4): strictly serializable, clause 3.3.2's conditions
+/// hold, every attempt that did not roll back itself (an unused item,
+/// clause 2.4.2.3) commits, some roll back, and the replicas converge.
+#[test]
+fn janus_runs_tpcc_neworder_and_payment() {
+    let (mut user_aborts, mut fetched) = (0, 0);
+    for seed in 0..seeds().min(40) {
+        let s = tpcc_spec(seed);
+        let out = run_bench(&s)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e:#}\nreplay: {}", replay_tpcc(&s)));
+        let report = out.check.as_ref().expect("checked");
+        assert!(
+            report.ok,
+            "seed {seed}: {report}\nreplay: {}",
+            replay_tpcc(&s)
+        );
+        let violations = out.consistency.as_ref().expect("tpcc has conditions");
+        assert!(
+            violations.is_empty(),
+            "seed {seed}: {violations:#?}\nreplay: {}",
+            replay_tpcc(&s)
+        );
+        let rolled_back: u64 = out.row.by_type.iter().map(|t| t.user_aborts).sum();
+        assert_eq!(
+            out.row.committed + rolled_back,
+            out.row.attempts,
+            "seed {seed}: every attempt not rolled back commits ({:?})\nreplay: {}",
+            out.row.by_type,
+            replay_tpcc(&s)
+        );
+        let committed = |name: &str| {
+            out.row
+                .by_type
+                .iter()
+                .find(|t| t.name == name)
+                .map_or(0.0, |t| t.throughput_tps)
+        };
+        assert!(committed("neworder") > 0.0 && committed("payment") > 0.0);
+        assert_converged(&s, &out);
+        user_aborts += rolled_back;
+        fetched += out.raw.counters.get("janus_fetched").copied().unwrap_or(0);
+    }
+    assert!(fetched > 0, "no piece fetched another shard's output");
+    if seeds() >= 10 {
+        assert!(user_aborts > 0, "no NewOrder rolled back");
+    }
 }

@@ -96,11 +96,8 @@ impl Coordinator<Msg> for JanusCoordinator {
     fn submit(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
         let txn = attempt.id;
         let proc = attempt.txn;
-        if proc.pieces().iter().any(|p| !p.inputs.is_empty()) {
-            tracing::error!(
-                name = proc.name(),
-                "a piece takes another's output: Janus runs one-shot transactions (§3)"
-            );
+        if let Err(e) = super::admit(proc.as_ref()) {
+            tracing::error!("refused: {e}");
             ctx.done(txn, TxnOutcome::Aborted(AbortReason::User));
             return;
         }

@@ -281,6 +281,12 @@ impl Driver {
             return Some(TxnOutcome::Aborted(AbortReason::Timeout));
         }
         let mut replies: Vec<&PieceReply> = self.results.iter().flatten().flatten().collect();
+        // §4: a piece that rolled back made every piece it feeds skip; when
+        // nothing was written anywhere, the transaction rolled back. (A
+        // user abort beside writes is not honoured: see the module docs.)
+        if replies.iter().any(|r| r.user_abort) && replies.iter().all(|r| r.writes.is_empty()) {
+            return Some(TxnOutcome::Aborted(AbortReason::User));
+        }
         replies.sort_unstable_by_key(|r| r.piece);
         let mut reads = Vec::new();
         let mut writes = Vec::new();

@@ -1,7 +1,8 @@
 //! Janus: consolidating concurrency control and consensus for commits under
 //! conflicts (Mu et al., OSDI '16; `/work/shared/papers/janus-osdi16.txt`).
 //!
-//! **Guarantee**: strict serializability of one-shot transactions over
+//! **Guarantee**: strict serializability of one-shot transactions (and
+//! of §4's transactions with pre-determined keys) over
 //! replicated shards, with no aborts for conflicts: every transaction whose
 //! coordinator finishes PreAccept commits.
 //!
@@ -48,8 +49,19 @@
 //! * Server crashes are not survived yet: a Janus replica keeps its state
 //!   in memory only, and the simulator's fault plans for Janus crash
 //!   client hosts (coordinators), not replicas.
-//! * §4's pre-determined-keys extension is not built: a procedure whose
-//!   pieces take other pieces' outputs is refused.
+//! * §4's pre-determined-keys extension is built ([`admit`]): PreAccept,
+//!   Accept and Commit fix the transaction's place as for a one-shot one;
+//!   at execution a replica whose piece takes another shard's piece's
+//!   output asks a replica of that shard for it
+//!   ([`msg::Msg::FetchOutput`]), which answers once it executed the piece
+//!   (every replica computes the same output). A piece whose input piece
+//!   rolled back (a user abort) is skipped and reports the abort, so the
+//!   client learns it; this honours a user abort when, as §4 requires, the
+//!   aborting piece writes nothing and every other piece takes its output
+//!   (TPC-C's NewOrder and Payment home pieces). A user abort elsewhere is
+//!   not rolled back: the transaction commits with its writes. Procedures
+//!   whose keys depend on values read are refused ([`Refused`]); TPC-C's
+//!   Payment by last name is one, so Janus's TPC-C selects customers by id.
 //! * No garbage collection of the dependency graph yet; executed
 //!   ancestors are marked DECIDED when a descendant is decided
 //!   ([`crate::depgraph::graph::DepGraph::settle`]) so walks stay short.
@@ -72,6 +84,45 @@ pub use server::JanusServer;
 
 use tessera_core::ids::{Time, MS};
 use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
+
+/// Why Janus cannot run a procedure.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Refused {
+    /// §4, "transactions with dependent keys": the coordinator cannot fix
+    /// the transaction's place in the graph before it knows its keys; such
+    /// a transaction must be rewritten (a read-only transaction that learns
+    /// the keys, then a conditional write).
+    #[error(
+        "{name}: piece {piece}'s keys depend on values read; Janus needs every key before execution (§4: rewrite it as a read-only transaction plus a conditional write)"
+    )]
+    DependentKeys { name: &'static str, piece: usize },
+    /// A piece takes the output of a piece that does not come before it.
+    #[error("{name}: piece {piece} takes input from piece {input}, which is not an earlier piece")]
+    BadInput {
+        name: &'static str,
+        piece: usize,
+        input: u16,
+    },
+}
+
+/// Whether Janus can run `proc`: one-shot (§3), or with pre-determined keys
+/// (§4): every piece's keys are known before execution, only its inputs
+/// wait for earlier pieces' outputs. A dynamic piece passes when its
+/// placeholders cover its real keys ([`Procedure::placeholders_cover`]).
+///
+/// [`Procedure::placeholders_cover`]: tessera_core::txn::Procedure::placeholders_cover
+pub fn admit(proc: &dyn tessera_core::txn::Procedure) -> Result<(), Refused> {
+    let name = proc.name();
+    for (piece, p) in proc.pieces().iter().enumerate() {
+        if p.dynamic && !proc.placeholders_cover(piece) {
+            return Err(Refused::DependentKeys { name, piece });
+        }
+        if let Some(&input) = p.inputs.iter().find(|&&j| j as usize >= piece) {
+            return Err(Refused::BadInput { name, piece, input });
+        }
+    }
+    Ok(())
+}
 
 /// Timeouts and periods of Janus.
 #[derive(Clone, Debug)]

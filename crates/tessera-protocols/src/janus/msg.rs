@@ -5,7 +5,7 @@ use crate::depgraph::{replies_size, PieceReply};
 use std::sync::Arc;
 use tessera_core::ids::{ShardId, TxnId};
 use tessera_core::node::WireSize;
-use tessera_core::txn::Txn;
+use tessera_core::txn::{Txn, Value};
 
 /// A ballot (§3.2–3.3): 0 for the transaction's own coordinator.
 pub type Ballot = u64;
@@ -129,6 +129,21 @@ pub enum Msg {
     Committed {
         txns: Arc<[TxnId]>,
     },
+    /// Server → a replica of the shard of `piece` (§4, transactions with
+    /// pre-determined keys): send me the output of `txn`'s piece `piece`
+    /// once you executed it.
+    FetchOutput {
+        txn: TxnId,
+        piece: u16,
+    },
+    /// The answer: the piece's output, or `None` if it did not run because
+    /// it or an input of it rolled back (a user abort, §4) or `txn` was
+    /// abandoned; every replica of the shard answers the same.
+    Output {
+        txn: TxnId,
+        piece: u16,
+        output: Option<Value>,
+    },
 }
 
 fn deps_size(deps: &[Dep]) -> usize {
@@ -164,6 +179,8 @@ impl WireSize for Msg {
                 Msg::Commit(i) | Msg::InquireOk(i) => info_size(i),
                 Msg::CommitOk { results, .. } => 1 + replies_size(results),
                 Msg::Inquire { .. } => 0,
+                Msg::FetchOutput { .. } => 2,
+                Msg::Output { output, .. } => 2 + 1 + output.as_ref().map_or(0, |v| 4 + v.len()),
                 Msg::Committed { txns } => 4 + 8 * txns.len(),
             }
     }

@@ -25,7 +25,7 @@ use tessera_core::node::{Ctx, Node, NodeReport};
 use tessera_core::protocol::ServerEnv;
 use tessera_core::storage::Store;
 use tessera_core::topology::Topology;
-use tessera_core::txn::{participants, Txn};
+use tessera_core::txn::{participants, Txn, Value};
 use tessera_core::FastMap;
 
 /// What this replica keeps of a transaction with pieces at its shard.
@@ -41,6 +41,9 @@ struct Local {
     deps: Vec<Dep>,
     /// The piece results once executed (`processed_S[T]`).
     results: Option<Vec<PieceReply>>,
+    /// The pieces executed so far while execution waits for another
+    /// shard's output (§4).
+    run: Run,
     /// The accepted, then committed, abandon flag.
     abandon: bool,
     commit_waiters: Vec<NodeId>,
@@ -48,6 +51,18 @@ struct Local {
     /// Become its recovery coordinator if it is not committed by then.
     recover_at: Time,
 }
+
+/// A transaction's execution here, piece by piece (§4): the replies of
+/// the pieces run (or skipped) so far, in piece order, and the keys they
+/// wrote.
+#[derive(Default)]
+struct Run {
+    replies: Vec<PieceReply>,
+    written: Vec<Key>,
+}
+
+/// A piece of another shard whose output a piece here waits for.
+type PieceRef = (TxnId, u16);
 
 struct Asking {
     sent_at: Time,
@@ -80,11 +95,19 @@ pub struct JanusServer {
     asking: FastMap<TxnId, Asking>,
     /// Transactions this replica is the recovery coordinator of.
     recoveries: FastMap<TxnId, Driver>,
+    /// Other shards' piece outputs fetched for pieces here (§4), `None`
+    /// for a piece that rolled back; those still awaited, and who asked
+    /// this replica for the output of a piece it has not run yet.
+    outputs: FastMap<PieceRef, Option<Value>>,
+    fetching: FastMap<PieceRef, Asking>,
+    output_waiters: FastMap<PieceRef, Vec<NodeId>>,
     /// Committed here since the last announcement, and in the one before.
     fresh: Vec<TxnId>,
     announced: Arc<[TxnId]>,
     announce_at: Time,
     executed: u64,
+    /// Outputs fetched from other shards since the last report.
+    fetched: u64,
     /// Recoveries started, and decided as abandon, since the last report.
     recovering: u64,
     abandoned: u64,
@@ -107,26 +130,28 @@ impl JanusServer {
             promised: tessera_core::fast_map(),
             asking: tessera_core::fast_map(),
             recoveries: tessera_core::fast_map(),
+            outputs: tessera_core::fast_map(),
+            fetching: tessera_core::fast_map(),
+            output_waiters: tessera_core::fast_map(),
             fresh: Vec::new(),
             announced: Arc::from([]),
             announce_at: 0,
             executed: 0,
+            fetched: 0,
             recovering: 0,
             abandoned: 0,
         }
     }
 
-    /// The keys `proc`'s pieces at this shard read and write.
+    /// The keys `proc`'s pieces at this shard read and write, as declared:
+    /// known before execution (§4), placeholders standing for a dynamic
+    /// piece's real keys ([`super::admit`]).
     fn keys(&self, proc: &Txn) -> (Vec<Key>, Vec<Key>) {
         let mut reads = Vec::new();
         let mut writes = Vec::new();
-        for (i, p) in proc.pieces().iter().enumerate() {
-            if p.shard != self.shard {
-                continue;
-            }
-            let spec = proc.resolve(i, &[]);
-            reads.extend(spec.reads.iter().map(|a| a.key));
-            writes.extend(spec.writes.iter().map(|a| a.key));
+        for p in proc.pieces().iter().filter(|p| p.shard == self.shard) {
+            reads.extend(p.reads.iter().map(|a| a.key));
+            writes.extend(p.writes.iter().map(|a| a.key));
         }
         (reads, writes)
     }
@@ -202,12 +227,8 @@ impl JanusServer {
                 return;
             }
         }
-        if proc.pieces().iter().any(|p| !p.inputs.is_empty()) {
-            tracing::error!(
-                ?txn,
-                name = proc.name(),
-                "Janus runs one-shot transactions only (§3)"
-            );
+        if let Err(e) = super::admit(proc.as_ref()) {
+            tracing::error!(?txn, "refused: {e}");
             return;
         }
         let deps = self.register(ctx, txn, ballot, proc);
@@ -231,6 +252,7 @@ impl JanusServer {
                 accepted: None,
                 deps: deps.clone(),
                 results: None,
+                run: Run::default(),
                 abandon: false,
                 commit_waiters: Vec::new(),
                 since: ctx.now(),
@@ -377,6 +399,7 @@ impl JanusServer {
                 accepted: None,
                 deps: Vec::new(),
                 results: None,
+                run: Run::default(),
                 abandon: false,
                 commit_waiters: Vec::new(),
                 since: ctx.now(),
@@ -503,8 +526,10 @@ impl JanusServer {
             return;
         }
         for &m in members.iter() {
-            if self.graph.get(m).is_some_and(|n| n.local && !n.finished) {
-                self.execute(ctx, m);
+            if self.graph.get(m).is_some_and(|n| n.local && !n.finished) && !self.execute(ctx, m) {
+                // Waits for another shard's output (§4): the members
+                // after it wait too, so the order stays the same.
+                return;
             }
         }
     }
@@ -548,32 +573,32 @@ impl JanusServer {
     }
 
     /// Algorithm 4, ll. 53–57: execute `t`'s pieces here unless abandoned,
-    /// mark it processed, reply to who asked.
-    fn execute(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) {
+    /// mark it processed, reply to who asked. False when a piece waits for
+    /// another shard's output (§4): it has been asked for, and `t` is
+    /// woken when it comes.
+    fn execute(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) -> bool {
         let proc = self.locals[&t].proc.clone();
         let abandon = self.locals[&t].abandon;
-        let (reads, writes) = self.keys(&proc);
-        let mut results = Vec::new();
-        if !abandon {
-            let mut written = Vec::new();
-            for (i, p) in proc.pieces().iter().enumerate() {
-                if p.shard != self.shard {
-                    continue;
-                }
-                let spec = proc.resolve(i, &[]);
-                results.push(run_piece(
-                    &mut self.store,
-                    t,
-                    &mut written,
-                    &proc,
-                    &spec,
-                    i as u16,
-                    &[],
-                ));
+        let results = if abandon {
+            Vec::new()
+        } else {
+            let mut run = std::mem::take(&mut self.locals.get_mut(&t).expect("local").run);
+            let done = self.run_pieces(ctx, t, &proc, &mut run);
+            self.locals.get_mut(&t).expect("local").run = run;
+            self.answer_fetches(ctx, t);
+            if !done {
+                return false;
             }
             self.executed += 1;
-        }
+            std::mem::take(&mut self.locals.get_mut(&t).expect("local").run).replies
+        };
+        let (reads, writes) = self.keys(&proc);
         self.tracker.finished(t, &reads, &writes, !abandon);
+        for (j, p) in proc.pieces().iter().enumerate() {
+            if p.shard != self.shard {
+                self.outputs.remove(&(t, j as u16));
+            }
+        }
         let l = self.locals.get_mut(&t).expect("local");
         for w in l.commit_waiters.drain(..) {
             ctx.send(
@@ -586,11 +611,158 @@ impl JanusServer {
             );
         }
         l.results = Some(results);
+        self.answer_fetches(ctx, t);
         if let Some(n) = self.graph.get_mut(t) {
             n.finished = true;
         }
         tracing::trace!(me = ?self.me, txn = ?t, "executed");
         self.wakeups.wake(t);
+        true
+    }
+
+    /// Run `t`'s pieces here after those in `run`, in piece order, each
+    /// once its inputs are known (§4); false at the first that waits for
+    /// another shard's output. A piece an input of which rolled back (a
+    /// user abort) is skipped and reports a user abort itself, so that the
+    /// pieces it feeds and the client learn it.
+    fn run_pieces(&mut self, ctx: &mut Ctx<Msg>, t: TxnId, proc: &Txn, run: &mut Run) -> bool {
+        let pieces = proc.pieces();
+        let todo: Vec<usize> = (0..pieces.len())
+            .filter(|&i| pieces[i].shard == self.shard)
+            .skip(run.replies.len())
+            .collect();
+        for i in todo {
+            let mut inputs = Vec::with_capacity(pieces[i].inputs.len());
+            let mut rolled_back = false;
+            for &j in &pieces[i].inputs {
+                let out = if pieces[j as usize].shard == self.shard {
+                    run.replies
+                        .iter()
+                        .find(|r| r.piece == j)
+                        .and_then(|r| (!r.user_abort).then(|| r.output.clone()))
+                } else if let Some(out) = self.outputs.get(&(t, j)) {
+                    out.clone()
+                } else {
+                    self.fetch(ctx, t, j, pieces[j as usize].shard);
+                    return false;
+                };
+                match out {
+                    Some(v) => inputs.push(v),
+                    None => rolled_back = true,
+                }
+            }
+            let reply = if rolled_back {
+                PieceReply {
+                    piece: i as u16,
+                    reads: Vec::new(),
+                    writes: Vec::new(),
+                    output: Value::new(),
+                    user_abort: true,
+                }
+            } else {
+                let spec = proc.resolve(i, &inputs);
+                run_piece(
+                    &mut self.store,
+                    t,
+                    &mut run.written,
+                    proc,
+                    &spec,
+                    i as u16,
+                    &inputs,
+                )
+            };
+            run.replies.push(reply);
+        }
+        true
+    }
+
+    // ---- Fetching other shards' outputs (§4) ----
+
+    /// Ask a replica of `shard` for the output of `t`'s piece `piece`,
+    /// unless already asked; the sweep asks the next replica if no answer
+    /// comes.
+    fn fetch(&mut self, ctx: &mut Ctx<Msg>, t: TxnId, piece: u16, shard: ShardId) {
+        if self.fetching.contains_key(&(t, piece)) {
+            return;
+        }
+        ctx.send(
+            self.output_source(shard, 0),
+            Msg::FetchOutput { txn: t, piece },
+        );
+        self.fetching.insert(
+            (t, piece),
+            Asking {
+                sent_at: ctx.now(),
+                tries: 0,
+                via: None,
+            },
+        );
+    }
+
+    /// The `tries`-th replica of `shard` to ask for an output: starting
+    /// with the one at this replica's place in its own group (the same
+    /// site when replicas are spread over sites), then the others in turn.
+    fn output_source(&self, shard: ShardId, tries: u32) -> NodeId {
+        let mine = &self.topology.shards[self.shard.0 as usize].replicas;
+        let at = mine.iter().position(|n| *n == self.me).unwrap_or(0);
+        let theirs = &self.topology.shards[shard.0 as usize].replicas;
+        theirs[(at + tries as usize) % theirs.len()]
+    }
+
+    /// The output of `t`'s piece `piece` here, once it ran: `Some(None)`
+    /// if it rolled back or `t` was abandoned.
+    fn output_of(&self, t: TxnId, piece: u16) -> Option<Option<Value>> {
+        let l = self.locals.get(&t)?;
+        let replies = l.results.as_ref().unwrap_or(&l.run.replies);
+        match replies.iter().find(|r| r.piece == piece) {
+            Some(r) => Some((!r.user_abort).then(|| r.output.clone())),
+            None => l.results.is_some().then_some(None),
+        }
+    }
+
+    fn on_fetch_output(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, piece: u16) {
+        match self.output_of(txn, piece) {
+            Some(output) => ctx.send(from, Msg::Output { txn, piece, output }),
+            None => {
+                let waiters = self.output_waiters.entry((txn, piece)).or_default();
+                if !waiters.contains(&from) {
+                    waiters.push(from);
+                }
+            }
+        }
+    }
+
+    /// Send the outputs of `t`'s pieces that ran here to who asked.
+    fn answer_fetches(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) {
+        if self.output_waiters.is_empty() {
+            return;
+        }
+        let n = self.locals[&t].proc.pieces().len() as u16;
+        for piece in 0..n {
+            let Some(output) = self.output_of(t, piece) else {
+                continue;
+            };
+            for w in self.output_waiters.remove(&(t, piece)).unwrap_or_default() {
+                ctx.send(
+                    w,
+                    Msg::Output {
+                        txn: t,
+                        piece,
+                        output: output.clone(),
+                    },
+                );
+            }
+        }
+    }
+
+    fn on_output(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, piece: u16, output: Option<Value>) {
+        if self.fetching.remove(&(txn, piece)).is_none() {
+            return; // a duplicate, or for a transaction executed already
+        }
+        self.fetched += 1;
+        self.outputs.insert((txn, piece), output);
+        self.wakeups.push(txn);
+        self.drain(ctx);
     }
 
     // ---- Inquire ----
@@ -754,6 +926,26 @@ impl JanusServer {
                 ctx.send(to, Msg::Inquire { txn: a });
             }
         }
+        let mut refetch = Vec::new();
+        for (&(t, piece), ask) in self.fetching.iter_mut() {
+            let rto = self.cfg.retransmit.saturating_mul(1 << ask.tries.min(3));
+            if now.saturating_sub(ask.sent_at) >= rto {
+                ask.tries += 1;
+                ask.sent_at = now;
+                refetch.push((t, piece, ask.tries));
+            }
+        }
+        refetch.sort_unstable();
+        for (t, piece, tries) in refetch {
+            let Some(l) = self.locals.get(&t) else {
+                continue;
+            };
+            let shard = l.proc.pieces()[piece as usize].shard;
+            ctx.send(
+                self.output_source(shard, tries),
+                Msg::FetchOutput { txn: t, piece },
+            );
+        }
         if now >= self.announce_at {
             self.announce(ctx);
         }
@@ -805,6 +997,8 @@ impl Node<Msg> for JanusServer {
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
             Msg::InquireOk(info) => self.apply_commit(ctx, info),
             Msg::Committed { txns } => self.on_committed(ctx, from, &txns),
+            Msg::FetchOutput { txn, piece } => self.on_fetch_output(ctx, from, txn, piece),
+            Msg::Output { txn, piece, output } => self.on_output(ctx, txn, piece, output),
             Msg::PreAcceptOk { txn, .. }
             | Msg::PrepareOk { txn, .. }
             | Msg::PrepareNotOk { txn, .. }
@@ -842,6 +1036,7 @@ impl Node<Msg> for JanusServer {
             client: None,
             counters: vec![
                 ("janus_executed", std::mem::take(&mut self.executed)),
+                ("janus_fetched", std::mem::take(&mut self.fetched)),
                 ("janus_recoveries", std::mem::take(&mut self.recovering)),
                 ("janus_abandoned", std::mem::take(&mut self.abandoned)),
                 ("janus_committed_unexecuted", waiting),

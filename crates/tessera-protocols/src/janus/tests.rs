@@ -1,13 +1,14 @@
 //! Janus's replicas and coordinators stepped by hand, message by message, to
 //! replay the paper's interleavings exactly: one shard of three replicas
-//! (nodes 0–2) and two coordinators (nodes 3, 4).
+//! (nodes 0–2) and two coordinators (nodes 3, 4); for §4's tests two shards
+//! (nodes 0–5) and two coordinators (nodes 6, 7).
 
 use super::{JanusConfig, JanusCoordinator, JanusServer, Msg};
 use rand::rngs::SmallRng;
 use rand::Rng;
 use rand::SeedableRng;
 use std::sync::Arc;
-use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, MS};
+use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, Version, MS};
 use tessera_core::node::{Ctx, Effect, Node};
 use tessera_core::protocol::{Coordinator, CoordinatorEnv, ServerEnv};
 use tessera_core::storage::Store;
@@ -28,6 +29,7 @@ fn dec(v: Option<&Value>) -> u64 {
 }
 
 const X: Key = Key::new(0, 1);
+const Y: Key = Key::new(0, 2);
 
 /// `x++`, outputting the value it saw.
 #[derive(Debug)]
@@ -68,6 +70,8 @@ impl Procedure for Incr {
 }
 
 struct Cluster {
+    /// Servers are nodes `0..ns`, coordinators from `ns` on.
+    ns: u32,
     servers: Vec<JanusServer>,
     coords: Vec<JanusCoordinator>,
     queue: Vec<(NodeId, NodeId, Msg)>,
@@ -82,18 +86,26 @@ const RECOVERY: u32 = 9;
 
 impl Cluster {
     fn new() -> Self {
-        let topology = Arc::new(Topology::new(1, 3, 2));
+        Cluster::with_shards(1)
+    }
+
+    /// `shards` shards of three replicas each, every replica holding
+    /// x = 10 and y = 0.
+    fn with_shards(shards: u32) -> Self {
+        let topology = Arc::new(Topology::new(shards, 3, 2));
         let cfg = JanusConfig::default();
-        let servers = (0..3)
+        let ns = 3 * shards;
+        let servers = (0..ns)
             .map(|r| {
                 let mut store = Store::new();
                 store.load(X, enc(10));
+                store.load(Y, enc(0));
                 JanusServer::new(
                     cfg.clone(),
                     ServerEnv {
                         me: NodeId(r),
-                        shard: ShardId(0),
-                        replica: r,
+                        shard: ShardId(r / 3),
+                        replica: r % 3,
                         topology: topology.clone(),
                         store,
                         recovered: Vec::new(),
@@ -102,7 +114,7 @@ impl Cluster {
                 )
             })
             .collect();
-        let coords = (3..5)
+        let coords = (ns..ns + 2)
             .map(|n| {
                 JanusCoordinator::new(
                     cfg.clone(),
@@ -116,6 +128,7 @@ impl Cluster {
             })
             .collect();
         Cluster {
+            ns,
             servers,
             coords,
             queue: Vec::new(),
@@ -140,19 +153,16 @@ impl Cluster {
     }
 
     fn submit(&mut self, c: usize) -> TxnId {
+        self.submit_proc(c, Incr::proc())
+    }
+
+    fn submit_proc(&mut self, c: usize, txn: Arc<dyn Procedure>) -> TxnId {
         self.seq += 1;
-        let me = NodeId(3 + c as u32);
+        let me = NodeId(self.ns + c as u32);
         let id = TxnId::new(me, 0, self.seq);
         let mut effects = Vec::new();
         let mut ctx = Ctx::new(self.now, me, &mut self.rng, &mut effects);
-        self.coords[c].submit(
-            &mut ctx,
-            Attempt {
-                id,
-                txn: Incr::proc(),
-                since: 0,
-            },
-        );
+        self.coords[c].submit(&mut ctx, Attempt { id, txn, since: 0 });
         self.collect(me, effects);
         id
     }
@@ -161,9 +171,10 @@ impl Cluster {
         let (from, to, msg) = self.queue.remove(i);
         let mut effects = Vec::new();
         let mut ctx = Ctx::new(self.now, to, &mut self.rng, &mut effects);
-        match to.0 {
-            0..=2 => self.servers[to.0 as usize].on_message(&mut ctx, from, msg),
-            n => self.coords[n as usize - 3].on_message(&mut ctx, from, msg),
+        if to.0 < self.ns {
+            self.servers[to.0 as usize].on_message(&mut ctx, from, msg);
+        } else {
+            self.coords[(to.0 - self.ns) as usize].on_message(&mut ctx, from, msg);
         }
         self.collect(to, effects);
     }
@@ -199,14 +210,14 @@ impl Cluster {
     /// only.
     fn advance(&mut self, dt: Time, alive: &[usize]) {
         self.now += dt;
-        for n in 0..3 {
+        for n in 0..self.ns {
             let mut effects = Vec::new();
             let mut ctx = Ctx::new(self.now, NodeId(n), &mut self.rng, &mut effects);
             self.servers[n as usize].on_timer(&mut ctx, TimerId(1));
             self.collect(NodeId(n), effects);
         }
         for &c in alive {
-            let me = NodeId(3 + c as u32);
+            let me = NodeId(self.ns + c as u32);
             let mut effects = Vec::new();
             let mut ctx = Ctx::new(self.now, me, &mut self.rng, &mut effects);
             self.coords[c].on_timer(&mut ctx, TimerId(1));
@@ -217,7 +228,7 @@ impl Cluster {
     /// Coordinator `c` crashes: its queued messages and everything sent to
     /// it are gone.
     fn crash(&mut self, c: usize) {
-        let me = NodeId(3 + c as u32);
+        let me = NodeId(self.ns + c as u32);
         self.queue.retain(|(f, d, _)| *f != me && *d != me);
     }
 
@@ -533,4 +544,204 @@ fn racing_recovery_coordinators_agree_in_every_delivery_order() {
         c.assert_replicas_hold(12, t2);
     }
     assert!(duels > 0, "no two replicas ever recovered T at once");
+}
+
+// ---- §4: transactions with pre-determined keys ----
+
+/// `x++` at shard 0, rolling back (a user abort, writing nothing) when x
+/// has reached `limit`; then `y += x` at shard 1, taking piece 0's output:
+/// the keys of both pieces are known, only piece 1's input is not (§4).
+#[derive(Debug)]
+struct Feed {
+    pieces: Vec<PieceSpec>,
+    limit: u64,
+}
+
+impl Feed {
+    fn proc(limit: u64) -> Arc<dyn Procedure> {
+        let piece = |shard, key, inputs| PieceSpec {
+            shard: ShardId(shard),
+            reads: vec![Access::all(key)],
+            writes: vec![Access::all(key)],
+            kind: PieceKind::Deferrable,
+            inputs,
+            dynamic: false,
+        };
+        Arc::new(Feed {
+            pieces: vec![piece(0, X, Vec::new()), piece(1, Y, vec![0])],
+            limit,
+        })
+    }
+}
+
+impl Procedure for Feed {
+    fn name(&self) -> &'static str {
+        "feed"
+    }
+    fn pieces(&self) -> &[PieceSpec] {
+        &self.pieces
+    }
+    fn execute(&self, piece: usize, reads: &[Option<&Value>], inputs: &[Value]) -> PieceResult {
+        let v = dec(reads[0]);
+        match piece {
+            0 if v >= self.limit => PieceResult {
+                user_abort: true,
+                ..PieceResult::default()
+            },
+            0 => PieceResult {
+                writes: vec![(X, enc(v + 1))],
+                output: enc(v),
+                user_abort: false,
+            },
+            _ => PieceResult {
+                writes: vec![(Y, enc(v + dec(inputs.first())))],
+                output: enc(v),
+                user_abort: false,
+            },
+        }
+    }
+}
+
+impl Cluster {
+    /// The value of `key` at every replica of `shard`, and its version.
+    fn held(&self, shard: u32, key: Key) -> Vec<(u64, tessera_core::ids::Version)> {
+        self.servers[3 * shard as usize..3 * shard as usize + 3]
+            .iter()
+            .map(|s| {
+                let r = s.store().unwrap().get(key).unwrap();
+                (dec(Some(&r.value)), r.meta.version)
+            })
+            .collect()
+    }
+
+    /// Delivers every queued message, and those they cause, except the
+    /// ones `hold` picks, which stay queued.
+    fn run_holding(&mut self, hold: impl Fn(NodeId, &Msg) -> bool) {
+        while let Some(i) = self.queue.iter().position(|(_, d, m)| !hold(*d, m)) {
+            self.step(i);
+        }
+    }
+}
+
+/// Shard 1's replicas commit T before shard 0's do: they cannot run piece 1
+/// without piece 0's output, ask a shard 0 replica for it (FetchOutput),
+/// and wait; once shard 0 executes, the answers come and every replica of
+/// shard 1 computes y = 0 + 10. The client gets both outputs.
+#[test]
+fn a_piece_waits_for_and_fetches_another_shards_output() {
+    let mut c = Cluster::with_shards(2);
+    let t = c.submit_proc(0, Feed::proc(100));
+    let shard0_commit = |d: NodeId, m: &Msg| d.0 < 3 && matches!(m, Msg::Commit(_));
+    c.run_holding(shard0_commit);
+    assert_eq!(c.held(1, Y), vec![(0, Version::INITIAL); 3], "ran early");
+    assert!(c.done.is_empty());
+    let asked = c.counter("janus_fetched");
+    assert_eq!(asked, 0, "no output can have come yet");
+    c.run();
+    assert_eq!(c.held(0, X), vec![(11, t.version()); 3]);
+    assert_eq!(c.held(1, Y), vec![(10, t.version()); 3]);
+    assert_eq!(
+        c.counter("janus_fetched"),
+        3,
+        "each shard 1 replica fetched once"
+    );
+    match &c.done[..] {
+        [(
+            d,
+            TxnOutcome::Committed {
+                outputs, writes, ..
+            },
+        )] if *d == t => {
+            assert_eq!(
+                outputs.iter().map(|o| dec(Some(o))).collect::<Vec<_>>(),
+                [10, 0]
+            );
+            assert_eq!(writes, &[X, Y]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A lost FetchOutput (or a source replica that is down) is sent again, to
+/// the next replica of the source shard, which computed the same output.
+#[test]
+fn a_lost_fetch_is_asked_of_another_replica() {
+    let mut c = Cluster::with_shards(2);
+    let t = c.submit_proc(0, Feed::proc(100));
+    // Replica 0 of shard 0 never hears anything after the PreAccept phase.
+    let cut = |d: NodeId, m: &Msg| {
+        d.0 == 0
+            && matches!(
+                m,
+                Msg::Commit(_) | Msg::FetchOutput { .. } | Msg::Inquire { .. }
+            )
+    };
+    c.run_holding(cut);
+    c.queue.retain(|(_, d, m)| !cut(*d, m));
+    assert_eq!(c.held(1, Y)[0], (0, Version::INITIAL), "replica 3 waits");
+    for _ in 0..20 {
+        c.advance(10 * MS, &[0]);
+        c.run_holding(cut);
+        c.queue.retain(|(_, d, m)| !cut(*d, m));
+    }
+    assert_eq!(c.held(1, Y), vec![(10, t.version()); 3]);
+    assert!(matches!(c.done[..], [(d, TxnOutcome::Committed { .. })] if d == t));
+}
+
+/// §4's user aborts: piece 0 rolls back (x reached the limit) without
+/// writing; the replicas of shard 1 learn it by fetching its status, skip
+/// piece 1, and the client sees a user abort. No replica wrote anything,
+/// and a later transaction runs normally.
+#[test]
+fn a_rolled_back_piece_makes_the_pieces_it_feeds_skip() {
+    let mut c = Cluster::with_shards(2);
+    let t = c.submit_proc(0, Feed::proc(10));
+    c.run();
+    assert!(matches!(
+        c.done[..],
+        [(d, TxnOutcome::Aborted(tessera_core::txn::AbortReason::User))] if d == t
+    ));
+    assert_eq!(c.held(0, X), vec![(10, Version::INITIAL); 3]);
+    assert_eq!(c.held(1, Y), vec![(0, Version::INITIAL); 3]);
+    let t2 = c.submit_proc(1, Feed::proc(11));
+    c.run();
+    assert_eq!(c.held(1, Y), vec![(10, t2.version()); 3]);
+}
+
+/// Keys that depend on values read cannot be pre-accepted (§4): refused
+/// with the reason, before any message is sent.
+#[test]
+fn dependent_keys_are_refused() {
+    #[derive(Debug)]
+    struct Dynamic(Vec<PieceSpec>);
+    impl Procedure for Dynamic {
+        fn name(&self) -> &'static str {
+            "dynamic"
+        }
+        fn pieces(&self) -> &[PieceSpec] {
+            &self.0
+        }
+        fn execute(&self, _: usize, _: &[Option<&Value>], _: &[Value]) -> PieceResult {
+            PieceResult::default()
+        }
+    }
+    let mut pieces = Feed::proc(1).pieces().to_vec();
+    pieces[1].dynamic = true;
+    let proc = Dynamic(pieces);
+    let err = super::admit(&proc).unwrap_err();
+    assert_eq!(
+        err,
+        super::Refused::DependentKeys {
+            name: "dynamic",
+            piece: 1
+        }
+    );
+    assert!(err.to_string().contains("rewrite"), "{err}");
+    let mut c = Cluster::with_shards(2);
+    let t = c.submit_proc(0, Arc::new(proc));
+    assert!(c.queue.is_empty());
+    assert!(matches!(
+        c.done[..],
+        [(d, TxnOutcome::Aborted(tessera_core::txn::AbortReason::User))] if d == t
+    ));
 }

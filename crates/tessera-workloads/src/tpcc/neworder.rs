@@ -425,6 +425,14 @@ impl Procedure for NewOrder {
         }
     }
 
+    /// The insert piece's real keys are ORDER, NEW-ORDER and ORDER-LINE
+    /// rows of its fresh `o_id` (the rest is static): every piece that
+    /// reads or writes such rows finds their `o_id` at run time too and
+    /// declares the same table placeholders.
+    fn placeholders_cover(&self, piece: usize) -> bool {
+        piece == self.insert_piece()
+    }
+
     fn resolve(&self, piece: usize, inputs: &[Value]) -> Cow<'_, PieceSpec> {
         if piece != self.insert_piece() {
             return Cow::Borrowed(&self.pieces[piece]);

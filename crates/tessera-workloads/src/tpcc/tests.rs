@@ -524,6 +524,11 @@ fn bad_configs_are_rejected_naming_the_flag() {
     assert!(e.contains("--remote-neworder"), "{e}");
     assert!(err(TpccConfig { shards: 2, ..base }).contains("--shards"));
     assert!(err(TpccConfig {
+        by_name: 101,
+        ..base
+    })
+    .contains("by_name"));
+    assert!(err(TpccConfig {
         remote_payment: 120.0,
         warehouses: 2,
         ..base
