@@ -15,6 +15,12 @@
 //! (the image read with the granting word is the committed data). Commit
 //! WRITEs the data, then releases with FAAs in the same batch.
 //!
+//! Polling: as DSLR does, a waiter estimates its wait from the tickets
+//! still ahead of it in the word it last read and polls after `poll_ns`
+//! per ticket ahead (at most `max_poll_ns`), not at a fixed rate: a long
+//! queue would otherwise be spent polling, and on real threads the polls
+//! crowd out the releases they wait for.
+//!
 //! Counter overflow (DSLR's reset): a ticket taken when a counter had
 //! reached `count_max` (half the field, so the overshoot never carries) is
 //! void; its taker subtracts its add again and polls until the word is
@@ -23,11 +29,17 @@
 //! outstanding, CASes it to zero.
 //!
 //! Deadlock: the OOCC paper does not say how its DSLR baseline handles it.
-//! Ours uses a timeout: a transaction that has waited `timeout` for its
-//! tickets aborts, releases what it was granted at once and keeps polling
-//! the tickets still queued, releasing each as soon as it is granted
-//! (a ticket cannot be withdrawn). A transaction that holds nothing never
-//! blocks anyone for long, so every cycle breaks. A record read under a
+//! Ours uses a timeout on *progress*: a transaction whose queued tickets
+//! have seen no release for `timeout` and for at least [`STALLED_POLLS`]
+//! polls in a row aborts, releases what it was granted at once and keeps
+//! polling the tickets still queued, releasing each as soon as it is
+//! granted (a ticket cannot be withdrawn). A transaction that holds nothing
+//! never blocks anyone for long, so every cycle breaks. Counting from the
+//! last release seen rather than from the start of the wait keeps a long
+//! queue that moves from being taken for a deadlock; asking for several
+//! polls as well keeps a thread descheduled for longer than `timeout` (the
+//! `local` runtime on a loaded machine) from aborting every waiter at
+//! once when it runs again: it must first see that nothing moved. A record read under a
 //! shared ticket and written later by the same transaction would wait for
 //! itself: that transaction aborts (no upgrades; YCSB never does it).
 
@@ -41,9 +53,12 @@ use tessera_core::FastMap;
 
 #[derive(Clone, Debug)]
 pub struct DslrConfig {
-    /// Wait between polls of a queued ticket.
+    /// Wait between polls of a queued ticket, per ticket ahead of it.
     pub poll_ns: Time,
-    /// Waiting longer than this for tickets counts as a deadlock.
+    /// The longest wait between two polls.
+    pub max_poll_ns: Time,
+    /// Queued tickets that see no release for this long (and for
+    /// [`STALLED_POLLS`] polls) count as a deadlock.
     pub timeout_ns: Time,
     /// A counter at this value triggers the reset (at most 2^15).
     pub count_max: u64,
@@ -56,6 +71,7 @@ impl Default for DslrConfig {
     fn default() -> Self {
         DslrConfig {
             poll_ns: 2 * US,
+            max_poll_ns: 50 * US,
             timeout_ns: 500 * US,
             count_max: word::COUNT_MAX,
             bucket_slots: 8,
@@ -66,6 +82,10 @@ impl Default for DslrConfig {
 }
 
 pub struct Dslr;
+
+/// Polls in a row that must see no release before a wait can count as a
+/// deadlock (with `timeout_ns` elapsed since the last release seen).
+pub const STALLED_POLLS: u32 = 3;
 
 impl Protocol for Dslr {
     type Msg = Msg;
@@ -134,6 +154,25 @@ pub mod word {
         w.n_x == t.max_x && (!exclusive || w.n_s == t.max_s)
     }
 
+    /// How many tickets must still be released before `ticket` is granted
+    /// in `now` (exclusive ones, and shared ones too for an exclusive
+    /// ticket).
+    pub fn ahead(ticket: u64, exclusive: bool, now: u64) -> u64 {
+        let (t, w) = (fields(ticket), fields(now));
+        let x = t.max_x.saturating_sub(w.n_x);
+        if exclusive {
+            x + t.max_s.saturating_sub(w.n_s)
+        } else {
+            x
+        }
+    }
+
+    /// Releases recorded in `now` since `before`.
+    pub fn released_since(before: u64, now: u64) -> bool {
+        let (b, w) = (fields(before), fields(now));
+        (w.n_x, w.n_s) != (b.n_x, b.n_s)
+    }
+
     /// A ticket taken on a counter at the limit is void.
     pub fn void(ticket: u64, count_max: u64) -> bool {
         let t = fields(ticket);
@@ -157,6 +196,8 @@ pub mod word {
 struct Ticket {
     /// The word before the FAA.
     ticket: u64,
+    /// The word last seen (after the FAA, then at each poll).
+    seen: u64,
     exclusive: bool,
     granted: bool,
     released: bool,
@@ -215,8 +256,15 @@ struct Run {
     exec: Exec<Lock>,
     phase: Phase,
     pending: usize,
-    /// Since when the transaction has waited for tickets.
+    /// When the transaction last saw a release on a ticket it waits for
+    /// (or began to wait).
     waiting_since: Option<Time>,
+    /// Polls in a row that saw no release.
+    stalled_polls: u32,
+    /// What the last answered round saw: a release, and the fewest tickets
+    /// ahead of any queued one.
+    saw_release: bool,
+    fewest_ahead: u64,
     polling: bool,
 }
 
@@ -258,6 +306,9 @@ impl DslrCoordinator {
             phase: Phase::Acquire,
             pending: 0,
             waiting_since: None,
+            stalled_polls: 0,
+            saw_release: false,
+            fewest_ahead: u64::MAX,
             polling: false,
         };
         self.runs.insert(id, run);
@@ -315,20 +366,37 @@ impl DslrCoordinator {
             .values()
             .any(|r| r.lock.ticket.is_some_and(|t| t.waiting()));
         if waiting {
-            let since = *run.waiting_since.get_or_insert(ctx.now());
-            if run.phase == Phase::Acquire && ctx.now() - since > self.cfg.timeout_ns {
+            let now = ctx.now();
+            if std::mem::take(&mut run.saw_release) || run.waiting_since.is_none() {
+                run.waiting_since = Some(now);
+                run.stalled_polls = 0;
+            } else {
+                run.stalled_polls += 1;
+            }
+            let since = run.waiting_since.unwrap_or(now);
+            if run.phase == Phase::Acquire
+                && now - since > self.cfg.timeout_ns
+                && run.stalled_polls >= STALLED_POLLS
+            {
                 self.counters.deadlock_aborts += 1;
                 return self.abort(ctx, txn, AbortReason::LockConflict);
             }
             if !run.polling {
                 run.polling = true;
+                let ahead = std::mem::replace(&mut run.fewest_ahead, u64::MAX).max(1);
+                let wait = self
+                    .cfg
+                    .poll_ns
+                    .saturating_mul(ahead)
+                    .min(self.cfg.max_poll_ns);
                 self.next_timer += 1;
                 self.polls.insert(self.next_timer, txn);
-                ctx.set_timer(self.cfg.poll_ns, TimerId(self.next_timer));
+                ctx.set_timer(wait, TimerId(self.next_timer));
             }
             return;
         }
         run.waiting_since = None;
+        run.stalled_polls = 0;
         match run.phase {
             Phase::Drain => {
                 self.runs.remove(&txn);
@@ -462,6 +530,7 @@ impl DslrCoordinator {
                     let void = word::void(old, count_max);
                     let t = Ticket {
                         ticket: old,
+                        seen: old.wrapping_add(word::acquire(exclusive)),
                         exclusive,
                         granted: !void && word::granted(old, exclusive, old),
                         released: false,
@@ -490,8 +559,17 @@ impl DslrCoordinator {
                         }
                         continue;
                     }
-                    if !t.granted && word::granted(t.ticket, t.exclusive, img.lock) {
-                        t.granted = true;
+                    if !t.granted {
+                        if word::released_since(t.seen, img.lock) {
+                            run.saw_release = true;
+                        }
+                        t.seen = img.lock;
+                        if word::granted(t.ticket, t.exclusive, img.lock) {
+                            t.granted = true;
+                        } else {
+                            let ahead = word::ahead(t.ticket, t.exclusive, img.lock);
+                            run.fewest_ahead = run.fewest_ahead.min(ahead);
+                        }
                     }
                     if t.granted && !r.fetched && run.phase == Phase::Acquire {
                         x.take(key, img);
@@ -599,6 +677,30 @@ mod tests {
         assert!(!granted(s2, false, w));
         w = w.wrapping_add(release(true));
         assert!(granted(s2, false, w));
+    }
+
+    #[test]
+    fn waiters_count_the_tickets_ahead_and_see_releases() {
+        let mut w = 0u64;
+        let take = |w: &mut u64, add| {
+            let t = *w;
+            *w = w.wrapping_add(add);
+            t
+        };
+        let x1 = take(&mut w, acquire(true));
+        let s1 = take(&mut w, acquire(false));
+        let s2 = take(&mut w, acquire(false));
+        let x2 = take(&mut w, acquire(true));
+        assert_eq!(ahead(x1, true, w), 0);
+        assert_eq!(ahead(s1, false, w), 1, "behind x1");
+        assert_eq!(ahead(s2, false, w), 1, "readers share: behind x1 only");
+        assert_eq!(ahead(x2, true, w), 3, "behind x1, s1 and s2");
+        let before = w;
+        assert!(!released_since(before, w.wrapping_add(acquire(false))));
+        w = w.wrapping_add(release(true));
+        assert!(released_since(before, w));
+        assert_eq!(ahead(x2, true, w), 2);
+        assert!(granted(s1, false, w) && granted(s2, false, w));
     }
 
     #[test]
