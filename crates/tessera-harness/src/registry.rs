@@ -702,11 +702,19 @@ mod tests {
             ..Default::default()
         });
         let wl = crate::run::workload(&wl_spec).unwrap();
-        let cases: [(&str, Knobs); 2] = [
+        // s2pl reads --isolation but refuses snapshot, naming the flag.
+        let cases: [(&str, Knobs); 3] = [
             (
                 "--epoch-ms",
                 Knobs {
                     epoch_ms: Some(5),
+                    ..Knobs::default()
+                },
+            ),
+            (
+                "--isolation",
+                Knobs {
+                    isolation: Some("snapshot".into()),
                     ..Knobs::default()
                 },
             ),
@@ -721,7 +729,7 @@ mod tests {
         for e in registry() {
             for (flag, knobs) in &cases {
                 let reads = match *flag {
-                    "--epoch-ms" => ["pt-occ", "lt-occ"].contains(&e.name),
+                    "--epoch-ms" | "--isolation" => ["pt-occ", "lt-occ"].contains(&e.name),
                     _ => e.name.starts_with("nocc"),
                 };
                 if reads {
