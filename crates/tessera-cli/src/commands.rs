@@ -12,7 +12,7 @@ use tessera_harness::faults::{replica_plan, RandomFaults};
 use tessera_harness::registry;
 use tessera_harness::sites::{ClientSites, Sites};
 use tessera_harness::spec::Knobs;
-use tessera_harness::sweep::{sweep as run_sweep, Vary};
+use tessera_harness::sweep::{sweep as run_sweep, sweep_series, Vary};
 use tessera_harness::{
     run_bench, BenchOutcome, BenchSpec, ResultRow, RuntimeKind, SimConfig, SpecError, WorkloadSpec,
 };
@@ -201,6 +201,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         recirculation_ns: a.recirculation_ns,
         commit: a.commit.clone(),
         epoch_ms: a.epoch_ms,
+        isolation: a.isolation.clone(),
         oocc_lease: a.oocc_lease,
         oocc_write_unlock: a.oocc_write_unlock,
         oocc_delayed_lock: a.oocc_delayed_lock,
@@ -502,7 +503,7 @@ pub fn bench(a: &RunArgs) -> Result<()> {
             rows.push(median);
         }
     }
-    print!("{}", table::render(&rows, None));
+    print!("{}", table::render(&rows, &[]));
     for s in &spreads {
         println!("{s}");
     }
@@ -520,7 +521,7 @@ pub fn sweep(a: &RunArgs, vary: &str) -> Result<()> {
     let vary = Vary::parse(vary)?;
     let mut out = open_out(a.out.as_deref())?;
     let rows = sweep_rows(&base, &a.protocol, &vary, &mut out)?;
-    print!("{}", table::render(&rows, Some(&vary.name)));
+    print!("{}", table::render(&rows, &[&vary.name]));
     finish(&rows)
 }
 
@@ -569,13 +570,14 @@ pub fn experiment(name: Option<&str>, list: bool, out_dir: &Path) -> Result<()> 
     let mut out = open_out(Some(&jsonl))?;
     let protocols: Vec<String> = e.protocols.iter().map(|p| p.to_string()).collect();
     println!("experiment {}: {}", e.name, e.description);
-    let total = protocols.len() * e.vary.values.len();
+    let lines = e.series.as_ref().map_or(1, |s| s.values.len());
+    let total = protocols.len() * e.vary.values.len() * lines;
     let pb = ProgressBar::new(total as u64);
     pb.set_style(
         ProgressStyle::with_template("[{elapsed}] {bar:30} {pos}/{len} runs {msg}")
             .expect("valid template"),
     );
-    let rows = run_sweep(&e.base, &protocols, &e.vary, |s, o| {
+    let rows = sweep_series(&e.base, &protocols, &e.vary, e.series.as_ref(), |s, o| {
         pb.inc(1);
         pb.set_message(format!(
             "{} {}: {:.0} txn/s",
@@ -588,12 +590,18 @@ pub fn experiment(name: Option<&str>, list: bool, out_dir: &Path) -> Result<()> 
     for r in &rows {
         write_row(&mut out, r)?;
     }
-    print!("{}", table::render(&rows, Some(&e.vary.name)));
+    let mut params = vec![e.vary.name.as_str()];
+    params.extend(e.series.as_ref().map(|s| s.name.as_str()));
+    print!("{}", table::render(&rows, &params));
     let values: Vec<serde_json::Value> = rows
         .iter()
         .map(|r| serde_json::to_value(r).expect("rows serialize"))
         .collect();
-    let spec = tessera_plot::PlotSpec::new(e.vary.name.replace('-', "_"), e.plot.iter().copied());
+    let mut spec =
+        tessera_plot::PlotSpec::new(e.vary.name.replace('-', "_"), e.plot.iter().copied());
+    if e.series.is_some() {
+        spec.series = "line".into();
+    }
     tessera_plot::plot(&values, &spec, &png).map_err(Failure::Run)?;
     println!("wrote {} and {}", jsonl.display(), png.display());
     finish(&rows)
@@ -649,6 +657,7 @@ pub fn default_comparison() -> Result<()> {
         recirculation_ns: None,
         commit: None,
         epoch_ms: None,
+        isolation: None,
         oocc_lease: None,
         oocc_write_unlock: None,
         oocc_delayed_lock: None,

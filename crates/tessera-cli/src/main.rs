@@ -303,6 +303,10 @@ pub struct RunArgs {
     /// pt-occ, lt-occ: epoch length in ms (default 10).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000), allow_negative_numbers = true)]
     epoch_ms: Option<u64>,
+    /// pt-occ, lt-occ: serializable (default) or snapshot transactions
+    /// (COCO §5.3; --check then holds runs to snapshot isolation).
+    #[arg(long)]
+    isolation: Option<String>,
     /// oocc: implicit leases, one-round read-only commits (on|off, default on).
     #[arg(long, value_parser = parse_on_off)]
     oocc_lease: Option<bool>,

@@ -2,13 +2,11 @@
 
 use tessera_harness::ResultRow;
 
-/// Render rows as an aligned text table; `param` names an extra column
-/// (the swept parameter).
-pub fn render(rows: &[ResultRow], param: Option<&str>) -> String {
+/// Render rows as an aligned text table; `params` name extra columns (the
+/// swept parameters; a named one, such as `isolation`, shows its name).
+pub fn render(rows: &[ResultRow], params: &[&str]) -> String {
     let mut header = vec!["protocol"];
-    if let Some(p) = param {
-        header.push(p);
-    }
+    header.extend(params);
     header.extend([
         "txn/s", "commit%", "p50 ms", "p90 ms", "p99 ms", "msgs/txn", "failed", "check",
     ]);
@@ -19,9 +17,13 @@ pub fn render(rows: &[ResultRow], param: Option<&str>) -> String {
     let mut lines: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for r in rows {
         let mut l = vec![r.protocol.clone()];
-        if let Some(p) = param {
+        for p in params {
             let key = p.replace('-', "_");
-            l.push(r.extra.get(&key).map(|v| v.to_string()).unwrap_or_default());
+            let shown = match r.extra.get(&format!("{key}_name")) {
+                Some(serde_json::Value::String(name)) => Some(name.clone()),
+                _ => r.extra.get(&key).map(|v| v.to_string()),
+            };
+            l.push(shown.unwrap_or_default());
         }
         l.extend([
             format!("{:.0}", r.throughput_tps),

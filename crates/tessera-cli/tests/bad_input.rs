@@ -29,6 +29,37 @@ fn unknown_names_are_rejected_with_the_allowed_values() {
     rejects(&["bench", "--workload", "tpcx"], "ycsb");
     rejects(&["bench", "--runtime", "cloud"], "--runtime");
     rejects(&["experiment", "nope"], "compare");
+    rejects(
+        &["bench", "--protocol", "pt-occ", "--isolation", "si"],
+        "snapshot",
+    );
+}
+
+/// Snapshot transactions are COCO's (§5.3): s2pl refuses them, and
+/// protocols without the knob refuse the flag.
+#[test]
+fn isolation_is_refused_where_it_does_not_apply() {
+    let s2pl = ["bench", "--runtime", "sim", "--protocol", "s2pl"];
+    rejects(
+        &[&s2pl[..], &["--isolation", "snapshot"]].concat(),
+        "--isolation",
+    );
+    rejects(
+        &[&s2pl[..], &["--isolation", "snapshot"]].concat(),
+        "serializable for s2pl",
+    );
+    rejects(
+        &[
+            "bench",
+            "--runtime",
+            "sim",
+            "--protocol",
+            "occ",
+            "--isolation",
+            "snapshot",
+        ],
+        "--isolation",
+    );
 }
 
 #[test]

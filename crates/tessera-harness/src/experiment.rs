@@ -15,6 +15,9 @@ pub struct Experiment {
     pub protocols: &'static [&'static str],
     pub base: BenchSpec,
     pub vary: Vary,
+    /// A second parameter whose values make separate lines (one per
+    /// protocol and value), e.g. the isolation level of COCO Fig. 15.
+    pub series: Option<Vary>,
     /// Metrics to plot against the varied parameter.
     pub plot: &'static [&'static str],
 }
@@ -177,6 +180,10 @@ pub fn experiments() -> Vec<Experiment> {
     coco_commit.warmup = 100 * MS;
     coco_commit.cooldown = 50 * MS;
 
+    // COCO §7.6, Fig. 15: the same YCSB deployment, epoch commit, each
+    // access zipfian; snapshot isolation vs serializability.
+    let coco_snapshot = coco_commit.clone();
+
     // OOCC §VIII.B: YCSB with 8-byte records on two memory nodes, the RDMA
     // network preset, 20 ms of virtual time (tens of thousands of
     // transactions at µs latencies).
@@ -216,6 +223,7 @@ pub fn experiments() -> Vec<Experiment> {
                 name: "clients".into(),
                 values: vec![30.0, 90.0, 300.0, 900.0],
             },
+            series: None,
             plot: &["throughput", "commit_rate", "p90"],
         },
         Experiment {
@@ -229,6 +237,7 @@ pub fn experiments() -> Vec<Experiment> {
                 name: "clients".into(),
                 values: vec![8.0, 40.0, 80.0, 160.0, 320.0, 800.0],
             },
+            series: None,
             plot: &["neworders", "commit_rate", "p50", "p90", "p99"],
         },
         Experiment {
@@ -242,6 +251,7 @@ pub fn experiments() -> Vec<Experiment> {
                 name: "zipf".into(),
                 values: vec![0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
             },
+            series: None,
             plot: &["throughput", "commit_rate", "p90"],
         },
         Experiment {
@@ -254,6 +264,7 @@ pub fn experiments() -> Vec<Experiment> {
                 name: "zipf".into(),
                 values: vec![0.5, 0.7, 0.9, 1.0],
             },
+            series: None,
             plot: &["throughput", "commit_rate", "p90"],
         },
         Experiment {
@@ -267,6 +278,7 @@ pub fn experiments() -> Vec<Experiment> {
                 name: "clients".into(),
                 values: vec![6.0, 30.0, 60.0],
             },
+            series: None,
             plot: &["neworders", "commit_rate", "p90"],
         },
         Experiment {
@@ -281,6 +293,7 @@ pub fn experiments() -> Vec<Experiment> {
                 name: "epoch-ms".into(),
                 values: vec![1.0, 5.0, 10.0, 20.0, 50.0, 100.0],
             },
+            series: None,
             plot: &["throughput", "commit_rate", "p99"],
         },
         Experiment {
@@ -295,6 +308,25 @@ pub fn experiments() -> Vec<Experiment> {
                 name: "commit".into(),
                 values: vec![0.0, 1.0, 2.0],
             },
+            series: None,
+            plot: &["throughput", "commit_rate", "msgs"],
+        },
+        Experiment {
+            name: "coco-snapshot",
+            description: "COCO Fig. 15 on sim: YCSB 8 reads + 2 RMW, 20% multi-partition, \
+                          3 shards x 3 replicas, epoch commit, 48 clients, skew 0 / 0.8 / \
+                          0.999; isolation 0 = serializable, 1 = snapshot (parallel locking \
+                          and validation, §5.3), one line per protocol and isolation",
+            protocols: &["pt-occ", "lt-occ"],
+            base: coco_snapshot,
+            vary: Vary {
+                name: "zipf".into(),
+                values: vec![0.0, 0.8, 0.999],
+            },
+            series: Some(Vary {
+                name: "isolation".into(),
+                values: vec![0.0, 1.0],
+            }),
             plot: &["throughput", "commit_rate", "msgs"],
         },
         Experiment {
@@ -308,6 +340,7 @@ pub fn experiments() -> Vec<Experiment> {
                 name: "read-ratio".into(),
                 values: vec![1.0, 0.975, 0.95],
             },
+            series: None,
             plot: &["throughput", "p50", "p99"],
         },
         Experiment {
@@ -320,6 +353,7 @@ pub fn experiments() -> Vec<Experiment> {
                 name: "lease-us".into(),
                 values: vec![2.0, 5.0, 10.0, 20.0, 40.0, 80.0],
             },
+            series: None,
             plot: &["throughput", "p50", "p99"],
         },
         Experiment {
@@ -332,6 +366,7 @@ pub fn experiments() -> Vec<Experiment> {
                 name: "zipf".into(),
                 values: vec![0.0, 0.6, 0.9, 0.99],
             },
+            series: None,
             plot: &["throughput", "commit_rate", "p90"],
         },
         Experiment {
@@ -344,6 +379,7 @@ pub fn experiments() -> Vec<Experiment> {
                 name: "zipf".into(),
                 values: vec![0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
             },
+            series: None,
             plot: &["throughput", "commit_rate", "p90"],
         },
         Experiment {
@@ -356,6 +392,7 @@ pub fn experiments() -> Vec<Experiment> {
                 name: "clients".into(),
                 values: vec![1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 32.0, 40.0],
             },
+            series: None,
             plot: &["throughput", "commit_rate", "p50"],
         },
         Experiment {
@@ -367,6 +404,7 @@ pub fn experiments() -> Vec<Experiment> {
                 name: "write-ratio".into(),
                 values: vec![0.0, 0.2, 0.4, 0.6, 0.8, 1.0],
             },
+            series: None,
             plot: &["throughput", "commit_rate", "p50"],
         },
         Experiment {
@@ -379,6 +417,7 @@ pub fn experiments() -> Vec<Experiment> {
                 name: "zipf".into(),
                 values: vec![0.0, 0.4, 0.8, 1.0, 1.2],
             },
+            series: None,
             plot: &["throughput", "commit_rate", "p50"],
         },
         Experiment {
@@ -392,6 +431,7 @@ pub fn experiments() -> Vec<Experiment> {
                 name: "clients".into(),
                 values: vec![1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 32.0, 40.0],
             },
+            series: None,
             plot: &["throughput", "commit_rate", "server_cpu_us_per_txn"],
         },
     ]
@@ -420,17 +460,26 @@ mod tests {
         for e in experiments() {
             for p in e.protocols {
                 assert!(crate::registry::find(p).is_ok(), "{}: {p}", e.name);
-                for &v in &e.vary.values {
-                    let mut s = e.base.clone();
-                    s.protocol = p.to_string();
-                    e.vary.apply(&mut s, v).unwrap();
-                    s.validate().unwrap();
-                    // Refusing a value of the varied flag skips the point;
-                    // anything else would stop the experiment.
-                    if let Err(crate::spec::SpecError::Invalid { flag, .. }) =
-                        crate::registry::find(p).unwrap().accepts(&s)
-                    {
-                        assert_eq!(flag, e.vary.flag(), "{}: {p} at {v}", e.name);
+                let lines = e.series.as_ref().map_or(vec![None], |s| {
+                    s.values.iter().map(|&l| Some((s, l))).collect()
+                });
+                for line in lines {
+                    for &v in &e.vary.values {
+                        let mut s = e.base.clone();
+                        s.protocol = p.to_string();
+                        if let Some((series, l)) = line {
+                            series.apply(&mut s, l).unwrap();
+                        }
+                        e.vary.apply(&mut s, v).unwrap();
+                        s.validate().unwrap();
+                        // Refusing a value of a varied flag skips the point;
+                        // anything else would stop the experiment.
+                        if let Err(crate::spec::SpecError::Invalid { flag, .. }) =
+                            crate::registry::find(p).unwrap().accepts(&s)
+                        {
+                            let varied = e.series.iter().chain([&e.vary]).any(|q| q.flag() == flag);
+                            assert!(varied, "{}: {p} at {v} refuses {flag}", e.name);
+                        }
                     }
                 }
             }

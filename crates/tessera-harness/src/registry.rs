@@ -11,7 +11,7 @@ use tessera_core::codec::Codec;
 use tessera_core::ids::MS;
 use tessera_core::protocol::Protocol;
 use tessera_core::workload::Workload;
-use tessera_protocols::coco::{Cc, Coco, CocoConfig, CommitMode};
+use tessera_protocols::coco::{Cc, Coco, CocoConfig, CommitMode, Isolation};
 use tessera_protocols::drtm::{Drtm, DrtmConfig};
 use tessera_protocols::dslr::{Dslr, DslrConfig};
 use tessera_protocols::janus::{Janus, JanusConfig};
@@ -28,6 +28,7 @@ use tessera_protocols::twopl::{Policy, TwoPlConfig, TwoPlProtocol};
 type Runner = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>) -> anyhow::Result<RawRun> + Send + Sync>;
 type Server = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>, &str) -> anyhow::Result<()> + Send + Sync>;
 type Accepts = Box<dyn Fn(&BenchSpec) -> Result<(), SpecError> + Send + Sync>;
+type Promise = Box<dyn Fn(&BenchSpec) -> Level + Send + Sync>;
 
 type Embedder = Box<
     dyn Fn(&BenchSpec, Arc<dyn Workload>, crate::tcp::Embedding) -> anyhow::Result<()>
@@ -50,8 +51,9 @@ pub struct ProtocolEntry {
     /// and are not listed to users.
     pub hidden: bool,
     /// What `--check` holds the history to: the isolation the protocol
-    /// promises (strict serializability unless it says less).
-    pub level: Level,
+    /// promises with the spec's knobs (strict serializability unless it
+    /// says less); see [`ProtocolEntry::level`].
+    level: Promise,
     run: Runner,
     accepts: Accepts,
     tcp: Option<TcpHooks>,
@@ -86,7 +88,7 @@ impl ProtocolEntry {
             name,
             summary,
             hidden: false,
-            level: Level::StrictSerializable,
+            level: Box::new(|_| Level::StrictSerializable),
             run: Box::new(move |spec, workload| {
                 let (config, spec) = configure(spec)?;
                 run_protocol::<P>(&config, &spec, workload)
@@ -152,10 +154,20 @@ impl ProtocolEntry {
         self
     }
 
-    /// The protocol promises only `level`.
-    fn guarantees(mut self, level: Level) -> Self {
-        self.level = level;
+    /// What the protocol promises, which may depend on its knobs (COCO's
+    /// `--isolation`).
+    fn guarantees_by(
+        mut self,
+        level: impl Fn(&BenchSpec) -> Level + Send + Sync + 'static,
+    ) -> Self {
+        self.level = Box::new(level);
         self
+    }
+
+    /// The isolation level a run of `spec` promises, which `--check` holds
+    /// its history to.
+    pub fn level(&self, spec: &BenchSpec) -> Level {
+        (self.level)(spec)
     }
 
     pub fn run(&self, spec: &BenchSpec, workload: Arc<dyn Workload>) -> anyhow::Result<RawRun> {
@@ -239,17 +251,18 @@ pub fn registry() -> Vec<ProtocolEntry> {
         ),
         ProtocolEntry::configured::<Coco>(
             "pt-occ",
-            "COCO PT-OCC (Silo TIDs); --commit epoch (default) | 2pc-sync | 2pc (VLDB '21 §5.1)",
+            "COCO PT-OCC (Silo TIDs); --commit epoch (default) | 2pc-sync | 2pc; --isolation serializable (default) | snapshot (VLDB '21 §5.1, §5.3)",
             |spec| coco(spec, Cc::PtOcc),
-        ),
+        )
+        .guarantees_by(|spec| coco_level(spec, Level::StrictSerializable)),
         ProtocolEntry::configured::<Coco>(
             "lt-occ",
-            "COCO LT-OCC (TicToc [wts, rts]); --commit epoch (default) | 2pc-sync | 2pc (§5.2)",
+            "COCO LT-OCC (TicToc [wts, rts]); --commit epoch (default) | 2pc-sync | 2pc; --isolation serializable (default) | snapshot (§5.2, §5.3)",
             |spec| coco(spec, Cc::LtOcc),
         )
         // TicToc commits back in logical time: a transaction may be ordered
         // before one that finished before it started (§5.2, TicToc §3).
-        .guarantees(Level::Serializable),
+        .guarantees_by(|spec| coco_level(spec, Level::Serializable)),
         ProtocolEntry::configured::<TwoPlProtocol>(
             "s2pl",
             "S2PL NO_WAIT + 2PC, COCO's baseline (§7.1.2); only --commit 2pc so far",
@@ -422,10 +435,36 @@ fn tapir(spec: &BenchSpec) -> Result<(TapirConfig, BenchSpec), SpecError> {
     Ok((config, spec))
 }
 
-/// COCO's configuration: epoch commit and three replicas unless told.
+fn isolation(spec: &BenchSpec) -> Result<Isolation, SpecError> {
+    match &spec.knobs.isolation {
+        None => Ok(Isolation::Serializable),
+        Some(s) => Isolation::parse(s).ok_or_else(|| SpecError::Invalid {
+            flag: "--isolation",
+            value: s.clone(),
+            allowed: Isolation::NAMES.join(", "),
+        }),
+    }
+}
+
+/// What a COCO run promises: `serializable`, its variant's level; snapshot
+/// transactions, snapshot isolation (§5.3).
+fn coco_level(spec: &BenchSpec, serializable: Level) -> Level {
+    match isolation(spec) {
+        Ok(Isolation::Snapshot) => Level::SnapshotIsolation,
+        _ => serializable,
+    }
+}
+
+/// COCO's configuration: epoch commit, serializable transactions and three
+/// replicas unless told.
 fn coco(spec: &BenchSpec, cc: Cc) -> Result<(CocoConfig, BenchSpec), SpecError> {
-    only_knobs(spec, &spec.protocol, &["--commit", "--epoch-ms"])?;
+    only_knobs(
+        spec,
+        &spec.protocol,
+        &["--commit", "--epoch-ms", "--isolation"],
+    )?;
     let mut config = CocoConfig::new(cc, commit_mode(spec, CommitMode::Epoch)?);
+    config.isolation = isolation(spec)?;
     if let Some(ms) = spec.knobs.epoch_ms {
         if !(1..=1000).contains(&ms) {
             return Err(SpecError::Invalid {
@@ -444,7 +483,16 @@ fn coco(spec: &BenchSpec, cc: Cc) -> Result<(CocoConfig, BenchSpec), SpecError> 
 /// S2PL NO_WAIT reuses 2PL + 2PC; its replicated commit modes are not
 /// built yet, and are refused rather than run unreplicated.
 fn s2pl<X: Clone>(spec: &BenchSpec, config: X) -> Result<(X, BenchSpec), SpecError> {
-    only_knobs(spec, "s2pl", &["--commit"])?;
+    only_knobs(spec, "s2pl", &["--commit", "--isolation"])?;
+    if isolation(spec)? != Isolation::Serializable {
+        return Err(SpecError::Invalid {
+            flag: "--isolation",
+            value: spec.knobs.isolation.clone().unwrap_or_default(),
+            allowed:
+                "serializable for s2pl (snapshot transactions are PT-OCC's and LT-OCC's, COCO §5.3)"
+                    .into(),
+        });
+    }
     if commit_mode(spec, CommitMode::TwoPc)? != CommitMode::TwoPc {
         return Err(SpecError::Invalid {
             flag: "--commit",
@@ -654,11 +702,19 @@ mod tests {
             ..Default::default()
         });
         let wl = crate::run::workload(&wl_spec).unwrap();
-        let cases: [(&str, Knobs); 2] = [
+        // s2pl reads --isolation but refuses snapshot, naming the flag.
+        let cases: [(&str, Knobs); 3] = [
             (
                 "--epoch-ms",
                 Knobs {
                     epoch_ms: Some(5),
+                    ..Knobs::default()
+                },
+            ),
+            (
+                "--isolation",
+                Knobs {
+                    isolation: Some("snapshot".into()),
                     ..Knobs::default()
                 },
             ),
@@ -673,7 +729,7 @@ mod tests {
         for e in registry() {
             for (flag, knobs) in &cases {
                 let reads = match *flag {
-                    "--epoch-ms" => ["pt-occ", "lt-occ"].contains(&e.name),
+                    "--epoch-ms" | "--isolation" => ["pt-occ", "lt-occ"].contains(&e.name),
                     _ => e.name.starts_with("nocc"),
                 };
                 if reads {

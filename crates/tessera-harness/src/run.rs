@@ -64,7 +64,7 @@ pub fn run_bench(spec: &BenchSpec) -> anyhow::Result<BenchOutcome> {
         tessera_checker::write_elle(h, BufWriter::new(f))?;
     }
     let check = match (&history, spec.check) {
-        (Some(h), true) => Some(tessera_checker::check(h, entry.level)),
+        (Some(h), true) => Some(tessera_checker::check(h, entry.level(spec))),
         _ => None,
     };
     let consistency = if spec.check {

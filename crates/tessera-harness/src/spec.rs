@@ -159,6 +159,8 @@ pub struct Knobs {
     pub commit: Option<String>,
     /// COCO: epoch length in ms (`--epoch-ms`, 1–1000).
     pub epoch_ms: Option<u64>,
+    /// COCO: `--isolation serializable|snapshot` (§5.3).
+    pub isolation: Option<String>,
     /// OOCC: implicit leases (§III) on or off.
     pub oocc_lease: Option<bool>,
     /// OOCC: one WRITE updates and unlocks, with redo logs (§V).
@@ -173,7 +175,7 @@ impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 11] = [
+        let flags: [(&'static str, bool); 12] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
@@ -181,6 +183,7 @@ impl Knobs {
             ("--recirculation-ns", self.recirculation_ns.is_some()),
             ("--commit", self.commit.is_some()),
             ("--epoch-ms", self.epoch_ms.is_some()),
+            ("--isolation", self.isolation.is_some()),
             ("--oocc-lease", self.oocc_lease.is_some()),
             ("--oocc-write-unlock", self.oocc_write_unlock.is_some()),
             ("--oocc-delayed-lock", self.oocc_delayed_lock.is_some()),

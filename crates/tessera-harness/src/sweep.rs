@@ -1,9 +1,11 @@
-//! Sweeps: one parameter varied over values, every protocol at every point.
+//! Sweeps: one parameter varied over values, every protocol at every point;
+//! optionally crossed with a second parameter whose values make separate
+//! lines ([`sweep_series`]).
 
 use crate::result::ResultRow;
 use crate::run::{run_bench, BenchOutcome};
 use crate::spec::{BenchSpec, SpecError, WorkloadSpec};
-use tessera_protocols::coco::CommitMode;
+use tessera_protocols::coco::{CommitMode, Isolation};
 
 /// A parameter that a sweep can vary.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,6 +26,7 @@ pub const PARAMS: &[&str] = &[
     "loss",
     "epoch-ms",
     "commit",
+    "isolation",
 ];
 
 impl Vary {
@@ -63,10 +66,12 @@ impl Vary {
     /// The name a numeric value stands for, for parameters that are not
     /// numbers: `commit` counts COCO's commit modes in the order of
     /// [`CommitMode::NAMES`] (0 = 2pc, 1 = 2pc-sync, 2 = epoch), so that a
-    /// sweep over them plots on a numeric axis.
+    /// sweep over them plots on a numeric axis; `isolation` counts
+    /// [`Isolation::NAMES`] (0 = serializable, 1 = snapshot).
     pub fn label(&self, v: f64) -> Result<&'static str, SpecError> {
         let names = match self.name.as_str() {
             "commit" => CommitMode::NAMES,
+            "isolation" => Isolation::NAMES,
             _ => &[],
         };
         let i = v as usize;
@@ -117,6 +122,7 @@ impl Vary {
             ("epoch-ms", _) => spec.knobs.epoch_ms = Some(count(v)? as u64),
             ("lease-us", _) => spec.knobs.lease_us = Some(count(v)? as u64),
             ("commit", _) => spec.knobs.commit = Some(self.label(v)?.to_string()),
+            ("isolation", _) => spec.knobs.isolation = Some(self.label(v)?.to_string()),
             (name, w) => {
                 return Err(SpecError::Invalid {
                     flag: "--vary",
@@ -140,39 +146,72 @@ pub fn sweep(
     base: &BenchSpec,
     protocols: &[String],
     vary: &Vary,
+    each: impl FnMut(&BenchSpec, &BenchOutcome) -> anyhow::Result<()>,
+) -> anyhow::Result<Vec<ResultRow>> {
+    sweep_series(base, protocols, vary, None, each)
+}
+
+/// [`sweep`], once per value of `series` when given: a second parameter
+/// (COCO Fig. 15's isolation level) whose values make separate lines. Its
+/// rows carry both parameters, and `line`: the protocol and the series
+/// value's name (or number), which plots use to tell the lines apart.
+pub fn sweep_series(
+    base: &BenchSpec,
+    protocols: &[String],
+    vary: &Vary,
+    series: Option<&Vary>,
     mut each: impl FnMut(&BenchSpec, &BenchOutcome) -> anyhow::Result<()>,
 ) -> anyhow::Result<Vec<ResultRow>> {
+    let lines: Vec<Option<f64>> = match series {
+        Some(s) => s.values.iter().copied().map(Some).collect(),
+        None => vec![None],
+    };
     // Validate every point before running any.
     let mut specs = Vec::new();
-    for &v in &vary.values {
-        for p in protocols {
-            let mut s = base.clone();
-            s.protocol = p.clone();
-            vary.apply(&mut s, v)?;
-            s.validate()?;
-            match crate::registry::find(p)?.accepts(&s) {
-                Err(SpecError::Invalid { flag, value, .. }) if flag == vary.flag() => {
-                    tracing::warn!(
-                        "{p} refuses {flag} {value}: point {}={v} skipped",
-                        vary.name
-                    );
-                    continue;
+    for &line in &lines {
+        for &v in &vary.values {
+            for p in protocols {
+                let mut s = base.clone();
+                s.protocol = p.clone();
+                let mut params = vec![(vary, v)];
+                if let (Some(series), Some(l)) = (series, line) {
+                    series.apply(&mut s, l)?;
+                    params.push((series, l));
                 }
-                r => r?,
+                vary.apply(&mut s, v)?;
+                s.validate()?;
+                match crate::registry::find(p)?.accepts(&s) {
+                    Err(SpecError::Invalid { flag, value, .. })
+                        if params.iter().any(|(q, _)| flag == q.flag()) =>
+                    {
+                        tracing::warn!("{p} refuses {flag} {value}: point skipped");
+                        continue;
+                    }
+                    r => r?,
+                }
+                specs.push((s, params));
             }
-            specs.push((s, v));
         }
     }
     let mut rows = Vec::new();
-    for (s, v) in specs {
+    for (s, params) in specs {
         let out = run_bench(&s)?;
         let mut row = out.row.clone();
-        let key = vary.name.replace('-', "_");
-        if let Ok(name) = vary.label(v) {
-            row.extra
-                .insert(format!("{key}_name"), serde_json::json!(name));
+        for &(q, v) in &params {
+            let key = q.name.replace('-', "_");
+            if let Ok(name) = q.label(v) {
+                row.extra
+                    .insert(format!("{key}_name"), serde_json::json!(name));
+            }
+            row.extra.insert(key, serde_json::json!(v));
         }
-        row.extra.insert(key, serde_json::json!(v));
+        if let Some(&(q, v)) = params.get(1) {
+            let name = q.label(v).map_or(v.to_string(), str::to_string);
+            row.extra.insert(
+                "line".into(),
+                serde_json::json!(format!("{} {name}", s.protocol)),
+            );
+        }
         each(&s, &out)?;
         rows.push(row);
     }
@@ -206,6 +245,51 @@ mod tests {
         v.apply(&mut s, 2.0).unwrap();
         assert_eq!(s.knobs.commit.as_deref(), Some("epoch"));
         assert!(Vary::parse("zipf=1").unwrap().label(0.0).is_err());
+    }
+
+    /// A series crosses the varied parameter: every protocol at every point
+    /// of each line, rows named by protocol and series value, and a
+    /// protocol that refuses a series value (s2pl has no snapshot
+    /// transactions) sits that line out.
+    #[test]
+    fn a_series_makes_one_line_per_protocol_and_value() {
+        let mut base = BenchSpec::new(
+            crate::RuntimeKind::Sim,
+            "",
+            WorkloadSpec::Ycsb(tessera_workloads::YcsbConfig {
+                partitions: 2,
+                keys_per_partition: 100,
+                ..Default::default()
+            }),
+        );
+        base.clients = 2;
+        base.duration = 20 * tessera_core::ids::MS;
+        base.warmup = 2 * tessera_core::ids::MS;
+        base.cooldown = 2 * tessera_core::ids::MS;
+        let vary = Vary::parse("zipf=0,0.9").unwrap();
+        let series = Vary::parse("isolation=0,1").unwrap();
+        let protocols = ["pt-occ".to_string(), "s2pl".to_string()];
+        let rows = sweep_series(&base, &protocols, &vary, Some(&series), |_, _| Ok(())).unwrap();
+        let lines: Vec<(String, f64)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.extra["line"].as_str().unwrap().to_string(),
+                    r.extra["zipf"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        let want = [
+            ("pt-occ serializable", 0.0),
+            ("s2pl serializable", 0.0),
+            ("pt-occ serializable", 0.9),
+            ("s2pl serializable", 0.9),
+            ("pt-occ snapshot", 0.0),
+            ("pt-occ snapshot", 0.9),
+        ];
+        let want: Vec<(String, f64)> = want.iter().map(|(l, z)| (l.to_string(), *z)).collect();
+        assert_eq!(lines, want);
+        assert_eq!(rows[4].extra["isolation_name"], "snapshot");
     }
 
     #[test]

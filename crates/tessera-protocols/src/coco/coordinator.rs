@@ -18,7 +18,7 @@
 
 use super::msg::{Msg, PieceReply};
 use super::tid::{epoch_of, lt_occ_ts, pt_occ_tid};
-use super::{Cc, CocoConfig, CommitMode};
+use super::{Cc, CocoConfig, CommitMode, Isolation};
 use bytes::{BufMut, Bytes, BytesMut};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -56,14 +56,19 @@ struct TxnState {
     out: Vec<Out>,
     /// Primaries asked to lock (told to abort on an abort).
     locked_at: Vec<NodeId>,
-    /// Write set and read set per shard (reads: key, TID or wts seen).
+    /// Write set and read set per shard (reads: key, TID or wts seen; a
+    /// snapshot transaction's also lists the records it writes, §5.3).
     writes: BTreeMap<ShardId, Vec<(Key, Value)>>,
     reads: BTreeMap<ShardId, Vec<(Key, u64)>>,
+    /// LT-OCC snapshot transactions: TID_SI, the timestamp the reads are
+    /// validated at (§5.3.2).
+    snapshot: u64,
     /// The largest epoch a primary reported, and the largest bound.
     epoch: u64,
     bound: u64,
     ts: u64,
-    /// One primary: lock and validate in a single round.
+    /// Lock and validate in a single round: one primary, or a snapshot
+    /// transaction (parallel locking and validation, §5.3.3).
     combined: bool,
     /// The abort floor the primaries answered with (all must agree).
     floor: Option<u64>,
@@ -249,6 +254,10 @@ impl CocoCoordinator {
 
     /// Gather the write and read sets and start the lock (or the single
     /// prepare) round.
+    ///
+    /// A snapshot transaction validates what it writes as well as what it
+    /// reads (first committer wins), and takes one round for both whatever
+    /// the number of primaries (§5.3.3).
     fn start_commit(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
         let proc = st.attempt.txn.clone();
         for (r, p) in st.results.iter().zip(proc.pieces()) {
@@ -261,9 +270,14 @@ impl CocoCoordinator {
                 }
             }
             let rs = st.reads.entry(p.shard).or_default();
-            for o in &r.reads {
-                if !rs.iter().any(|(k, _)| *k == o.key) {
-                    rs.push((o.key, o.wts));
+            let seen = r
+                .reads
+                .iter()
+                .map(|o| (o.key, o.wts))
+                .chain(r.written.iter().copied());
+            for (key, wts) in seen {
+                if !rs.iter().any(|(k, _)| *k == key) {
+                    rs.push((key, wts));
                 }
             }
         }
@@ -271,19 +285,29 @@ impl CocoCoordinator {
         st.reads.retain(|_, r| !r.is_empty());
         let seen = st.reads.values().flatten().map(|r| r.1).max().unwrap_or(0);
         st.bound = seen;
+        st.snapshot = seen;
         st.epoch = epoch_of(seen);
         let shards: BTreeSet<ShardId> = st.writes.keys().chain(st.reads.keys()).copied().collect();
-        if shards.len() == 1 {
-            let shard = *shards.first().expect("one");
-            let writes = st.writes.get(&shard).cloned().unwrap_or_default();
-            let reads = st.reads.get(&shard).cloned().unwrap_or_default();
-            let phase = if writes.is_empty() {
+        if shards.len() == 1 || self.config.isolation == Isolation::Snapshot {
+            let reqs: Vec<Request> = shards
+                .iter()
+                .map(|s| {
+                    let writes = st.writes.get(s).cloned().unwrap_or_default();
+                    let reads = st.reads.get(s).cloned().unwrap_or_default();
+                    (*s, writes, reads)
+                })
+                .collect();
+            let phase = if st.writes.is_empty() {
                 Phase::Validating
             } else {
                 Phase::Locking
             };
             st.combined = true;
-            self.round(ctx, txn, st, phase, vec![(shard, writes, reads)]);
+            if reqs.is_empty() {
+                self.decide(ctx, txn, st);
+            } else {
+                self.round(ctx, txn, st, phase, reqs);
+            }
         } else if !st.writes.is_empty() {
             let reqs = st
                 .writes
@@ -320,7 +344,7 @@ impl CocoCoordinator {
                 floor,
                 writes,
                 reads,
-                ts: st.ts_for_validation(self.config.cc),
+                ts: st.ts_for_validation(&self.config),
                 round: phase as u8,
             };
             ctx.send(to, msg.clone());
@@ -632,12 +656,17 @@ impl CocoCoordinator {
 
 impl TxnState {
     /// The timestamp a Prepare carries: LT-OCC validates at it (and a
-    /// single-round primary raises it); PT-OCC ignores it.
-    fn ts_for_validation(&self, cc: Cc) -> u64 {
-        match cc {
-            Cc::LtOcc if self.phase == Phase::Validating && self.ts != 0 => self.ts,
-            Cc::LtOcc => self.bound,
-            Cc::PtOcc => 0,
+    /// single-round serializable primary raises it); PT-OCC ignores it.
+    fn ts_for_validation(&self, config: &CocoConfig) -> u64 {
+        match (config.cc, config.isolation) {
+            (Cc::PtOcc, _) => 0,
+            (Cc::LtOcc, Isolation::Snapshot) => self.snapshot,
+            (Cc::LtOcc, Isolation::Serializable)
+                if self.phase == Phase::Validating && self.ts != 0 =>
+            {
+                self.ts
+            }
+            (Cc::LtOcc, Isolation::Serializable) => self.bound,
         }
     }
 }
@@ -659,6 +688,7 @@ impl Coordinator<Msg> for CocoCoordinator {
             reads: BTreeMap::new(),
             epoch: 0,
             bound: 0,
+            snapshot: 0,
             ts: 0,
             combined: false,
             floor: None,

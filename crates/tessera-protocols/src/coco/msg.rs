@@ -19,6 +19,11 @@ pub struct TsRead {
 pub struct PieceReply {
     pub piece: u16,
     pub reads: Vec<TsRead>,
+    /// Snapshot isolation only: the TID (wts) each record the piece writes
+    /// had at the replica, so that the commit aborts if another transaction
+    /// wrote it since (first committer wins, §5.3). Not reads: the history
+    /// does not list them.
+    pub written: Vec<(Key, u64)>,
     pub writes: Vec<(Key, Value)>,
     pub output: Value,
     pub user_abort: bool,
@@ -42,8 +47,10 @@ pub enum Msg {
     },
     /// Coordinator → primary: lock `writes` (NO_WAIT), then validate
     /// `reads` (key, wts seen) at timestamp `ts` (LT-OCC extends rts to it).
-    /// Either part may be empty: with several primaries the lock round
-    /// (writes) ends everywhere before the validation round (reads) starts.
+    /// Either part may be empty: with several primaries a serializable
+    /// transaction's lock round (writes) ends everywhere before its
+    /// validation round (reads) starts; a snapshot transaction sends both
+    /// parts in one round (§5.3.3), validating at its `TID_SI` (LT-OCC).
     Prepare {
         txn: TxnId,
         floor: TxnId,
@@ -145,7 +152,14 @@ impl WireSize for Msg {
                 }
                 Msg::ReadOk { results, .. } => results
                     .iter()
-                    .map(|r| 2 + 1 + r.reads.len() * 28 + kv_size(&r.writes) + 4 + r.output.len())
+                    .map(|r| {
+                        2 + 1
+                            + r.reads.len() * 28
+                            + r.written.len() * 20
+                            + kv_size(&r.writes)
+                            + 4
+                            + r.output.len()
+                    })
                     .sum(),
                 Msg::Prepare { writes, reads, .. } => 16 + kv_size(writes) + reads.len() * 20,
                 Msg::Prepared { .. } => 25,

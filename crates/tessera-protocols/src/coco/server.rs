@@ -6,7 +6,7 @@
 use super::epoch::{Action, EpochManager};
 use super::msg::{Msg, PieceReply, TsRead};
 use super::undo::Undo;
-use super::{Cc, CocoConfig, CommitMode};
+use super::{Cc, CocoConfig, CommitMode, Isolation};
 use crate::tombstones::Tombstones;
 use bytes::{BufMut, Bytes, BytesMut};
 use std::collections::{BTreeMap, VecDeque};
@@ -230,10 +230,19 @@ impl CocoServer {
                 .collect();
             let res = proc.execute(piece as usize, &values, &inputs);
             drop(values);
+            let written = match self.config.isolation {
+                Isolation::Serializable => Vec::new(),
+                Isolation::Snapshot => res
+                    .writes
+                    .iter()
+                    .map(|(k, _)| (*k, self.store.get(*k).map_or(0, |r| r.meta.wts)))
+                    .collect(),
+            };
             own.extend(res.writes.iter().cloned());
             results.push(PieceReply {
                 piece,
                 reads,
+                written,
                 writes: res.writes,
                 output: res.output,
                 user_abort: res.user_abort,
@@ -391,14 +400,21 @@ impl CocoServer {
         }
         // LT-OCC: with writes locked here the primary picks the timestamp
         // (single round); a validation round brings it from the coordinator.
-        let ts = match self.config.cc {
+        // A snapshot transaction's `ts` is its TID_SI, which the reads are
+        // validated at whatever the write set asks of the commit timestamp
+        // (§5.3.2); the bound still raises that timestamp.
+        let commit_ts = match self.config.cc {
             Cc::LtOcc if !writes.is_empty() => super::tid::lt_occ_ts(ts, bound, self.epoch),
             _ => ts,
         };
         if self.config.cc == Cc::LtOcc && !writes.is_empty() {
-            bound = ts;
+            bound = commit_ts;
         }
-        let ok = self.validate(txn, &reads, ts);
+        let validate_at = match self.config.isolation {
+            Isolation::Serializable => commit_ts,
+            Isolation::Snapshot => ts,
+        };
+        let ok = self.validate(txn, &reads, validate_at);
         let epoch = self.epoch;
         if locked_now {
             if ok {

@@ -1,15 +1,19 @@
-//! Scenario tests of COCO's server role.
+//! Scenario tests of COCO's server role, and of whole transactions on
+//! servers and coordinators stepped by hand (snapshot transactions, §5.3).
 
 use super::msg::Msg;
-use super::{Cc, CocoConfig, CocoServer, CommitMode};
-use rand::SeedableRng;
+use super::tid::epoch_start;
+use super::{Cc, CocoConfig, CocoCoordinator, CocoServer, CommitMode, Isolation};
+use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use tessera_core::ids::{Key, NodeId, ShardId, TxnId, Version};
 use tessera_core::node::{Ctx, Effect, Node};
-use tessera_core::protocol::ServerEnv;
+use tessera_core::protocol::{Coordinator, CoordinatorEnv, ServerEnv};
 use tessera_core::storage::Store;
 use tessera_core::topology::Topology;
-use tessera_core::txn::Value;
+use tessera_core::txn::{
+    Access, Attempt, PieceKind, PieceResult, PieceSpec, Procedure, TxnOutcome, Value,
+};
 
 /// A server of shard 0 (replica `replica` of three), stepped by hand.
 struct One {
@@ -19,18 +23,26 @@ struct One {
 
 impl One {
     fn new(cc: Cc, replica: u32) -> Self {
+        One::with(
+            CocoConfig::new(cc, CommitMode::Epoch),
+            replica,
+            Store::new(),
+        )
+    }
+
+    fn with(config: CocoConfig, replica: u32, store: Store) -> Self {
         let topology = Arc::new(Topology::new(1, 3, 1));
         let env = ServerEnv {
             me: NodeId(replica),
             shard: ShardId(0),
             replica,
             topology,
-            store: Store::new(),
+            store,
             recovered: Vec::new(),
             durable: true,
         };
         One {
-            s: CocoServer::new(CocoConfig::new(cc, CommitMode::Epoch), env),
+            s: CocoServer::new(config, env),
             rng: rand::rngs::SmallRng::seed_from_u64(1),
         }
     }
@@ -202,4 +214,320 @@ fn lt_occ_write_set_reads_do_not_extend_rts() {
         ),
         "T2 read x's old version at T1's timestamp while T1 holds x"
     );
+}
+
+fn snapshot(cc: Cc, commit: CommitMode) -> CocoConfig {
+    let mut c = CocoConfig::new(cc, commit);
+    c.isolation = Isolation::Snapshot;
+    c
+}
+
+/// §5.3.2: a snapshot transaction's reads are validated at TID_SI (the
+/// largest wts it saw), not at the commit timestamp the write set forces up
+/// (past x's rts and into the current epoch). Serializably the same
+/// transaction extends y's rts all the way to its commit timestamp.
+#[test]
+fn lt_occ_snapshot_validates_reads_at_tid_si() {
+    let (x, y) = (Key::new(0, 1), Key::new(0, 2));
+    let extended_to = |isolation| {
+        let mut config = CocoConfig::new(Cc::LtOcc, CommitMode::Epoch);
+        config.isolation = isolation;
+        let mut store = Store::new();
+        store.load(x, Value::from_static(b"x"));
+        store.load(y, Value::from_static(b"y"));
+        let r = store.get_mut(x).unwrap();
+        (r.meta.wts, r.meta.rts) = (5, 100);
+        let r = store.get_mut(y).unwrap();
+        (r.meta.wts, r.meta.rts) = (3, 3);
+        let mut p = One::with(config, 0, store);
+        let t = TxnId::new(NodeId(3), 0, 1);
+        let out = p.replies(
+            3,
+            Msg::Prepare {
+                txn: t,
+                floor: t,
+                writes: vec![(x, Value::from_static(b"x2"))],
+                reads: vec![(x, 5), (y, 3)],
+                // TID_SI: the largest wts the transaction saw.
+                ts: 5,
+                round: 1,
+            },
+        );
+        let [Msg::Prepared {
+            ok: true, bound, ..
+        }] = out[..]
+        else {
+            panic!("{isolation:?}: lock and validate should pass: {out:?}");
+        };
+        // Either way the commit timestamp must pass x's rts.
+        assert_eq!(bound, epoch_start(1).max(101), "{isolation:?}");
+        p.s.store().unwrap().get(y).unwrap().meta.rts
+    };
+    assert_eq!(extended_to(Isolation::Snapshot), 5);
+    assert_eq!(extended_to(Isolation::Serializable), epoch_start(1));
+}
+
+fn enc(x: u64) -> Value {
+    Value::copy_from_slice(&x.to_le_bytes())
+}
+
+const X: Key = Key::new(0, 1);
+const Y: Key = Key::new(0, 2);
+
+/// Reads x (on shard 0) and y (on shard 1) and writes the keys in
+/// `writes`; `reads: false` makes the writes blind.
+#[derive(Debug)]
+struct Rw {
+    pieces: Vec<PieceSpec>,
+    writes: Vec<Key>,
+}
+
+impl Rw {
+    fn proc(reads: bool, writes: &[Key]) -> Arc<dyn Procedure> {
+        let pieces = [(0, X), (1, Y)]
+            .into_iter()
+            .filter(|(_, k)| reads || writes.contains(k))
+            .map(|(shard, k)| PieceSpec {
+                shard: ShardId(shard),
+                reads: if reads { vec![Access::all(k)] } else { vec![] },
+                writes: if writes.contains(&k) {
+                    vec![Access::all(k)]
+                } else {
+                    vec![]
+                },
+                kind: PieceKind::Deferrable,
+                inputs: Vec::new(),
+                dynamic: false,
+            })
+            .collect();
+        Arc::new(Rw {
+            pieces,
+            writes: writes.to_vec(),
+        })
+    }
+}
+
+impl Procedure for Rw {
+    fn name(&self) -> &'static str {
+        "rw"
+    }
+    fn pieces(&self) -> &[PieceSpec] {
+        &self.pieces
+    }
+    fn execute(&self, piece: usize, _: &[Option<&Value>], _: &[Value]) -> PieceResult {
+        let k = self.pieces[piece].writes.first().map(|a| a.key);
+        PieceResult {
+            writes: k
+                .filter(|k| self.writes.contains(k))
+                .map(|k| (k, enc(7)))
+                .into_iter()
+                .collect(),
+            output: Value::new(),
+            user_abort: false,
+        }
+    }
+}
+
+/// Two shards of one replica each (servers 0, 1: x on 0, y on 1) and two
+/// coordinators (nodes 2, 3), stepped message by message, 2PC commit (no
+/// epochs to drive).
+struct Cluster {
+    servers: Vec<CocoServer>,
+    coords: Vec<CocoCoordinator>,
+    queue: Vec<(NodeId, NodeId, Msg)>,
+    done: Vec<(TxnId, TxnOutcome)>,
+    rng: rand::rngs::SmallRng,
+}
+
+impl Cluster {
+    fn new(config: CocoConfig) -> Self {
+        let topology = Arc::new(Topology::new(2, 1, 2));
+        let servers = (0..2)
+            .map(|n| {
+                let mut store = Store::new();
+                store.load(X, enc(0));
+                store.load(Y, enc(0));
+                CocoServer::new(
+                    config.clone(),
+                    ServerEnv {
+                        me: NodeId(n),
+                        shard: ShardId(n),
+                        replica: 0,
+                        topology: topology.clone(),
+                        store,
+                        recovered: Vec::new(),
+                        durable: true,
+                    },
+                )
+            })
+            .collect();
+        let coords = (2..4)
+            .map(|n| {
+                CocoCoordinator::new(
+                    config.clone(),
+                    CoordinatorEnv {
+                        me: NodeId(n),
+                        topology: topology.clone(),
+                        incarnation: 0,
+                        recovered: Vec::new(),
+                    },
+                )
+            })
+            .collect();
+        Cluster {
+            servers,
+            coords,
+            queue: Vec::new(),
+            done: Vec::new(),
+            rng: rand::rngs::SmallRng::seed_from_u64(1),
+        }
+    }
+
+    /// Queue the messages of a step; a persist completes at once.
+    fn collect(&mut self, me: NodeId, effects: Vec<Effect<Msg>>) {
+        for e in effects {
+            match e {
+                Effect::Send { to, msg } => self.queue.push((me, to, msg)),
+                Effect::Done { txn, outcome } => self.done.push((txn, outcome)),
+                Effect::Persist { token, .. } => {
+                    self.at(me, |node, ctx| node.on_persisted(ctx, token));
+                }
+                Effect::Timer { .. } | Effect::Charge { .. } | Effect::Finished { .. } => {}
+            }
+        }
+    }
+
+    /// Step node `n` with `f`, then queue what it did.
+    fn at(&mut self, n: NodeId, f: impl FnOnce(&mut dyn Node<Msg>, &mut Ctx<Msg>)) {
+        let mut effects = Vec::new();
+        let mut ctx = Ctx::new(0, n, &mut self.rng, &mut effects);
+        let node: &mut dyn Node<Msg> = match n.0 {
+            0 | 1 => &mut self.servers[n.0 as usize],
+            _ => &mut self.coords[n.0 as usize - 2],
+        };
+        f(node, &mut ctx);
+        self.collect(n, effects);
+    }
+
+    fn submit(&mut self, c: u32, seq: u32, txn: Arc<dyn Procedure>) -> TxnId {
+        let me = NodeId(2 + c);
+        let id = TxnId::new(me, 0, seq);
+        let mut effects = Vec::new();
+        let mut ctx = Ctx::new(0, me, &mut self.rng, &mut effects);
+        self.coords[c as usize].submit(&mut ctx, Attempt { id, txn, since: 0 });
+        self.collect(me, effects);
+        id
+    }
+
+    fn step(&mut self, i: usize) {
+        let (from, to, msg) = self.queue.remove(i);
+        self.at(to, |node, ctx| node.on_message(ctx, from, msg));
+    }
+
+    /// Deliver until only commit-phase requests are queued (both
+    /// transactions executed).
+    fn execute(&mut self) {
+        while let Some(i) = self
+            .queue
+            .iter()
+            .position(|(_, _, m)| !matches!(m, Msg::Prepare { .. }))
+        {
+            self.step(i);
+        }
+    }
+
+    /// Deliver everything, taking first the message `pick` chooses, if any.
+    fn run(&mut self, mut pick: impl FnMut(&[(NodeId, NodeId, Msg)]) -> Option<usize>) {
+        while !self.queue.is_empty() {
+            let i = pick(&self.queue).unwrap_or(0);
+            self.step(i);
+        }
+    }
+
+    fn committed(&self, txn: TxnId) -> bool {
+        self.done
+            .iter()
+            .any(|(t, o)| *t == txn && matches!(o, TxnOutcome::Committed { .. }))
+    }
+}
+
+/// The write-skew interleaving: at x's primary the request of T2 (which
+/// only reads x) arrives before T1's (which locks x), at y's primary T1's
+/// (which only reads y) before T2's (which locks y).
+fn skewed(queue: &[(NodeId, NodeId, Msg)]) -> Option<usize> {
+    queue.iter().position(|(from, to, m)| {
+        matches!(m, Msg::Prepare { .. })
+            && ((to.0 == 0 && from.0 == 3) || (to.0 == 1 && from.0 == 2))
+    })
+}
+
+/// T1 reads x and y and writes x, T2 reads x and y and writes y, both
+/// from the same state: write skew.
+fn write_skew(
+    config: CocoConfig,
+    pick: impl FnMut(&[(NodeId, NodeId, Msg)]) -> Option<usize>,
+) -> (bool, bool, usize) {
+    let mut c = Cluster::new(config);
+    let t1 = c.submit(0, 1, Rw::proc(true, &[X]));
+    let t2 = c.submit(1, 1, Rw::proc(true, &[Y]));
+    c.execute();
+    let first_round = c.queue.len();
+    c.run(pick);
+    assert_eq!(c.done.len(), 2, "both transactions end");
+    (c.committed(t1), c.committed(t2), first_round)
+}
+
+/// §5.3: snapshot transactions do not detect read-write conflicts, so the
+/// write skew commits both (snapshot isolation allows it); serializable
+/// transactions lock before they validate, and at most one commits, in
+/// the same interleaving and in random ones. Snapshot transactions also
+/// send their whole commit request in the first round (§5.3.3): one
+/// request per primary touched, against the serializable lock round's one.
+#[test]
+fn snapshot_admits_write_skew_and_serializable_does_not() {
+    for cc in [Cc::PtOcc, Cc::LtOcc] {
+        let si = snapshot(cc, CommitMode::TwoPc);
+        assert_eq!(write_skew(si.clone(), skewed), (true, true, 4), "{cc:?}");
+        let ser = CocoConfig::new(cc, CommitMode::TwoPc);
+        let (a, b, first) = write_skew(ser.clone(), skewed);
+        assert!(!(a && b), "{cc:?} serializable committed write skew");
+        assert_eq!(
+            first, 2,
+            "{cc:?}: the lock round goes to the writes' primaries"
+        );
+        let mut order = rand::rngs::SmallRng::seed_from_u64(7);
+        for _ in 0..50 {
+            let (a, b, _) = write_skew(ser.clone(), |q| Some(order.random_range(0..q.len())));
+            assert!(!(a && b), "{cc:?} serializable committed write skew");
+        }
+    }
+}
+
+/// First committer wins (§5.3): two blind writers of x that executed from
+/// the same state cannot both commit under snapshot isolation, even when
+/// the second locks x only after the first released it. Serializably blind
+/// writes commute with nothing read, and both commit.
+#[test]
+fn snapshot_blind_writes_first_committer_wins() {
+    for cc in [Cc::PtOcc, Cc::LtOcc] {
+        let committed = |config: CocoConfig| {
+            let mut c = Cluster::new(config);
+            let t1 = c.submit(0, 1, Rw::proc(false, &[X]));
+            let t2 = c.submit(1, 1, Rw::proc(false, &[X]));
+            c.execute();
+            // T1 commits entirely before T2's request reaches x's primary.
+            c.run(|q| q.iter().position(|(from, _, _)| from.0 != 3));
+            (c.committed(t1), c.committed(t2))
+        };
+        assert_eq!(
+            committed(snapshot(cc, CommitMode::TwoPc)),
+            (true, false),
+            "{cc:?}"
+        );
+        assert_eq!(
+            committed(CocoConfig::new(cc, CommitMode::TwoPc)),
+            (true, true),
+            "{cc:?}"
+        );
+    }
 }
