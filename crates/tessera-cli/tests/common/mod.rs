@@ -113,6 +113,11 @@ stats_every_s = 0
     }
 
     pub fn bench(&self, duration: &str) -> Child {
+        self.bench_with(duration, &[])
+    }
+
+    /// `bench` with more flags (e.g. `--warmup`).
+    pub fn bench_with(&self, duration: &str, extra: &[&str]) -> Child {
         Command::new(BIN)
             .args([
                 "bench",
@@ -126,6 +131,7 @@ stats_every_s = 0
             .arg(&self.config)
             .arg("--out")
             .arg(self.dir.path().join("rows.jsonl"))
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
