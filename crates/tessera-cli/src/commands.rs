@@ -218,11 +218,12 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         || a.duplicate.is_some()
         || a.reorder.is_some()
         || a.net.is_some()
-        || a.drift_ppm.is_some();
+        || a.drift_ppm.is_some()
+        || a.fsync_us.is_some();
     if sim_flags && runtime != RuntimeKind::Sim {
         return Err(Failure::Usage(
-            "--faults, --replica-faults, --loss, --duplicate, --reorder, --net and --drift-ppm \
-             need --runtime sim"
+            "--faults, --replica-faults, --loss, --duplicate, --reorder, --net, --drift-ppm and \
+             --fsync-us need --runtime sim"
                 .into(),
         ));
     }
@@ -270,6 +271,9 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         s.sim.reorder = a.reorder.unwrap_or(s.sim.reorder);
     }
     s.sim.drift_ppm = a.drift_ppm.unwrap_or(s.sim.drift_ppm);
+    if let Some(us) = a.fsync_us {
+        s.sim.fsync = us * tessera_core::ids::US;
+    }
     s.validate()?;
     Ok(s)
 }
@@ -664,6 +668,7 @@ pub fn default_comparison() -> Result<()> {
         lease_us: None,
         net: None,
         drift_ppm: None,
+        fsync_us: None,
         repeat: 1,
     };
     println!("tessera: YCSB (2 partitions, zipf 0.9) on the embedded cluster, 2 s per protocol");

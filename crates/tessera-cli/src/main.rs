@@ -263,7 +263,8 @@ pub struct RunArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64), allow_negative_numbers = true)]
     replicas: Option<u32>,
     /// sim: sites and their round trips: one, three-regions (Janus Table 2:
-    /// Oregon, Ireland, Seoul), or a FILE with a matrix of round trips in ms.
+    /// Oregon, Ireland, Seoul), coco-wan (COCO §7.5: North Virginia, Ohio,
+    /// North California), or a FILE with a matrix of round trips in ms.
     #[arg(long)]
     sites: Option<String>,
     /// sim: where client hosts sit with several sites: spread, or leaders
@@ -323,6 +324,10 @@ pub struct RunArgs {
     /// ±N ppm (OOCC §VII.B; default 0).
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=500_000), allow_negative_numbers = true)]
     drift_ppm: Option<u32>,
+    /// sim: latency of a durable write (fsync) on every node's log device,
+    /// in µs (default 100; COCO §7.4 sweeps 1 → 2,000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000), allow_negative_numbers = true)]
+    fsync_us: Option<u64>,
     /// sim: network preset: dc (100 µs round trips) or rdma (2-3 µs, OOCC §VIII.A).
     #[arg(long)]
     net: Option<String>,

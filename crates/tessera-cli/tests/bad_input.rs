@@ -110,6 +110,26 @@ fn sim_only_flags_need_sim() {
         "--runtime sim",
     );
     rejects(&["sweep", "--vary", "colour=1,2"], "--vary");
+    rejects(
+        &["bench", "--runtime", "local", "--fsync-us", "100"],
+        "--fsync-us",
+    );
+    rejects(
+        &["bench", "--runtime", "sim", "--fsync-us", "-1"],
+        "--fsync-us",
+    );
+    rejects(
+        &["bench", "--runtime", "sim", "--fsync-us", "2000000"],
+        "--fsync-us",
+    );
+    rejects(
+        &["sweep", "--runtime", "local", "--vary", "fsync-us=1,100"],
+        "fsync-us only with --runtime sim",
+    );
+    rejects(
+        &["bench", "--runtime", "sim", "--sites", "mars"],
+        "coco-wan",
+    );
 }
 
 #[test]

@@ -463,7 +463,8 @@ fn coco(spec: &BenchSpec, cc: Cc) -> Result<(CocoConfig, BenchSpec), SpecError> 
         &spec.protocol,
         &["--commit", "--epoch-ms", "--isolation"],
     )?;
-    let mut config = CocoConfig::new(cc, commit_mode(spec, CommitMode::Epoch)?);
+    let mut config = CocoConfig::new(cc, commit_mode(spec, CommitMode::Epoch)?)
+        .covering_round_trip(slowest_round_trip(spec));
     config.isolation = isolation(spec)?;
     if let Some(ms) = spec.knobs.epoch_ms {
         if !(1..=1000).contains(&ms) {

@@ -8,9 +8,11 @@
 //! clients"). Client hosts sit with the leaders or spread over the sites
 //! ([`ClientSites`]).
 //!
-//! Presets: `one` (one data center: the simulator's own latency) and
+//! Presets: `one` (one data center: the simulator's own latency),
 //! `three-regions` (Janus Table 2: Oregon–Ireland 140 ms, Oregon–Seoul
-//! 122 ms, Ireland–Seoul 243 ms round trips; ~1 ms inside a site). A FILE
+//! 122 ms, Ireland–Seoul 243 ms round trips; ~1 ms inside a site) and
+//! `coco-wan` (COCO §7.5: North Virginia–Ohio 11.3 ms, North
+//! Virginia–North California 60.9 ms, Ohio–North California 50.0 ms). A FILE
 //! holds a square matrix of round-trip times in milliseconds, one row per
 //! line (the diagonal is the round trip inside a site); `#` starts a
 //! comment.
@@ -69,16 +71,37 @@ impl Sites {
         }
     }
 
-    /// `one` (no sites: `None`), `three-regions`, or a file of round trips.
+    /// COCO §7.5's three EC2 regions: North Virginia–Ohio 11.3 ms,
+    /// North Virginia–North California 60.9 ms, Ohio–North California
+    /// 50.0 ms round trips; ~1 ms inside each.
+    pub fn coco_wan() -> Self {
+        let ms = |x: f64| (x * MS as f64) as Time;
+        let (va_oh, va_ca, oh_ca, local) = (ms(11.3), ms(60.9), ms(50.0), MS);
+        Sites {
+            name: "coco-wan".into(),
+            names: vec!["virginia".into(), "ohio".into(), "california".into()],
+            rtt: vec![
+                vec![local, va_oh, va_ca],
+                vec![va_oh, local, oh_ca],
+                vec![va_ca, oh_ca, local],
+            ],
+        }
+    }
+
+    /// `one` (no sites: `None`), `three-regions`, `coco-wan`, or a file of
+    /// round trips.
     pub fn parse(s: &str) -> Result<Option<Self>, SpecError> {
         match s {
             "one" => Ok(None),
             "three-regions" => Ok(Some(Sites::three_regions())),
+            "coco-wan" => Ok(Some(Sites::coco_wan())),
             path => {
                 let text = std::fs::read_to_string(path).map_err(|e| SpecError::Invalid {
                     flag: "--sites",
                     value: path.to_string(),
-                    allowed: format!("one, three-regions, or a readable matrix file ({e})"),
+                    allowed: format!(
+                        "one, three-regions, coco-wan, or a readable matrix file ({e})"
+                    ),
                 })?;
                 Sites::from_matrix(path, &text).map(Some)
             }
@@ -91,7 +114,7 @@ impl Sites {
             flag: "--sites",
             value: name.to_string(),
             allowed: format!(
-                "one, three-regions, or a file of round-trip times in ms, \
+                "one, three-regions, coco-wan, or a file of round-trip times in ms, \
                  a square matrix one row per line ({why})"
             ),
         };
@@ -159,6 +182,10 @@ mod tests {
         let geo = Sites::parse("three-regions").unwrap().unwrap();
         assert_eq!(geo.len(), 3);
         assert_eq!(geo.one_way()[1][2], 243 * MS / 2);
+        let coco = Sites::parse("coco-wan").unwrap().unwrap();
+        assert_eq!(coco.rtt[0][1], 11_300 * MS / 1_000);
+        assert_eq!(coco.rtt[2][0], 60_900 * MS / 1_000);
+        assert_eq!(coco.rtt[1][2], 50 * MS);
         let m = Sites::from_matrix("f", "# rtt ms\n1 100\n100 1\n").unwrap();
         assert_eq!(m.rtt, vec![vec![MS, 100 * MS], vec![100 * MS, MS]]);
         for bad in ["", "1 2\n3", "1 x\n2 3", "1 -2\n2 1"] {

@@ -25,6 +25,8 @@ pub const PARAMS: &[&str] = &[
     "keys",
     "loss",
     "epoch-ms",
+    "lease-us",
+    "fsync-us",
     "commit",
     "isolation",
 ];
@@ -121,6 +123,16 @@ impl Vary {
             ("loss", _) => spec.sim.loss = v,
             ("epoch-ms", _) => spec.knobs.epoch_ms = Some(count(v)? as u64),
             ("lease-us", _) => spec.knobs.lease_us = Some(count(v)? as u64),
+            ("fsync-us", _) => {
+                if spec.runtime != crate::spec::RuntimeKind::Sim {
+                    return Err(SpecError::Invalid {
+                        flag: "--vary",
+                        value: "fsync-us".into(),
+                        allowed: "fsync-us only with --runtime sim (the simulated disk)".into(),
+                    });
+                }
+                spec.sim.fsync = count(v)? as u64 * tessera_core::ids::US
+            }
             ("commit", _) => spec.knobs.commit = Some(self.label(v)?.to_string()),
             ("isolation", _) => spec.knobs.isolation = Some(self.label(v)?.to_string()),
             (name, w) => {

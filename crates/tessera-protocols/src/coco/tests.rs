@@ -531,3 +531,19 @@ fn snapshot_blind_writes_first_committer_wins() {
         );
     }
 }
+
+#[test]
+fn timeouts_cover_the_slowest_round_trip() {
+    use tessera_core::ids::MS;
+    let lan = CocoConfig::new(Cc::PtOcc, CommitMode::Epoch);
+    let same = lan.clone().covering_round_trip(MS / 10);
+    assert_eq!(
+        (same.retransmit, same.inquire, same.epoch_timeout),
+        (lan.retransmit, lan.inquire, lan.epoch_timeout),
+        "a data center keeps the defaults"
+    );
+    let wan = lan.covering_round_trip(61 * MS);
+    assert_eq!(wan.retransmit, 122 * MS);
+    assert_eq!(wan.inquire, 244 * MS);
+    assert_eq!(wan.epoch_timeout, 244 * MS);
+}
