@@ -184,6 +184,28 @@ pub fn experiments() -> Vec<Experiment> {
     // access zipfian; snapshot isolation vs serializability.
     let coco_snapshot = coco_commit.clone();
 
+    // COCO §7.2, Figs. 5-9 (TPC-C part): NewOrder and Payment 50/50, 10%
+    // of NewOrders and 15% of Payments touching another warehouse, a
+    // warehouse per partition and a client per warehouse (§7.1.1: as many
+    // partitions as workers), 3 replicas. 300 customers a district and 10k
+    // items keep 24 warehouses x 3 replicas at ~1 GB.
+    let mut coco_tpcc = BenchSpec::new(
+        RuntimeKind::Sim,
+        "",
+        WorkloadSpec::Tpcc(TpccConfig {
+            customers: 300,
+            items: 10_000,
+            mix: Mix::NEWORDER_PAYMENT,
+            remote_neworder: tessera_workloads::tpcc::RemoteNewOrder::PerTxn(10.0),
+            remote_payment: 15.0,
+            ..TpccConfig::spec(24)
+        }),
+    );
+    coco_tpcc.clients = 24;
+    coco_tpcc.duration = 1_000 * MS;
+    coco_tpcc.warmup = 100 * MS;
+    coco_tpcc.cooldown = 50 * MS;
+
     // COCO §7.4, Fig. 11 (YCSB part): the same deployment, durable writes
     // of 1 µs → 2 ms on every node (the simulator's disk, group commit).
     let coco_durability = coco_commit.clone();
@@ -345,6 +367,21 @@ pub fn experiments() -> Vec<Experiment> {
                 name: "isolation".into(),
                 values: vec![0.0, 1.0],
             }),
+            plot: &["throughput", "commit_rate", "msgs"],
+        },
+        Experiment {
+            name: "coco-tpcc",
+            description: "COCO Figs. 5-9 (TPC-C) on sim: NewOrder + Payment 50/50, 10% / 15% \
+                          remote, 24 warehouses (one per shard, 3 replicas), 24 clients; \
+                          commit 0 = 2pc (no replication), 1 = 2pc-sync, 2 = epoch; s2pl \
+                          only at 2pc",
+            protocols: &["s2pl", "pt-occ", "lt-occ"],
+            base: coco_tpcc,
+            vary: Vary {
+                name: "commit".into(),
+                values: vec![0.0, 1.0, 2.0],
+            },
+            series: None,
             plot: &["throughput", "commit_rate", "msgs"],
         },
         Experiment {
