@@ -205,6 +205,11 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         oocc_write_unlock: a.oocc_write_unlock,
         oocc_delayed_lock: a.oocc_delayed_lock,
         lease_us: a.lease_us,
+        oocc_lease_adapt: a.oocc_lease_adapt,
+        oocc_lease_min_us: a.oocc_lease_min_us,
+        oocc_lease_max_us: a.oocc_lease_max_us,
+        oocc_lease_period_us: a.oocc_lease_period_us,
+        oocc_drift_stop: a.oocc_drift_stop,
     };
     if a.write_ratio.is_some() && !matches!(s.workload, WorkloadSpec::Counter(_)) {
         return Err(Failure::Usage(
@@ -653,6 +658,11 @@ pub fn default_comparison() -> Result<()> {
         oocc_write_unlock: None,
         oocc_delayed_lock: None,
         lease_us: None,
+        oocc_lease_adapt: None,
+        oocc_lease_min_us: None,
+        oocc_lease_max_us: None,
+        oocc_lease_period_us: None,
+        oocc_drift_stop: None,
         net: None,
         drift_ppm: None,
         repeat: 1,

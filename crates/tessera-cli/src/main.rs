@@ -315,6 +315,24 @@ pub struct RunArgs {
     /// oocc, ford-occ: the lease in µs (default 20); drtm: its shared-lock lease (default 400).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     lease_us: Option<u64>,
+    /// oocc: the Lease Manager adapts the lease so that >= 80% of read-only
+    /// transactions skip validation (on|off, default off: --lease-us stays fixed).
+    #[arg(long, value_parser = parse_on_off)]
+    oocc_lease_adapt: Option<bool>,
+    /// oocc with --oocc-lease-adapt on: the smallest lease, µs (default 2).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    oocc_lease_min_us: Option<u64>,
+    /// oocc with --oocc-lease-adapt on: the largest lease, µs (default 1000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    oocc_lease_max_us: Option<u64>,
+    /// oocc with --oocc-lease-adapt on: how often the Lease Manager polls
+    /// statistics and may adjust, µs (default 1000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    oocc_lease_period_us: Option<u64>,
+    /// oocc: a coordinator whose measured clock drift exceeds 80% of the
+    /// 1000 ppm bound stops itself (on|off, default on).
+    #[arg(long, value_parser = parse_on_off)]
+    oocc_drift_stop: Option<bool>,
     /// sim: clock drift bound in ppm: each node's clock rate is drawn within
     /// ±N ppm (OOCC §VII.B; default 0).
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=500_000), allow_negative_numbers = true)]
