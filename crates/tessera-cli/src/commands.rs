@@ -222,10 +222,11 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         || a.duplicate.is_some()
         || a.reorder.is_some()
         || a.net.is_some()
-        || a.drift_ppm.is_some();
+        || a.drift_ppm.is_some()
+        || a.drift_node.is_some();
     if sim_flags && runtime != RuntimeKind::Sim {
         return Err(Failure::Usage(
-            "--faults, --replica-faults, --loss, --duplicate, --reorder, --net and --drift-ppm \
+            "--faults, --replica-faults, --loss, --duplicate, --reorder, --net, --drift-ppm and --drift-node \
              need --runtime sim"
                 .into(),
         ));
@@ -274,6 +275,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         s.sim.reorder = a.reorder.unwrap_or(s.sim.reorder);
     }
     s.sim.drift_ppm = a.drift_ppm.unwrap_or(s.sim.drift_ppm);
+    s.sim.drift_node = a.drift_node.or(s.sim.drift_node);
     s.validate()?;
     Ok(s)
 }
@@ -665,6 +667,7 @@ pub fn default_comparison() -> Result<()> {
         oocc_drift_stop: None,
         net: None,
         drift_ppm: None,
+        drift_node: None,
         repeat: 1,
     };
     println!("tessera: YCSB (2 partitions, zipf 0.9) on the embedded cluster, 2 s per protocol");

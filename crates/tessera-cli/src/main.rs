@@ -337,6 +337,11 @@ pub struct RunArgs {
     /// ±N ppm (OOCC §VII.B; default 0).
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=500_000), allow_negative_numbers = true)]
     drift_ppm: Option<u32>,
+    /// sim: node N's clock runs exactly PPM ppm fast (negative: slow),
+    /// overriding --drift-ppm for it: `N:PPM`, PPM in -999999..=1000000
+    /// (a faulty oscillator, for OOCC's drift stop switch).
+    #[arg(long, value_parser = parse_drift_node, allow_negative_numbers = true)]
+    drift_node: Option<(u32, i64)>,
     /// sim: network preset: dc (100 µs round trips) or rdma (2-3 µs, OOCC §VIII.A).
     #[arg(long)]
     net: Option<String>,
@@ -375,6 +380,18 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
         "on" => Ok(true),
         "off" => Ok(false),
         _ => Err(format!("'{s}' is not on or off")),
+    }
+}
+
+fn parse_drift_node(s: &str) -> Result<(u32, i64), String> {
+    let bad = || format!("'{s}' is not NODE:PPM with PPM in -999999..=1000000");
+    let (n, p) = s.split_once(':').ok_or_else(bad)?;
+    let n: u32 = n.parse().map_err(|_| bad())?;
+    let p: i64 = p.parse().map_err(|_| bad())?;
+    if (-999_999..=1_000_000).contains(&p) {
+        Ok((n, p))
+    } else {
+        Err(bad())
     }
 }
 

@@ -151,7 +151,8 @@ mod tests {
     #[test]
     fn drift_beyond_the_bound_is_caught_fast_when_large_and_eventually_when_small() {
         for ppm in [100_000, -100_000] {
-            let v = run(ppm, 3_000, 20_000, 3);
+            // One sync period (50 µs) after the first sample.
+            let v = run(ppm, 3_000, 50_000, 3);
             assert!(matches!(v[1], Verdict::Beyond { .. }), "{ppm}: {v:?}");
         }
         // 1500 ppm: caught once the span is long enough for the precision.

@@ -249,21 +249,28 @@ impl LeaseManager {
         self.adapt.as_ref().map(|a| a.period)
     }
 
-    /// One period passed: adjust to what the last period's statistics ask
-    /// for, poll the next period's, and resend the running phase to the
-    /// coordinators that have not acknowledged it.
+    /// One period passed: poll the next period's statistics, resend the
+    /// running phase to the coordinators that have not acknowledged it, and
+    /// adjust to what the last period's statistics ask for.
     pub fn tick(&mut self, out: &mut Vec<Action>) {
         let Some(cfg) = &self.adapt else {
             return;
         };
-        if let Some(new) = proposal(&self.merged, self.lease, cfg) {
-            self.begin(new, out);
-        }
+        let proposed = proposal(&self.merged, self.lease, cfg);
         self.merged = RoStats::default();
         self.round += 1;
         for &c in &self.coordinators {
             out.push(Action::Send(c, LeaseMsg::Poll { round: self.round }));
         }
+        self.resend(out);
+        if let Some(new) = proposed {
+            self.begin(new, out);
+        }
+    }
+
+    /// Resend the running phase to the coordinators that have not
+    /// acknowledged it.
+    fn resend(&self, out: &mut Vec<Action>) {
         let epoch = self.epoch;
         match &self.adjust {
             Adjust::Prepare { old, new, waiting } => {
