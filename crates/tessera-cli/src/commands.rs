@@ -276,6 +276,15 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     }
     s.sim.drift_ppm = a.drift_ppm.unwrap_or(s.sim.drift_ppm);
     s.sim.drift_node = a.drift_node.or(s.sim.drift_node);
+    if let Some((node, _)) = s.sim.drift_node {
+        let nodes = tessera_harness::deploy::topology(&s).nodes.len();
+        if node as usize >= nodes {
+            return Err(Failure::Usage(format!(
+                "--drift-node {node}: the deployment has nodes 0 to {}",
+                nodes - 1
+            )));
+        }
+    }
     s.validate()?;
     Ok(s)
 }

@@ -535,15 +535,19 @@ fn lease_adapt(
     a.min = k.oocc_lease_min_us.map_or(a.min, |us| us.saturating_mul(US));
     a.max = k.oocc_lease_max_us.map_or(a.max, |us| us.saturating_mul(US));
     a.period = k.oocc_lease_period_us.map_or(a.period, |us| us.saturating_mul(US));
-    if a.min > a.max || !(a.min..=a.max).contains(&start) {
-        return Err(SpecError::Invalid {
-            flag: "--oocc-lease-min-us",
-            value: format!("{} (max {})", a.min / US, a.max / US),
-            allowed: format!(
-                "min <= the lease ({} µs) <= max",
-                start.div_ceil(US)
-            ),
-        });
+    let bound = |flag, v: tessera_core::ids::Time| SpecError::Invalid {
+        flag,
+        value: (v / US).to_string(),
+        allowed: format!(
+            "bounds around the starting lease: min <= {} µs (--lease-us) <= max",
+            start.div_ceil(US)
+        ),
+    };
+    if a.min > start {
+        return Err(bound("--oocc-lease-min-us", a.min));
+    }
+    if a.max < start {
+        return Err(bound("--oocc-lease-max-us", a.max));
     }
     Ok(Some(a))
 }

@@ -102,9 +102,10 @@ fn oocc_is_strictly_serializable_under_contention() {
 /// contention, reordering and drift; a fifth of the seeds each.
 #[test]
 fn lease_adjustments_are_strictly_serializable() {
+    let n = (seeds() / 5).max(1);
     let mut adjustments = [0, 0];
     for (i, start_us) in [2, 60].into_iter().enumerate() {
-        for seed in 0..(seeds() / 5).max(1) {
+        for seed in 0..n {
             let mut s = spec("oocc", seed);
             s.knobs.lease_us = Some(start_us);
             s.knobs.oocc_lease_adapt = Some(true);
@@ -126,8 +127,11 @@ fn lease_adjustments_are_strictly_serializable() {
             }
         }
     }
-    eprintln!("ADJ {adjustments:?}");
-    assert!(adjustments[0] > 0 && adjustments[1] > 0, "{adjustments:?}");
+    // Most runs adjusted (all 40 of 40 each, at the default seed count).
+    assert!(
+        adjustments.iter().all(|&a| 2 * a > n),
+        "{adjustments:?} of {n}"
+    );
 }
 
 /// Drift beyond the bound (§VII.B): the second client host's clock runs at

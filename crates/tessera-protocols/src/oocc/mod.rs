@@ -23,6 +23,17 @@
 //! `ford-occ` is this coordinator with the lease, write unlock and delayed
 //! write lock off: execute + CAS lock, validate + undo log, commit, release.
 //!
+//! With leases on, the first client host also runs the **Lease Manager**
+//! ([`manager`], §VII.A): it changes the coordinators' leases in two phases
+//! (Prepare to the intermediate state of Table II, a drain, Commit), so
+//! that no read-validate lease ever exceeds a write-wait lease
+//! (Properties 1–2), and with `--oocc-lease-adapt on` polls read-only
+//! statistics and moves the lease toward 80% of read-only transactions
+//! skipping validation. Its host's clock is the reference: every other
+//! coordinator measures its drift against it ([`drift`], §VII.B), starts
+//! transactions only once measured, and stops itself when its drift is
+//! certainly above 80% of the 1000 ppm bound.
+//!
 //! Deviations: read-write transactions always validate their reads (those
 //! not covered by their own locks). Algorithm 1 lets them skip it within the
 //! lease, but two read-write transactions that each read what the other
@@ -34,9 +45,13 @@
 //! our seed tests caught as a cycle); with the lease on, the write-wait
 //! lease that follows the upgrade hides the extra round. Inserts are not supported
 //! (records are found, never allocated), nor is recovery from the logs.
-//! Lease adjustment (§VII.A) is not implemented: the lease is fixed. The
-//! drift offset is applied (§VII.B) but no node measures its drift or stops
-//! itself.
+//! The Lease Manager's drain waits out the larger lease, not the old one
+//! (see [`manager`]); it reads statistics by messages to the coordinators,
+//! not RPC to a shared per-machine lease word, and sits on a client host
+//! (the topology has no role for it), which never stops for drift since
+//! its clock is the reference. A stopped coordinator still answers the
+//! Lease Manager (it runs nothing a lease could make unsafe), and the drift
+//! is measured against one host's clock, not PTP's grandmaster.
 
 pub mod coordinator;
 pub mod drift;
