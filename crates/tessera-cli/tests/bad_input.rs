@@ -271,11 +271,25 @@ fn check_workload_tpcc_needs_no_merge() {
 #[test]
 fn oocc_lease_and_drift_knobs_are_checked() {
     let base = [
-        "bench", "--runtime", "sim", "--net", "rdma", "--protocol", "oocc", "--workload", "ycsb",
-        "--shards", "2", "--duration", "1ms",
+        "bench",
+        "--runtime",
+        "sim",
+        "--net",
+        "rdma",
+        "--protocol",
+        "oocc",
+        "--workload",
+        "ycsb",
+        "--shards",
+        "2",
+        "--duration",
+        "1ms",
     ];
     let with = |extra: &[&'static str]| [&base[..], extra].concat();
-    rejects(&with(&["--oocc-lease-min-us", "5"]), "--oocc-lease-adapt on");
+    rejects(
+        &with(&["--oocc-lease-min-us", "5"]),
+        "--oocc-lease-adapt on",
+    );
     rejects(
         &with(&["--oocc-lease-adapt", "on", "--oocc-lease-min-us", "30"]),
         "--oocc-lease-min-us",
@@ -297,7 +311,13 @@ fn oocc_lease_and_drift_knobs_are_checked() {
     rejects(&with(&["--drift-node", "99:5"]), "--drift-node");
     rejects(
         &[
-            "bench", "--protocol", "drtm", "--workload", "ycsb", "--oocc-drift-stop", "off",
+            "bench",
+            "--protocol",
+            "drtm",
+            "--workload",
+            "ycsb",
+            "--oocc-drift-stop",
+            "off",
         ],
         "--oocc-drift-stop",
     );

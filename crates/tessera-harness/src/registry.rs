@@ -532,9 +532,15 @@ fn lease_adapt(
         });
     }
     let mut a = AdaptConfig::default();
-    a.min = k.oocc_lease_min_us.map_or(a.min, |us| us.saturating_mul(US));
-    a.max = k.oocc_lease_max_us.map_or(a.max, |us| us.saturating_mul(US));
-    a.period = k.oocc_lease_period_us.map_or(a.period, |us| us.saturating_mul(US));
+    a.min = k
+        .oocc_lease_min_us
+        .map_or(a.min, |us| us.saturating_mul(US));
+    a.max = k
+        .oocc_lease_max_us
+        .map_or(a.max, |us| us.saturating_mul(US));
+    a.period = k
+        .oocc_lease_period_us
+        .map_or(a.period, |us| us.saturating_mul(US));
     let bound = |flag, v: tessera_core::ids::Time| SpecError::Invalid {
         flag,
         value: (v / US).to_string(),

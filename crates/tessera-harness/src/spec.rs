@@ -197,7 +197,10 @@ impl Knobs {
             ("--oocc-lease-adapt", self.oocc_lease_adapt.is_some()),
             ("--oocc-lease-min-us", self.oocc_lease_min_us.is_some()),
             ("--oocc-lease-max-us", self.oocc_lease_max_us.is_some()),
-            ("--oocc-lease-period-us", self.oocc_lease_period_us.is_some()),
+            (
+                "--oocc-lease-period-us",
+                self.oocc_lease_period_us.is_some(),
+            ),
             ("--oocc-drift-stop", self.oocc_drift_stop.is_some()),
         ];
         for (f, set) in flags {

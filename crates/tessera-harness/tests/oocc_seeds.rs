@@ -122,7 +122,11 @@ fn lease_adjustments_are_strictly_serializable() {
             if out.row.counters["lease_adjustments"] > 0 {
                 adjustments[i] += 1;
                 // Grown from 2 µs, shrunk from 60 µs.
-                let moved = if start_us == 2 { lease > 2 * US } else { lease < 60 * US };
+                let moved = if start_us == 2 {
+                    lease > 2 * US
+                } else {
+                    lease < 60 * US
+                };
                 assert!(moved, "seed {seed}: lease {lease} ns from {start_us} µs");
             }
         }
@@ -185,7 +189,10 @@ fn drift_beyond_the_bound_is_caught_unless_the_node_stops() {
             out.check
         );
         assert_eq!(c["drift_stops"], 1, "seed {seed}: {c:?}");
-        assert!(c["stopped_aborts"] > 0 && out.row.committed > 0, "seed {seed}: {c:?}");
+        assert!(
+            c["stopped_aborts"] > 0 && out.row.committed > 0,
+            "seed {seed}: {c:?}"
+        );
     }
 }
 

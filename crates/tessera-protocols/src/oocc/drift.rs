@@ -40,7 +40,9 @@ pub enum Verdict {
     Calibrating,
     Within,
     /// The drift is at least this many ppm (beyond the stop threshold).
-    Beyond { ppm: f64 },
+    Beyond {
+        ppm: f64,
+    },
 }
 
 pub struct DriftMeter {
@@ -142,7 +144,10 @@ mod tests {
     fn drift_within_the_bound_calibrates_and_never_stops() {
         for ppm in [0, 500, -500, 790] {
             let v = run(ppm, 3_000, 20_000, 200);
-            assert!(v.iter().all(|x| !matches!(x, Verdict::Beyond { .. })), "{ppm}");
+            assert!(
+                v.iter().all(|x| !matches!(x, Verdict::Beyond { .. })),
+                "{ppm}"
+            );
             assert_eq!(*v.last().unwrap(), Verdict::Within, "{ppm}");
             assert_eq!(v[1], Verdict::Calibrating, "before the calibration span");
         }

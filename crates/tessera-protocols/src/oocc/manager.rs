@@ -41,19 +41,39 @@ use tessera_core::ids::{NodeId, Time, MS, US};
 #[derive(Clone, Debug, PartialEq)]
 pub enum LeaseMsg {
     /// Manager → coordinators: adjustment `epoch`, phase one (Table II).
-    Prepare { epoch: u64, old: Time, new: Time },
+    Prepare {
+        epoch: u64,
+        old: Time,
+        new: Time,
+    },
     /// Manager → coordinators: adjustment `epoch`, phase two (Table III).
-    Commit { epoch: u64, new: Time },
+    Commit {
+        epoch: u64,
+        new: Time,
+    },
     /// Coordinator → manager: `stage` of `epoch` applied.
-    Ack { epoch: u64, stage: Stage },
+    Ack {
+        epoch: u64,
+        stage: Stage,
+    },
     /// Manager → coordinators: send the statistics gathered since the last
     /// poll.
-    Poll { round: u64 },
-    Stats { round: u64, stats: RoStats },
+    Poll {
+        round: u64,
+    },
+    Stats {
+        round: u64,
+        stats: RoStats,
+    },
     /// Coordinator → the reference clock's node: a time request (§VII.B).
-    Sync { seq: u64 },
+    Sync {
+        seq: u64,
+    },
     /// The reference clock's reading when it answered.
-    SyncReply { seq: u64, time: Time },
+    SyncReply {
+        seq: u64,
+        time: Time,
+    },
 }
 
 impl LeaseMsg {
@@ -173,13 +193,9 @@ pub fn proposal(stats: &RoStats, lease: Time, cfg: &AdaptConfig) -> Option<Time>
     // The read-validate lease of `want` (want - its offset) is ≥ `window`.
     let want = (window + 1 + 2 * offset(window)).clamp(cfg.min, cfg.max);
     let skipped = stats.skipped as f64 / stats.decided as f64;
-    if skipped < cfg.target && want > lease {
-        Some(want)
-    } else if want < lease && want.saturating_mul(2) <= lease {
-        Some(want)
-    } else {
-        None
-    }
+    let grow = skipped < cfg.target && want > lease;
+    let shrink = want < lease && want.saturating_mul(2) <= lease;
+    (grow || shrink).then_some(want)
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -372,7 +388,22 @@ mod tests {
     #[test]
     fn buckets_bound_their_windows() {
         let mut last = 0;
-        for d in [0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 1_000, 2_500, 20_000, 1 << 40] {
+        for d in [
+            0,
+            1,
+            3,
+            4,
+            5,
+            7,
+            8,
+            9,
+            15,
+            16,
+            1_000,
+            2_500,
+            20_000,
+            1 << 40,
+        ] {
             let b = bucket(d);
             assert!(d < upper(b), "{d} in bucket {b} < {}", upper(b));
             assert!(b >= last);
@@ -446,9 +477,11 @@ mod tests {
         m.on_ack(NodeId(2), 1, Stage::Commit, &mut out);
         m.wake(&mut out);
         let s = sends(&out);
-        assert!(s
-            .iter()
-            .all(|(_, msg)| *msg == LeaseMsg::Commit { epoch: 1, new: 20 * US }));
+        assert!(s.iter().all(|(_, msg)| *msg
+            == LeaseMsg::Commit {
+                epoch: 1,
+                new: 20 * US
+            }));
         assert_eq!(s.len(), 2);
         assert_eq!(m.lease(), 4 * US);
         m.on_ack(NodeId(1), 1, Stage::Commit, &mut out);
