@@ -461,4 +461,24 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn one_node_can_drift_beyond_the_bound() {
+        let cfg = SimConfig {
+            drift_ppm: 1_000,
+            drift_node: Some((3, -900_000)),
+            ..SimConfig::default()
+        };
+        assert_eq!(drift(&cfg, 7, 3), -900_000);
+        assert!((0..3).all(|i| drift(&cfg, 7, i).abs() <= 1_000));
+        assert_eq!(local_time(1_000_000, -900_000), 100_000);
+        let bad = SimConfig {
+            drift_node: Some((0, -1_000_000)),
+            ..SimConfig::default()
+        };
+        assert!(matches!(
+            bad.validate(),
+            Err(SimConfigError::DriftNode { .. })
+        ));
+    }
 }

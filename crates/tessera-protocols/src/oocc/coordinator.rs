@@ -21,13 +21,13 @@ use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId};
 use tessera_core::node::{Ctx, Node, NodeReport};
 use tessera_core::protocol::{Coordinator, CoordinatorEnv};
 use tessera_core::txn::{AbortReason, Attempt, TxnOutcome};
+use tessera_core::FastMap;
 
 /// The Lease Manager's period, its drain, and the clock synchronization
 /// (lease waits are numbered from 1, far below).
 const TICK: TimerId = TimerId(1 << 62);
 const DRAIN: TimerId = TimerId((1 << 62) + 1);
 const SYNC: TimerId = TimerId((1 << 62) + 2);
-use tessera_core::FastMap;
 
 type Round = client::Round<Purpose>;
 
