@@ -206,6 +206,11 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         oocc_write_unlock: a.oocc_write_unlock,
         oocc_delayed_lock: a.oocc_delayed_lock,
         lease_us: a.lease_us,
+        oocc_lease_adapt: a.oocc_lease_adapt,
+        oocc_lease_min_us: a.oocc_lease_min_us,
+        oocc_lease_max_us: a.oocc_lease_max_us,
+        oocc_lease_period_us: a.oocc_lease_period_us,
+        oocc_drift_stop: a.oocc_drift_stop,
     };
     if a.write_ratio.is_some() && !matches!(s.workload, WorkloadSpec::Counter(_)) {
         return Err(Failure::Usage(
@@ -219,11 +224,12 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         || a.reorder.is_some()
         || a.net.is_some()
         || a.drift_ppm.is_some()
-        || a.fsync_us.is_some();
+        || a.fsync_us.is_some()
+        || a.drift_node.is_some();
     if sim_flags && runtime != RuntimeKind::Sim {
         return Err(Failure::Usage(
-            "--faults, --replica-faults, --loss, --duplicate, --reorder, --net, --drift-ppm and \
-             --fsync-us need --runtime sim"
+            "--faults, --replica-faults, --loss, --duplicate, --reorder, --net, --drift-ppm, \
+             --drift-node and --fsync-us need --runtime sim"
                 .into(),
         ));
     }
@@ -273,6 +279,16 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     s.sim.drift_ppm = a.drift_ppm.unwrap_or(s.sim.drift_ppm);
     if let Some(us) = a.fsync_us {
         s.sim.fsync = us * tessera_core::ids::US;
+    }
+    s.sim.drift_node = a.drift_node.or(s.sim.drift_node);
+    if let Some((node, _)) = s.sim.drift_node {
+        let nodes = tessera_harness::deploy::topology(&s).nodes.len();
+        if node as usize >= nodes {
+            return Err(Failure::Usage(format!(
+                "--drift-node {node}: the deployment has nodes 0 to {}",
+                nodes - 1
+            )));
+        }
     }
     s.validate()?;
     Ok(s)
@@ -666,9 +682,15 @@ pub fn default_comparison() -> Result<()> {
         oocc_write_unlock: None,
         oocc_delayed_lock: None,
         lease_us: None,
+        oocc_lease_adapt: None,
+        oocc_lease_min_us: None,
+        oocc_lease_max_us: None,
+        oocc_lease_period_us: None,
+        oocc_drift_stop: None,
         net: None,
         drift_ppm: None,
         fsync_us: None,
+        drift_node: None,
         repeat: 1,
     };
     println!("tessera: YCSB (2 partitions, zipf 0.9) on the embedded cluster, 2 s per protocol");

@@ -320,6 +320,24 @@ pub struct RunArgs {
     /// oocc, ford-occ: the lease in µs (default 20); drtm: its shared-lock lease (default 400).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     lease_us: Option<u64>,
+    /// oocc: the Lease Manager adapts the lease so that >= 80% of read-only
+    /// transactions skip validation (on|off, default off: --lease-us stays fixed).
+    #[arg(long, value_parser = parse_on_off)]
+    oocc_lease_adapt: Option<bool>,
+    /// oocc with --oocc-lease-adapt on: the smallest lease, µs (default 2).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    oocc_lease_min_us: Option<u64>,
+    /// oocc with --oocc-lease-adapt on: the largest lease, µs (default 1000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    oocc_lease_max_us: Option<u64>,
+    /// oocc with --oocc-lease-adapt on: how often the Lease Manager polls
+    /// statistics and may adjust, µs (default 1000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    oocc_lease_period_us: Option<u64>,
+    /// oocc: a coordinator whose measured clock drift exceeds 80% of the
+    /// 1000 ppm bound stops itself (on|off, default on).
+    #[arg(long, value_parser = parse_on_off)]
+    oocc_drift_stop: Option<bool>,
     /// sim: clock drift bound in ppm: each node's clock rate is drawn within
     /// ±N ppm (OOCC §VII.B; default 0).
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=500_000), allow_negative_numbers = true)]
@@ -328,6 +346,11 @@ pub struct RunArgs {
     /// in µs (default 100; COCO §7.4 sweeps 1 → 2,000).
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000), allow_negative_numbers = true)]
     fsync_us: Option<u64>,
+    /// sim: node N's clock runs exactly PPM ppm fast (negative: slow),
+    /// overriding --drift-ppm for it: `N:PPM`, PPM in -999999..=1000000
+    /// (a faulty oscillator, for OOCC's drift stop switch).
+    #[arg(long, value_parser = parse_drift_node, allow_negative_numbers = true)]
+    drift_node: Option<(u32, i64)>,
     /// sim: network preset: dc (100 µs round trips) or rdma (2-3 µs, OOCC §VIII.A).
     #[arg(long)]
     net: Option<String>,
@@ -366,6 +389,18 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
         "on" => Ok(true),
         "off" => Ok(false),
         _ => Err(format!("'{s}' is not on or off")),
+    }
+}
+
+fn parse_drift_node(s: &str) -> Result<(u32, i64), String> {
+    let bad = || format!("'{s}' is not NODE:PPM with PPM in -999999..=1000000");
+    let (n, p) = s.split_once(':').ok_or_else(bad)?;
+    let n: u32 = n.parse().map_err(|_| bad())?;
+    let p: i64 = p.parse().map_err(|_| bad())?;
+    if (-999_999..=1_000_000).contains(&p) {
+        Ok((n, p))
+    } else {
+        Err(bad())
     }
 }
 

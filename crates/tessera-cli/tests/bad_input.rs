@@ -315,3 +315,61 @@ fn check_workload_tpcc_needs_no_merge() {
         assert!(stdout.contains("no piece needs merging"), "{stdout}");
     }
 }
+
+/// OOCC's Lease Manager and drift knobs: bounds only with adaptation,
+/// around the starting lease; adaptation needs leases; `--drift-node`
+/// names an existing node and a positive clock rate.
+#[test]
+fn oocc_lease_and_drift_knobs_are_checked() {
+    let base = [
+        "bench",
+        "--runtime",
+        "sim",
+        "--net",
+        "rdma",
+        "--protocol",
+        "oocc",
+        "--workload",
+        "ycsb",
+        "--shards",
+        "2",
+        "--duration",
+        "1ms",
+    ];
+    let with = |extra: &[&'static str]| [&base[..], extra].concat();
+    rejects(
+        &with(&["--oocc-lease-min-us", "5"]),
+        "--oocc-lease-adapt on",
+    );
+    rejects(
+        &with(&["--oocc-lease-adapt", "on", "--oocc-lease-min-us", "30"]),
+        "--oocc-lease-min-us",
+    );
+    rejects(
+        &with(&["--oocc-lease-adapt", "on", "--oocc-lease-max-us", "10"]),
+        "--oocc-lease-max-us",
+    );
+    rejects(
+        &with(&["--oocc-lease-adapt", "on", "--oocc-lease-period-us", "0"]),
+        "--oocc-lease-period-us",
+    );
+    rejects(
+        &with(&["--oocc-lease-adapt", "on", "--oocc-lease", "off"]),
+        "--oocc-lease-adapt",
+    );
+    rejects(&with(&["--oocc-drift-stop", "maybe"]), "--oocc-drift-stop");
+    rejects(&with(&["--drift-node", "3:-1000000"]), "--drift-node");
+    rejects(&with(&["--drift-node", "99:5"]), "--drift-node");
+    rejects(
+        &[
+            "bench",
+            "--protocol",
+            "drtm",
+            "--workload",
+            "ycsb",
+            "--oocc-drift-stop",
+            "off",
+        ],
+        "--oocc-drift-stop",
+    );
+}

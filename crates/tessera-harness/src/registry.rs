@@ -18,7 +18,7 @@ use tessera_protocols::janus::{Janus, JanusConfig};
 use tessera_protocols::layered::{OccPaxos, PaxosLogConfig, TwoPlPaxos};
 use tessera_protocols::nocc::{Nocc, NoccConfig};
 use tessera_protocols::occ::{OccConfig, OccProtocol};
-use tessera_protocols::oocc::{Oocc, OoccConfig};
+use tessera_protocols::oocc::{AdaptConfig, Oocc, OoccConfig};
 use tessera_protocols::paxos::PaxosConfig;
 use tessera_protocols::rococo::{Rococo, RococoConfig};
 use tessera_protocols::tapir::{Tapir, TapirConfig};
@@ -505,9 +505,10 @@ fn s2pl<X: Clone>(spec: &BenchSpec, config: X) -> Result<(X, BenchSpec), SpecErr
     Ok((config, spec.clone()))
 }
 
-/// OOCC's configuration: `base` with the ablation flags and the lease the
-/// spec sets. Only the OOCC knobs apply; memory nodes hold no inserted
-/// records, so TPC-C (which inserts) is refused.
+/// OOCC's configuration: `base` with the ablation flags, the lease, its
+/// adaptation and the drift stop switch the spec sets. Only the OOCC knobs
+/// apply; memory nodes hold no inserted records, so TPC-C (which inserts)
+/// is refused.
 fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), SpecError> {
     on_memory_nodes(
         spec,
@@ -516,6 +517,11 @@ fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), S
             "--oocc-write-unlock",
             "--oocc-delayed-lock",
             "--lease-us",
+            "--oocc-lease-adapt",
+            "--oocc-lease-min-us",
+            "--oocc-lease-max-us",
+            "--oocc-lease-period-us",
+            "--oocc-drift-stop",
         ],
     )?;
     let k = &spec.knobs;
@@ -523,10 +529,82 @@ fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), S
     config.lease = k.oocc_lease.unwrap_or(config.lease);
     config.write_unlock = k.oocc_write_unlock.unwrap_or(config.write_unlock);
     config.delayed_lock = k.oocc_delayed_lock.unwrap_or(config.delayed_lock);
-    if let Some(ns) = lease_ns(spec)? {
-        config = config.with_lease(ns);
-    }
+    config.drift_stop = k.oocc_drift_stop.unwrap_or(config.drift_stop);
+    config.lease_ns = lease_ns(spec)?.unwrap_or(config.lease_ns);
+    config.adapt = lease_adapt(spec, config.lease, config.lease_ns)?;
     Ok((config, spec.clone()))
+}
+
+/// The Lease Manager's adaptation (§VII.A), off unless `--oocc-lease-adapt
+/// on`: its bounds and period apply only with it, and the starting lease
+/// must lie within the bounds.
+fn lease_adapt(
+    spec: &BenchSpec,
+    lease: bool,
+    start: tessera_core::ids::Time,
+) -> Result<Option<AdaptConfig>, SpecError> {
+    use tessera_core::ids::US;
+    let k = &spec.knobs;
+    let on_flag = k.oocc_lease_adapt == Some(true);
+    let knobs = [
+        ("--oocc-lease-min-us", k.oocc_lease_min_us),
+        ("--oocc-lease-max-us", k.oocc_lease_max_us),
+        ("--oocc-lease-period-us", k.oocc_lease_period_us),
+    ];
+    for (flag, v) in knobs {
+        match v {
+            Some(v) if !on_flag => {
+                return Err(SpecError::Invalid {
+                    flag,
+                    value: v.to_string(),
+                    allowed: "only with --oocc-lease-adapt on".into(),
+                })
+            }
+            Some(0) => {
+                return Err(SpecError::Invalid {
+                    flag,
+                    value: "0".into(),
+                    allowed: "1 or more microseconds".into(),
+                })
+            }
+            _ => {}
+        }
+    }
+    if !on_flag {
+        return Ok(None);
+    }
+    if !lease {
+        return Err(SpecError::Invalid {
+            flag: "--oocc-lease-adapt",
+            value: "on".into(),
+            allowed: "off when leases are off (--oocc-lease off, ford-occ)".into(),
+        });
+    }
+    let mut a = AdaptConfig::default();
+    a.min = k
+        .oocc_lease_min_us
+        .map_or(a.min, |us| us.saturating_mul(US));
+    a.max = k
+        .oocc_lease_max_us
+        .map_or(a.max, |us| us.saturating_mul(US));
+    a.period = k
+        .oocc_lease_period_us
+        .map_or(a.period, |us| us.saturating_mul(US));
+    let bound = |flag, v: tessera_core::ids::Time| SpecError::Invalid {
+        flag,
+        value: (v / US).to_string(),
+        allowed: format!(
+            "bounds around the starting lease: min <= {} µs (--lease-us) <= max",
+            start.div_ceil(US)
+        ),
+    };
+    if a.min > start {
+        return Err(bound("--oocc-lease-min-us", a.min));
+    }
+    if a.max < start {
+        return Err(bound("--oocc-lease-max-us", a.max));
+    }
+    Ok(Some(a))
 }
 
 /// DrTM's configuration: `--lease-us` sets its shared-lock lease (400 µs

@@ -169,13 +169,22 @@ pub struct Knobs {
     pub oocc_delayed_lock: Option<bool>,
     /// OOCC: the lease, µs.
     pub lease_us: Option<u64>,
+    /// OOCC: the Lease Manager adapts the lease (§VII.A).
+    pub oocc_lease_adapt: Option<bool>,
+    /// OOCC: the adapted lease's bounds and the adjustment period, µs.
+    pub oocc_lease_min_us: Option<u64>,
+    pub oocc_lease_max_us: Option<u64>,
+    pub oocc_lease_period_us: Option<u64>,
+    /// OOCC: a coordinator whose clock drifts beyond the bound stops
+    /// itself (§VII.B).
+    pub oocc_drift_stop: Option<bool>,
 }
 
 impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 12] = [
+        let flags: [(&'static str, bool); 17] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
@@ -188,6 +197,14 @@ impl Knobs {
             ("--oocc-write-unlock", self.oocc_write_unlock.is_some()),
             ("--oocc-delayed-lock", self.oocc_delayed_lock.is_some()),
             ("--lease-us", self.lease_us.is_some()),
+            ("--oocc-lease-adapt", self.oocc_lease_adapt.is_some()),
+            ("--oocc-lease-min-us", self.oocc_lease_min_us.is_some()),
+            ("--oocc-lease-max-us", self.oocc_lease_max_us.is_some()),
+            (
+                "--oocc-lease-period-us",
+                self.oocc_lease_period_us.is_some(),
+            ),
+            ("--oocc-drift-stop", self.oocc_drift_stop.is_some()),
         ];
         for (f, set) in flags {
             if set {

@@ -51,6 +51,10 @@ pub struct SimConfig {
     /// rate drawn from the seed in `[1 - d, 1 + d]` (OOCC §VII.B). Nodes
     /// read their own clock; history timestamps use the simulator's.
     pub drift_ppm: u32,
+    /// One node whose clock runs at exactly `1 + ppm / 10^6` instead (a
+    /// single faulty oscillator, beyond any bound: OOCC §VII.B's stop
+    /// switch is tested with it). `ppm` lies in `(-10^6, 10^6]`.
+    pub drift_node: Option<(u32, i64)>,
 }
 
 impl Default for SimConfig {
@@ -71,6 +75,7 @@ impl Default for SimConfig {
             partitions: Vec::new(),
             crashes: Vec::new(),
             drift_ppm: 0,
+            drift_node: None,
         }
     }
 }
@@ -119,6 +124,8 @@ pub enum SimConfigError {
     Site { node: u32, site: u32, sites: usize },
     #[error("sim: fault names node {node}, but the deployment has {nodes} nodes")]
     Node { node: u32, nodes: usize },
+    #[error("sim: drift of node {node} is {ppm} ppm; a clock rate needs more than -1000000")]
+    DriftNode { node: u32, ppm: i64 },
 }
 
 impl SimConfig {
@@ -139,6 +146,11 @@ impl SimConfig {
                 row: 0,
                 cols: 0,
             });
+        }
+        if let Some((node, ppm)) = self.drift_node {
+            if !(-999_999..=1_000_000).contains(&ppm) {
+                return Err(SimConfigError::DriftNode { node, ppm });
+            }
         }
         for (name, value) in [
             ("loss", self.loss),

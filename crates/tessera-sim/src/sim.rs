@@ -133,6 +133,14 @@ pub fn run<M: Clone + WireSize + 'static>(
 ) -> Result<RunOutput<M>, SimConfigError> {
     cfg.validate()?;
     let topology = dep.topology.clone();
+    if let Some((node, _)) = cfg.drift_node {
+        if node as usize >= topology.nodes.len() {
+            return Err(SimConfigError::Node {
+                node,
+                nodes: topology.nodes.len(),
+            });
+        }
+    }
     let sites = cfg.latency.len();
     let mut slots: Vec<Slot<M>> = Vec::with_capacity(dep.factories.len());
     for (i, factory) in dep.factories.into_iter().enumerate() {
@@ -248,9 +256,13 @@ fn global_time(at: Time, ppm: i64) -> Time {
     ((at as i128 * 1_000_000 + rate - 1) / rate).clamp(0, Time::MAX as i128) as Time
 }
 
-/// Node `i`'s clock drift, drawn from the seed within the bound.
+/// Node `i`'s clock drift, drawn from the seed within the bound (or fixed
+/// by [`SimConfig::drift_node`]).
 fn drift(cfg: &SimConfig, seed: u64, i: usize) -> i64 {
     use rand::Rng;
+    if let Some((_, ppm)) = cfg.drift_node.filter(|(n, _)| *n as usize == i) {
+        return ppm;
+    }
     if cfg.drift_ppm == 0 {
         return 0;
     }
@@ -448,5 +460,25 @@ mod tests {
                 assert!(g == 0 || local_time(g - 1, ppm) < at, "{ppm} {at}");
             }
         }
+    }
+
+    #[test]
+    fn one_node_can_drift_beyond_the_bound() {
+        let cfg = SimConfig {
+            drift_ppm: 1_000,
+            drift_node: Some((3, -900_000)),
+            ..SimConfig::default()
+        };
+        assert_eq!(drift(&cfg, 7, 3), -900_000);
+        assert!((0..3).all(|i| drift(&cfg, 7, i).abs() <= 1_000));
+        assert_eq!(local_time(1_000_000, -900_000), 100_000);
+        let bad = SimConfig {
+            drift_node: Some((0, -1_000_000)),
+            ..SimConfig::default()
+        };
+        assert!(matches!(
+            bad.validate(),
+            Err(SimConfigError::DriftNode { .. })
+        ));
     }
 }

@@ -125,8 +125,8 @@ impl<P> Endpoint<P> {
         match msg {
             Msg::Connected(g) => Incoming::Start(self.on_connected(from, g)),
             Msg::Done { id, results } => Incoming::Done(id, results),
-            Msg::Connect | Msg::Batch { .. } => {
-                tracing::warn!(?from, "coordinator got a request");
+            Msg::Connect | Msg::Batch { .. } | Msg::Lease(_) => {
+                tracing::warn!(?from, "coordinator got a message it does not serve");
                 Incoming::Nothing
             }
         }

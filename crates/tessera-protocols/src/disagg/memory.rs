@@ -115,8 +115,8 @@ impl Node<Msg> for MemoryNode {
                     ctx.send(from, Msg::Done { id, results });
                 }
             }
-            Msg::Connected(_) | Msg::Done { .. } => {
-                tracing::warn!(?from, "memory node got an answer");
+            Msg::Connected(_) | Msg::Done { .. } | Msg::Lease(_) => {
+                tracing::warn!(?from, "memory node got a message for compute nodes");
             }
         }
     }

@@ -98,6 +98,9 @@ pub enum Msg {
         id: u64,
         results: Vec<VerbResult>,
     },
+    /// Between compute nodes: OOCC's Lease Manager and clock
+    /// synchronization (§VII); memory nodes never see it.
+    Lease(crate::oocc::manager::LeaseMsg),
 }
 
 const HEADER: usize = 1 + 8;
@@ -152,6 +155,7 @@ impl WireSize for Msg {
                 Msg::Connected(_) => 2 * 4,
                 Msg::Batch { verbs, .. } => verbs.iter().map(Verb::wire_size).sum(),
                 Msg::Done { results, .. } => results.iter().map(VerbResult::wire_size).sum(),
+                Msg::Lease(m) => m.wire_size(),
             }
     }
 }

@@ -8,18 +8,26 @@
 //! address is not in the machine's address cache is first located by
 //! reading its bucket (§VIII.A).
 
-use super::lease::Lease;
+use super::drift::{DriftMeter, Verdict};
+use super::lease::{Leases, Stage, DRIFT_BOUND_PPM};
 use super::lock::{self, Seen};
+use super::manager::{Action, LeaseManager, LeaseMsg, RoStats};
 use super::OoccConfig;
 use crate::disagg::client::{self, Endpoint, Exec, Incoming, Step};
 use crate::disagg::verbs::{LogRecord, SlotWrite};
 use crate::disagg::{Msg, Verb, VerbResult};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId};
 use tessera_core::node::{Ctx, Node, NodeReport};
 use tessera_core::protocol::{Coordinator, CoordinatorEnv};
 use tessera_core::txn::{AbortReason, Attempt, TxnOutcome};
 use tessera_core::FastMap;
+
+/// The Lease Manager's period, its drain, and the clock synchronization
+/// (lease waits are numbered from 1, far below).
+const TICK: TimerId = TimerId(1 << 62);
+const DRAIN: TimerId = TimerId((1 << 62) + 1);
+const SYNC: TimerId = TimerId((1 << 62) + 2);
 
 type Round = client::Round<Purpose>;
 
@@ -83,13 +91,31 @@ struct Run {
 
 pub struct OoccCoordinator {
     cfg: OoccConfig,
-    lease: Lease,
+    me: NodeId,
+    /// This coordinator's leases, as the Lease Manager set them (§VII.A).
+    leases: Leases,
     net: Endpoint<Purpose>,
     runs: FastMap<TxnId, Run>,
     /// Lease waits: timer id → transaction.
     waits: FastMap<u64, TxnId>,
     next_timer: u64,
     counters: Counters,
+    /// The Lease Manager's host, which is also the reference clock
+    /// (`None` without leases).
+    manager_node: Option<NodeId>,
+    /// The Lease Manager, on its host.
+    manager: Option<LeaseManager>,
+    /// This clock against the reference (`None` on the reference's host
+    /// and without leases).
+    drift: Option<DriftMeter>,
+    /// Stopped for drift beyond the bound (§VII.B): starts nothing more.
+    stopped: bool,
+    /// Attempts submitted before the clock was calibrated.
+    held: Vec<Attempt>,
+    /// Read-only statistics since the manager's last poll.
+    period: RoStats,
+    /// Lease messages to this node itself, handled after the current step.
+    local: VecDeque<(NodeId, LeaseMsg)>,
 }
 
 #[derive(Default)]
@@ -99,18 +125,164 @@ struct Counters {
     lock_aborts: u64,
     validation_aborts: u64,
     lease_wait_ns: u64,
+    drift_stops: u64,
+    stopped_aborts: u64,
+    drift_syncs: u64,
 }
 
 impl OoccCoordinator {
     pub fn new(cfg: OoccConfig, env: CoordinatorEnv) -> Self {
+        let hosts: Vec<NodeId> = env.topology.client_hosts().map(|n| n.id).collect();
+        let manager_node = cfg.lease.then(|| hosts[0]);
+        let here = manager_node == Some(env.me);
         OoccCoordinator {
-            lease: Lease::new(cfg.lease_ns, cfg.offset_ns),
+            me: env.me,
+            leases: Leases::new(cfg.lease_ns),
             net: Endpoint::new(&env, cfg.connect_retry),
-            cfg,
             runs: tessera_core::fast_map(),
             waits: tessera_core::fast_map(),
             next_timer: 1,
             counters: Counters::default(),
+            manager: here.then(|| LeaseManager::new(hosts, cfg.lease_ns, cfg.adapt.clone())),
+            drift: (manager_node.is_some() && !here).then(|| {
+                // §VII.B: stop at 80% of the bound.
+                DriftMeter::new(0.8 * DRIFT_BOUND_PPM as f64, cfg.calibration)
+            }),
+            manager_node,
+            stopped: false,
+            held: Vec::new(),
+            period: RoStats::default(),
+            local: VecDeque::new(),
+            cfg,
+        }
+    }
+
+    /// Whether attempts may start: not stopped, and with the stop switch
+    /// on, the clock measured over the calibration span.
+    fn serving(&self) -> bool {
+        !self.stopped
+            && (!self.cfg.drift_stop || self.drift.as_ref().is_none_or(|d| d.calibrated()))
+    }
+
+    /// Start `attempt`, hold it until the clock is calibrated, or refuse it
+    /// once stopped.
+    fn admit(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
+        if self.stopped {
+            self.counters.stopped_aborts += 1;
+            ctx.done(attempt.id, TxnOutcome::Aborted(AbortReason::Timeout));
+        } else if !self.serving() {
+            self.held.push(attempt);
+        } else if let Some(a) = self.net.admit(attempt) {
+            self.start(ctx, a);
+        }
+    }
+
+    fn send_lease(&mut self, ctx: &mut Ctx<Msg>, to: NodeId, msg: LeaseMsg) {
+        if to == self.me {
+            self.local.push_back((to, msg));
+        } else {
+            ctx.send(to, Msg::Lease(msg));
+        }
+    }
+
+    /// Run `f` on the Lease Manager (on its host) and carry out its actions.
+    fn run_manager(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        f: impl FnOnce(&mut LeaseManager, &mut Vec<Action>),
+    ) {
+        let Some(m) = self.manager.as_mut() else {
+            return;
+        };
+        let mut out = Vec::new();
+        f(m, &mut out);
+        for a in out {
+            match a {
+                Action::Send(to, msg) => self.send_lease(ctx, to, msg),
+                Action::Wake(delay) => ctx.set_timer(delay, DRAIN),
+            }
+        }
+    }
+
+    /// Deliver lease messages this node sent itself.
+    fn flush_local(&mut self, ctx: &mut Ctx<Msg>) {
+        while let Some((from, msg)) = self.local.pop_front() {
+            self.on_lease(ctx, from, msg);
+        }
+    }
+
+    fn on_lease(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: LeaseMsg) {
+        match msg {
+            LeaseMsg::Prepare { epoch, old, new } => {
+                self.leases.prepare(epoch, old, new);
+                let stage = Stage::Prepare;
+                self.send_lease(ctx, from, LeaseMsg::Ack { epoch, stage });
+            }
+            LeaseMsg::Commit { epoch, new } => {
+                self.leases.commit(epoch, new);
+                let stage = Stage::Commit;
+                self.send_lease(ctx, from, LeaseMsg::Ack { epoch, stage });
+            }
+            LeaseMsg::Ack { epoch, stage } => {
+                self.run_manager(ctx, |m, out| m.on_ack(from, epoch, stage, out));
+            }
+            LeaseMsg::Poll { round } => {
+                let stats = std::mem::take(&mut self.period);
+                self.send_lease(ctx, from, LeaseMsg::Stats { round, stats });
+            }
+            LeaseMsg::Stats { round, stats } => {
+                if let Some(m) = self.manager.as_mut() {
+                    m.on_stats(round, &stats);
+                }
+            }
+            LeaseMsg::Sync { seq } => {
+                let time = ctx.now();
+                self.send_lease(ctx, from, LeaseMsg::SyncReply { seq, time });
+            }
+            LeaseMsg::SyncReply { seq, time } => self.on_sync_reply(ctx, seq, time),
+        }
+    }
+
+    /// A clock sample: stop on drift beyond the bound (with the switch on),
+    /// start the held attempts once calibrated.
+    fn on_sync_reply(&mut self, ctx: &mut Ctx<Msg>, seq: u64, time: Time) {
+        let now = ctx.now();
+        let Some(v) = self.drift.as_mut().and_then(|d| d.on_reply(seq, time, now)) else {
+            return;
+        };
+        self.counters.drift_syncs += 1;
+        match v {
+            Verdict::Beyond { ppm } if self.cfg.drift_stop && !self.stopped => {
+                tracing::warn!(node = ?self.me, ppm, "clock drift beyond the bound: stopping");
+                self.stop(ctx);
+            }
+            _ if self.serving() => {
+                for a in std::mem::take(&mut self.held) {
+                    self.admit(ctx, a);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Stop for drift (§VII.B): refuse what is held, abort every
+    /// transaction that has not begun its commit writes (a writer waiting
+    /// out its lease releases its locks without writing; the others abort
+    /// when their round is answered), and start nothing more.
+    fn stop(&mut self, ctx: &mut Ctx<Msg>) {
+        self.stopped = true;
+        self.counters.drift_stops += 1;
+        for a in std::mem::take(&mut self.held) {
+            self.admit(ctx, a);
+        }
+        let waiting: Vec<(u64, TxnId)> = self.waits.drain().collect();
+        for (_, txn) in waiting {
+            self.abort(ctx, txn, AbortReason::Timeout);
+        }
+        for run in self.runs.values_mut() {
+            if matches!(run.phase, Phase::Execute | Phase::Upgrade | Phase::Validate) {
+                run.exec.fail(AbortReason::Timeout);
+            }
         }
     }
 
@@ -243,7 +415,13 @@ impl OoccCoordinator {
         }
         let run = self.runs.get_mut(&txn).expect("advanced");
         run.phase = Phase::Validate;
-        if self.post(ctx, txn, round) == 0 {
+        let window = run.exec_start.map(|s| exec_end.saturating_sub(s));
+        let skipped = self.post(ctx, txn, round) == 0;
+        if read_only && self.cfg.lease {
+            // The Lease Manager's statistics (§VII.A).
+            self.period.record(window.unwrap_or(0), skipped);
+        }
+        if skipped {
             if read_only {
                 // Every read held its lease: committed in one round trip.
                 self.counters.ro_one_round += 1;
@@ -271,7 +449,7 @@ impl OoccCoordinator {
         let within_lease = self.cfg.lease
             && run
                 .exec_start
-                .is_none_or(|s| self.lease.reads_hold(s, run.exec_end));
+                .is_none_or(|s| self.leases.get().reads_hold(s, run.exec_end));
         let mut round = Round::new();
         let x = &run.exec;
         for key in &x.read_order {
@@ -351,7 +529,7 @@ impl OoccCoordinator {
         }
         run.phase = Phase::Commit;
         if self.cfg.lease && self.cfg.wait_lease {
-            let at = self.lease.release_at(run.locked_at);
+            let at = self.leases.get().release_at(run.locked_at);
             if at > ctx.now() {
                 self.counters.lease_wait_ns += at - ctx.now();
                 let id = self.next_timer;
@@ -403,6 +581,7 @@ impl OoccCoordinator {
     /// report.
     fn abort(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, reason: AbortReason) {
         match reason {
+            _ if self.stopped => self.counters.stopped_aborts += 1,
             AbortReason::Validation => self.counters.validation_aborts += 1,
             _ => self.counters.lock_aborts += 1,
         }
@@ -509,22 +688,47 @@ fn held(l: &Lock) -> bool {
 
 impl Coordinator<Msg> for OoccCoordinator {
     fn submit(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
-        if let Some(a) = self.net.admit(attempt) {
-            self.start(ctx, a);
-        }
+        self.admit(ctx, attempt);
+        self.flush_local(ctx);
+    }
+}
+
+impl OoccCoordinator {
+    /// Send the next clock Sync to the reference (§VII.B), and again in a
+    /// sync period.
+    fn sync(&mut self, ctx: &mut Ctx<Msg>) {
+        let (Some(d), Some(to)) = (self.drift.as_mut(), self.manager_node) else {
+            return;
+        };
+        let seq = d.request(ctx.now());
+        ctx.send(to, Msg::Lease(LeaseMsg::Sync { seq }));
+        ctx.set_timer(self.cfg.sync_period, SYNC);
     }
 }
 
 impl Node<Msg> for OoccCoordinator {
     fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
         self.net.connect(ctx);
+        if let Some(period) = self.manager.as_ref().and_then(LeaseManager::period) {
+            ctx.set_timer(period, TICK);
+        }
+        self.sync(ctx);
     }
 
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        if let Msg::Lease(m) = msg {
+            self.on_lease(ctx, from, m);
+            self.flush_local(ctx);
+            return;
+        }
         match self.net.on_message(from, msg) {
             Incoming::Start(attempts) => {
                 for a in attempts {
-                    self.start(ctx, a);
+                    if self.stopped {
+                        self.admit(ctx, a);
+                    } else {
+                        self.start(ctx, a);
+                    }
                 }
             }
             Incoming::Done(id, results) => self.on_done(ctx, id, results),
@@ -536,9 +740,22 @@ impl Node<Msg> for OoccCoordinator {
         if self.net.on_timer(ctx, id) {
             return;
         }
-        if let Some(txn) = self.waits.remove(&id.0) {
-            self.commit(ctx, txn);
+        match id {
+            TICK => {
+                self.run_manager(ctx, |m, out| m.tick(out));
+                if let Some(period) = self.manager.as_ref().and_then(LeaseManager::period) {
+                    ctx.set_timer(period, TICK);
+                }
+            }
+            DRAIN => self.run_manager(ctx, |m, out| m.wake(out)),
+            SYNC => self.sync(ctx),
+            _ => {
+                if let Some(txn) = self.waits.remove(&id.0) {
+                    self.commit(ctx, txn);
+                }
+            }
         }
+        self.flush_local(ctx);
     }
 
     fn take_report(&mut self) -> NodeReport {
@@ -552,6 +769,17 @@ impl Node<Msg> for OoccCoordinator {
                 ("validation_aborts", c.validation_aborts),
                 ("lease_wait_ns", c.lease_wait_ns),
                 ("bucket_reads", std::mem::take(&mut self.net.bucket_reads)),
+                ("drift_stops", c.drift_stops),
+                ("stopped_aborts", c.stopped_aborts),
+                ("drift_syncs", c.drift_syncs),
+                (
+                    "lease_adjustments",
+                    self.manager.as_ref().map_or(0, |m| m.adjustments),
+                ),
+                (
+                    "lease_final_ns",
+                    self.manager.as_ref().map_or(0, LeaseManager::lease),
+                ),
             ],
         }
     }

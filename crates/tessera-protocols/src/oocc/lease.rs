@@ -1,4 +1,4 @@
-//! The lease as coordinators use it (§III, §VII.B).
+//! The lease as coordinators use it (§III, §VII.A, §VII.B).
 //!
 //! One lease serves two purposes: a read-only transaction whose reads all
 //! finished within the *read-validate lease* of its first READ may skip
@@ -6,8 +6,25 @@
 //! *write-wait lease*. Safety needs read-validate ≤ write-wait (§VII,
 //! Property 2); the drift offset widens the gap: `lease - offset` and
 //! `lease + offset` (§VII.B).
+//!
+//! [`Leases`] is a coordinator's side of the Lease Manager's two-phase
+//! adjustment (§VII.A): **Prepare** moves it to the intermediate state of
+//! Table II, **Commit** to the new lease (Table III).
 
 use tessera_core::ids::Time;
+
+/// Clock rates are trusted within this bound (§VII.B: 1000 ppm, ten times
+/// the worst drift observed in production).
+pub const DRIFT_BOUND_PPM: u64 = 1_000;
+
+/// The drift offset of `lease` (§VII.B: 20 ns for a 20 µs lease): safe
+/// while every clock's rate is within [`DRIFT_BOUND_PPM`] of the reference.
+/// A reader whose clock is slow by `b` and a writer whose clock is fast by
+/// `b` then still keep the reader's real window ≤ `(lease - offset) / (1 -
+/// b)` ≤ `(lease + offset) / (1 + b)`, the writer's real wait.
+pub fn offset(lease: Time) -> Time {
+    lease.saturating_mul(DRIFT_BOUND_PPM).div_ceil(1_000_000)
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lease {
@@ -23,6 +40,20 @@ impl Lease {
         }
     }
 
+    /// Both leases at `lease`, widened by its drift offset.
+    pub fn settled(lease: Time) -> Self {
+        Lease::new(lease, offset(lease))
+    }
+
+    /// The intermediate state of an adjustment from `old` to `new` (Table
+    /// II): read-validate at the smaller lease, write-wait at the larger.
+    pub fn intermediate(old: Time, new: Time) -> Self {
+        Lease {
+            read_validate: Lease::settled(old.min(new)).read_validate,
+            write_wait: Lease::settled(old.max(new)).write_wait,
+        }
+    }
+
     /// Reads issued from `start` and all answered by `end` hold their
     /// implicit leases.
     pub fn reads_hold(&self, start: Time, end: Time) -> bool {
@@ -33,6 +64,53 @@ impl Lease {
     /// release them.
     pub fn release_at(&self, locked: Time) -> Time {
         locked.saturating_add(self.write_wait)
+    }
+}
+
+/// The two phases of a lease adjustment (§VII.A), in the order a
+/// coordinator goes through them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    Prepare,
+    Commit,
+}
+
+/// A coordinator's leases under the Lease Manager. Messages of an
+/// adjustment may arrive late or twice: each applies only if its `(epoch,
+/// stage)` is newer than the last one applied, so a stale Prepare never
+/// takes a committed coordinator back to the intermediate state.
+#[derive(Clone, Debug)]
+pub struct Leases {
+    current: Lease,
+    at: (u64, Stage),
+}
+
+impl Leases {
+    pub fn new(lease: Time) -> Self {
+        Leases {
+            current: Lease::settled(lease),
+            at: (0, Stage::Commit),
+        }
+    }
+
+    pub fn get(&self) -> Lease {
+        self.current
+    }
+
+    /// Prepare of adjustment `epoch` from `old` to `new` (Table II).
+    pub fn prepare(&mut self, epoch: u64, old: Time, new: Time) {
+        if (epoch, Stage::Prepare) > self.at {
+            self.at = (epoch, Stage::Prepare);
+            self.current = Lease::intermediate(old, new);
+        }
+    }
+
+    /// Commit of adjustment `epoch`: both leases at `new` (Table III).
+    pub fn commit(&mut self, epoch: u64, new: Time) {
+        if (epoch, Stage::Commit) > self.at {
+            self.at = (epoch, Stage::Commit);
+            self.current = Lease::settled(new);
+        }
     }
 }
 
@@ -50,5 +128,32 @@ mod tests {
         assert!(x.reads_hold(0, 989));
         assert!(!x.reads_hold(0, 990));
         assert_eq!(x.release_at(5), 1_015);
+        assert_eq!(offset(20_000), 20);
+    }
+
+    #[test]
+    fn intermediate_is_the_min_and_max_of_table_ii() {
+        for (old, new) in [(4_000, 20_000), (20_000, 4_000)] {
+            let i = Lease::intermediate(old, new);
+            assert_eq!(i.read_validate, 4_000 - 4);
+            assert_eq!(i.write_wait, 20_000 + 20);
+        }
+    }
+
+    #[test]
+    fn stale_or_repeated_messages_do_not_move_a_coordinator_back() {
+        let mut l = Leases::new(10_000);
+        l.prepare(1, 10_000, 30_000);
+        l.commit(1, 30_000);
+        let done = l.get();
+        assert_eq!(done, Lease::settled(30_000));
+        l.prepare(1, 10_000, 30_000);
+        assert_eq!(l.get(), done, "a late Prepare of a committed epoch");
+        l.commit(1, 30_000);
+        assert_eq!(l.get(), done);
+        l.prepare(2, 30_000, 5_000);
+        assert_eq!(l.get(), Lease::intermediate(30_000, 5_000));
+        l.commit(1, 30_000);
+        assert_eq!(l.get(), Lease::intermediate(30_000, 5_000));
     }
 }

@@ -23,6 +23,17 @@
 //! `ford-occ` is this coordinator with the lease, write unlock and delayed
 //! write lock off: execute + CAS lock, validate + undo log, commit, release.
 //!
+//! With leases on, the first client host also runs the **Lease Manager**
+//! ([`manager`], §VII.A): it changes the coordinators' leases in two phases
+//! (Prepare to the intermediate state of Table II, a drain, Commit), so
+//! that no read-validate lease ever exceeds a write-wait lease
+//! (Properties 1–2), and with `--oocc-lease-adapt on` polls read-only
+//! statistics and moves the lease toward 80% of read-only transactions
+//! skipping validation. Its host's clock is the reference: every other
+//! coordinator measures its drift against it ([`drift`], §VII.B), starts
+//! transactions only once measured, and stops itself when its drift is
+//! certainly above 80% of the 1000 ppm bound.
+//!
 //! Deviations: read-write transactions always validate their reads (those
 //! not covered by their own locks). Algorithm 1 lets them skip it within the
 //! lease, but two read-write transactions that each read what the other
@@ -34,15 +45,22 @@
 //! our seed tests caught as a cycle); with the lease on, the write-wait
 //! lease that follows the upgrade hides the extra round. Inserts are not supported
 //! (records are found, never allocated), nor is recovery from the logs.
-//! Lease adjustment (§VII.A) is not implemented: the lease is fixed. The
-//! drift offset is applied (§VII.B) but no node measures its drift or stops
-//! itself.
+//! The Lease Manager's drain waits out the larger lease, not the old one
+//! (see [`manager`]); it reads statistics by messages to the coordinators,
+//! not RPC to a shared per-machine lease word, and sits on a client host
+//! (the topology has no role for it), which never stops for drift since
+//! its clock is the reference. A stopped coordinator still answers the
+//! Lease Manager (it runs nothing a lease could make unsafe), and the drift
+//! is measured against one host's clock, not PTP's grandmaster.
 
 pub mod coordinator;
+pub mod drift;
 pub mod lease;
 pub mod lock;
+pub mod manager;
 
 use crate::disagg::{MemoryNode, Msg, NicCosts};
+pub use manager::AdaptConfig;
 use tessera_core::ids::{Time, MS, US};
 use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
 
@@ -61,15 +79,22 @@ pub struct OoccConfig {
     /// Writers wait out the write-wait lease before releasing. `false` is
     /// broken on purpose, so that tests can show the checker catches it.
     pub wait_lease: bool,
-    /// The lease (§III; 20 µs in §VII.B's example).
+    /// The lease (§III; 20 µs in §VII.B's example); with adaptation, the
+    /// lease at start. Each lease is widened by its drift offset
+    /// ([`lease::offset`], §VII.B): reads validate after `lease - offset`,
+    /// writers wait `lease + offset`.
     pub lease_ns: Time,
-    /// The clock-drift offset (§VII.B): reads validate after `lease -
-    /// offset`, writers wait `lease + offset`. Safe while every clock's
-    /// rate is within `offset / lease` of true: a reader's slow clock and
-    /// a writer's fast one then still keep the reader's real window
-    /// ≤ `(lease - offset) / (1 - b)` ≤ `(lease + offset) / (1 + b)`, the
-    /// writer's real wait. See [`OoccConfig::with_lease`].
-    pub offset_ns: Time,
+    /// The Lease Manager adapts the lease (§VII.A); `None`: it stays fixed.
+    pub adapt: Option<AdaptConfig>,
+    /// A coordinator whose measured drift is beyond the bound stops itself
+    /// (§VII.B). `false` only measures: for tests that show what drift
+    /// beyond the bound breaks.
+    pub drift_stop: bool,
+    /// How often a coordinator synchronizes with the reference clock, and
+    /// over how long it measures before it starts transactions (see
+    /// [`drift`]).
+    pub sync_period: Time,
+    pub calibration: Time,
     /// Slots per hash bucket of a memory node.
     pub bucket_slots: u32,
     pub nic: NicCosts,
@@ -85,25 +110,15 @@ impl OoccConfig {
             write_unlock: true,
             delayed_lock: true,
             wait_lease: true,
-            lease_ns: 0,
-            offset_ns: 0,
+            lease_ns: 20 * US,
+            adapt: None,
+            drift_stop: true,
+            sync_period: 50 * US,
+            calibration: 200 * US,
             bucket_slots: 8,
             nic: NicCosts::default(),
             connect_retry: MS,
         }
-        .with_lease(20 * US)
-    }
-
-    /// Clock rates are trusted within this bound (§VII.B: 1000 ppm, ten
-    /// times the worst drift observed in production).
-    pub const DRIFT_BOUND_PPM: u64 = 1_000;
-
-    /// This configuration with lease `ns` and the offset that tolerates
-    /// [`Self::DRIFT_BOUND_PPM`] (20 ns for a 20 µs lease, as §VII.B).
-    pub fn with_lease(mut self, ns: Time) -> Self {
-        self.lease_ns = ns;
-        self.offset_ns = ns.saturating_mul(Self::DRIFT_BOUND_PPM).div_ceil(1_000_000);
-        self
     }
 
     /// The FORD-style OCC baseline (Fig. 3).
