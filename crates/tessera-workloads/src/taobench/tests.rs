@@ -70,7 +70,7 @@ fn the_mix_is_95_percent_read_only_and_sizes_follow_taobench() {
         let writes: usize = t.pieces().iter().map(|p| p.writes.len()).sum();
         if t.read_only() {
             assert_eq!(t.name(), READ);
-            assert!(keys >= 1 && keys <= 32 * 11, "{keys}");
+            assert!((1..=32 * 11).contains(&keys), "{keys}");
         } else {
             assert_eq!(t.name(), WRITE);
             assert_eq!(writes, keys, "a write transaction updates all it reads");
