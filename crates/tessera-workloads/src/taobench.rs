@@ -39,18 +39,24 @@
 //! * **Pieces.** One deferrable, input-free piece per shard touched
 //!   ([`crate::slots::pieces_by_shard`]). An update reads the record and
 //!   rewrites its data bytes from their old contents and a seed.
+//! * **Wire.** A transaction travels as its [`TaoOp`]s and seed; the
+//!   receiver checks the ids against its graph and derives the same keys.
 
 use crate::error::{check_positive, check_ratio, ConfigError};
 use crate::slots::{fill, key_seed, pick, pieces_by_shard, rewrite};
 use crate::zipf::Zipf;
 use crate::{key_rank, mix64};
+use bytes::{BufMut, BytesMut};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+use tessera_core::codec::{
+    get_len, get_u64, get_u8, get_varint, put_varint, DecodeError, EncodeError,
+};
 use tessera_core::storage::Store;
-use tessera_core::txn::{PieceResult, PieceSpec, Procedure, Txn, Value};
-use tessera_core::workload::{ClientSlot, TxnGenerator, Workload};
+use tessera_core::txn::{Columns, PieceKind, PieceResult, PieceSpec, Procedure, Txn, Value};
+use tessera_core::workload::{ClientSlot, PieceProfile, TxnGenerator, TxnProfile, Workload};
 use tessera_core::{Key, ShardId, TableId};
 
 /// Table ids.
@@ -318,6 +324,108 @@ impl Workload for TaoBench {
     fn generator(&self, _client: ClientSlot) -> Box<dyn TxnGenerator> {
         Box::new(self.tao_generator())
     }
+
+    /// The largest shapes: a read transaction reading objects and edges on
+    /// every shard, a write transaction updating both on up to 7.
+    fn profiles(&self) -> Vec<TxnProfile> {
+        let both = vec![
+            (TableId(OBJECTS), Columns::ALL),
+            (TableId(EDGES), Columns::ALL),
+        ];
+        let piece = |writes: bool| PieceProfile {
+            reads: both.clone(),
+            writes: if writes { both.clone() } else { Vec::new() },
+            kind: PieceKind::Deferrable,
+            inputs: Vec::new(),
+        };
+        let p = self.cfg.partitions as usize;
+        let mut out = Vec::new();
+        if self.cfg.read_only < 1.0 {
+            out.push(TxnProfile {
+                name: WRITE.to_string(),
+                pieces: vec![piece(true); p.min(WRITE_TXN_SIZES.len())],
+            });
+        }
+        if self.cfg.read_only > 0.0 {
+            out.push(TxnProfile {
+                name: READ.to_string(),
+                pieces: vec![piece(false); p],
+            });
+        }
+        out
+    }
+
+    fn decode_txn(&self, name: &str, params: &[u8]) -> Result<Txn, DecodeError> {
+        let t = decode_params(self, params)?;
+        if t.name() != name {
+            return Err(DecodeError::invalid(
+                "procedure",
+                format!("'{name}' carries the operations of {}", t.name()),
+            ));
+        }
+        Ok(Arc::new(t))
+    }
+}
+
+/// One operation of a transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaoOp {
+    /// Read object `o` (TAO's `obj_get`; also the edge-count read).
+    ObjectRead(u64),
+    /// Read object `o` and its first `range_limit` edges (`assoc_range`).
+    EdgeList(u64),
+    /// Read edge `g` of the global edge order (`assoc_get`).
+    EdgeRead(u64),
+    /// Update object `o`.
+    ObjectUpdate(u64),
+    /// Update edge `g`.
+    EdgeUpdate(u64),
+}
+
+impl TaoOp {
+    fn code(self) -> (u8, u64) {
+        match self {
+            TaoOp::ObjectRead(x) => (0, x),
+            TaoOp::EdgeList(x) => (1, x),
+            TaoOp::EdgeRead(x) => (2, x),
+            TaoOp::ObjectUpdate(x) => (3, x),
+            TaoOp::EdgeUpdate(x) => (4, x),
+        }
+    }
+}
+
+impl TaoBench {
+    /// The accesses of `op`: every key read, and written for an update.
+    fn accesses(&self, op: TaoOp, out: &mut Vec<(Key, bool)>) {
+        let cfg = &self.cfg;
+        match op {
+            TaoOp::ObjectRead(o) => out.push((cfg.object_key(o), false)),
+            TaoOp::EdgeList(o) => {
+                out.push((cfg.object_key(o), false));
+                out.extend(
+                    self.edge_keys(o)
+                        .take(cfg.range_limit as usize)
+                        .map(|k| (k, false)),
+                );
+            }
+            TaoOp::EdgeRead(g) => out.push((self.graph.edge_key(g), false)),
+            TaoOp::ObjectUpdate(o) => out.push((cfg.object_key(o), true)),
+            TaoOp::EdgeUpdate(g) => out.push((self.graph.edge_key(g), true)),
+        }
+    }
+
+    /// The transaction of `ops` (ids in range); `seed` drives its updates.
+    pub fn txn(&self, ops: Vec<TaoOp>, seed: u64) -> TaoTxn {
+        let mut accesses = Vec::new();
+        for &op in &ops {
+            self.accesses(op, &mut accesses);
+        }
+        TaoTxn {
+            pieces: pieces_by_shard(&accesses),
+            ops,
+            seed,
+        }
+    }
 }
 
 /// Generates [`TaoTxn`]s.
@@ -328,56 +436,41 @@ pub struct TaoGenerator {
 }
 
 impl TaoGenerator {
-    fn edge<R: Rng + ?Sized>(&self, rng: &mut R) -> Key {
-        self.w.graph.edge_key(rng.random_range(0..self.w.cfg.edges))
-    }
-
-    fn add(&mut self, key: Key, write: bool) {
-        if !self.scratch.iter().any(|(k, _)| *k == key) {
-            self.scratch.push((key, write));
-        }
-    }
-
     pub fn generate<R: Rng + ?Sized>(&mut self, rng: &mut R) -> TaoTxn {
-        let cfg = self.w.cfg;
-        self.scratch.clear();
+        let w = &self.w;
+        let cfg = w.cfg;
+        let mut ops = Vec::new();
         let read_only = rng.random::<f64>() < cfg.read_only;
         if read_only {
             let sizes = &READ_TXN_SIZES[..cfg.max_read_ops as usize];
-            let ops = 1 + pick(sizes, rng);
-            for _ in 0..ops {
-                match pick(&READ_OPS, rng) {
-                    0 => self.add(cfg.object_key(self.w.zipf.sample(rng)), false),
-                    1 => {
-                        let o = self.w.zipf.sample(rng);
-                        self.add(cfg.object_key(o), false);
-                        let edges: Vec<Key> =
-                            self.w.edge_keys(o).take(cfg.range_limit as usize).collect();
-                        for k in edges {
-                            self.add(k, false);
-                        }
-                    }
-                    _ => {
-                        let k = self.edge(rng);
-                        self.add(k, false);
-                    }
-                }
+            for _ in 0..1 + pick(sizes, rng) {
+                ops.push(match pick(&READ_OPS, rng) {
+                    0 => TaoOp::ObjectRead(w.zipf.sample(rng)),
+                    1 => TaoOp::EdgeList(w.zipf.sample(rng)),
+                    _ => TaoOp::EdgeRead(rng.random_range(0..cfg.edges)),
+                });
             }
         } else {
-            let ops = 1 + pick(&WRITE_TXN_SIZES, rng);
+            let n = 1 + pick(&WRITE_TXN_SIZES, rng);
             // Distinct records: redraw a record already updated.
-            while self.scratch.len() < ops {
-                let k = match pick(&WRITE_OPS, rng) {
-                    0 => cfg.object_key(self.w.zipf.sample(rng)),
-                    _ => self.edge(rng),
+            self.scratch.clear();
+            while ops.len() < n {
+                let op = match pick(&WRITE_OPS, rng) {
+                    0 => TaoOp::ObjectUpdate(w.zipf.sample(rng)),
+                    _ => TaoOp::EdgeUpdate(rng.random_range(0..cfg.edges)),
                 };
-                self.add(k, true);
+                let before = self.scratch.len();
+                w.accesses(op, &mut self.scratch);
+                let key = self.scratch[before].0;
+                if self.scratch[..before].iter().any(|(k, _)| *k == key) {
+                    self.scratch.truncate(before);
+                } else {
+                    ops.push(op);
+                }
             }
         }
-        TaoTxn {
-            pieces: pieces_by_shard(&self.scratch),
-            seed: if read_only { 0 } else { rng.random() },
-        }
+        let seed = if read_only { 0 } else { rng.random() };
+        w.txn(ops, seed)
     }
 }
 
@@ -390,8 +483,58 @@ impl TxnGenerator for TaoGenerator {
 /// One transaction: reads, or read-modify-writes, of objects and edges.
 #[derive(Clone, Debug)]
 pub struct TaoTxn {
+    ops: Vec<TaoOp>,
     pieces: Vec<PieceSpec>,
     seed: u64,
+}
+
+impl TaoTxn {
+    pub fn ops(&self) -> &[TaoOp] {
+        &self.ops
+    }
+}
+
+/// Decode the parameters [`TaoTxn::encode_params`] wrote, checking every
+/// id against the graph.
+fn decode_params(w: &TaoBench, mut buf: &[u8]) -> Result<TaoTxn, DecodeError> {
+    let buf = &mut buf;
+    let n = get_len(buf, 2, "taobench operations")?;
+    if n == 0 {
+        return Err(DecodeError::invalid("taobench operations", "none"));
+    }
+    let mut ops = Vec::with_capacity(n);
+    for _ in 0..n {
+        let code = get_u8(buf, "taobench operation")?;
+        let x = get_varint(buf, "taobench id")?;
+        let (limit, what) = match code {
+            0 | 1 | 3 => (w.cfg.objects, "objects"),
+            2 | 4 => (w.cfg.edges, "edges"),
+            c => {
+                return Err(DecodeError::invalid(
+                    "taobench operation",
+                    format!("{c} >= 5"),
+                ))
+            }
+        };
+        if x >= limit {
+            return Err(DecodeError::invalid(
+                "taobench id",
+                format!("{x} >= {what} ({limit})"),
+            ));
+        }
+        ops.push(match code {
+            0 => TaoOp::ObjectRead(x),
+            1 => TaoOp::EdgeList(x),
+            2 => TaoOp::EdgeRead(x),
+            3 => TaoOp::ObjectUpdate(x),
+            _ => TaoOp::EdgeUpdate(x),
+        });
+    }
+    let seed = get_u64(buf, "taobench seed")?;
+    if !buf.is_empty() {
+        return Err(DecodeError::Trailing(buf.len()));
+    }
+    Ok(w.txn(ops, seed))
 }
 
 impl Procedure for TaoTxn {
@@ -401,6 +544,19 @@ impl Procedure for TaoTxn {
         } else {
             WRITE
         }
+    }
+
+    /// Wire parameters: the operation count, per operation its code (the
+    /// order of [`TaoOp`]) and id, then the seed.
+    fn encode_params(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
+        put_varint(out, self.ops.len() as u64);
+        for op in &self.ops {
+            let (code, x) = op.code();
+            out.put_u8(code);
+            put_varint(out, x);
+        }
+        out.put_u64_le(self.seed);
+        Ok(())
     }
 
     fn pieces(&self) -> &[PieceSpec] {

@@ -40,18 +40,24 @@
 //! * **Pieces.** One deferrable, input-free piece per shard touched
 //!   ([`crate::slots::pieces_by_shard`]); a read-write transaction touches
 //!   one subscriber, so it is one piece.
+//! * **Wire.** A transaction travels as its [`TatpParams`] (type,
+//!   subscribers, types, slot, time, seed); the receiver checks them against
+//!   its configuration and derives the same keys.
 
 use crate::error::{check_positive, ConfigError};
 use crate::mix64;
 use crate::slots::{fill, pick, pieces_by_shard};
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 use rand::rngs::SmallRng;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+use tessera_core::codec::{
+    get_len, get_u64, get_u8, get_varint, put_varint, DecodeError, EncodeError,
+};
 use tessera_core::storage::Store;
 use tessera_core::txn::{PieceResult, PieceSpec, Procedure, Txn, Value};
-use tessera_core::workload::{ClientSlot, TxnGenerator, Workload};
+use tessera_core::workload::{ClientSlot, TxnGenerator, TxnProfile, Workload};
 use tessera_core::{Key, ShardId, TableId};
 
 /// Table ids.
@@ -369,6 +375,47 @@ impl Workload for Tatp {
     fn generator(&self, _client: ClientSlot) -> Box<dyn TxnGenerator> {
         Box::new(self.tatp_generator())
     }
+
+    /// One sample per type, in its largest shape: the multi-subscriber
+    /// reads on as many shards as they can span.
+    fn profiles(&self) -> Vec<TxnProfile> {
+        let cfg = &self.cfg;
+        let spread = u64::from(cfg.ro_keys.min(cfg.partitions));
+        TatpKind::ALL
+            .iter()
+            .map(|&kind| {
+                let n = match kind {
+                    TatpKind::GetSubscriberData | TatpKind::GetAccessData => spread,
+                    _ => 1,
+                };
+                let params = TatpParams {
+                    kind,
+                    subscribers: (0..n).collect(),
+                    ai_types: if kind == TatpKind::GetAccessData {
+                        vec![0; n as usize]
+                    } else {
+                        Vec::new()
+                    },
+                    sf_type: 0,
+                    slot: 0,
+                    time: 0,
+                    seed: 0,
+                };
+                TxnProfile::of(&TatpTxn::new(cfg, params))
+            })
+            .collect()
+    }
+
+    fn decode_txn(&self, name: &str, params: &[u8]) -> Result<Txn, DecodeError> {
+        let p = decode_params(&self.cfg, params)?;
+        if p.kind.name() != name {
+            return Err(DecodeError::invalid(
+                "procedure",
+                format!("'{name}' carries the parameters of {}", p.kind.name()),
+            ));
+        }
+        Ok(Arc::new(TatpTxn::new(&self.cfg, p)))
+    }
 }
 
 /// Generates [`TatpTxn`]s.
@@ -406,60 +453,59 @@ impl TatpGenerator {
         let cfg = &self.cfg;
         let sf_type: u8 = rng.random_range(0..4);
         let slot: u8 = rng.random_range(0..3);
-        let mut accesses: Vec<(Key, bool)> = Vec::new();
-        let mut time = 0u8;
-        match kind {
-            TatpKind::GetSubscriberData => {
-                for s in self.subscribers(rng, cfg.ro_keys) {
-                    accesses.push((subscriber_key(cfg, s), false));
-                }
-            }
+        let (subscribers, ai_types, time) = match kind {
+            TatpKind::GetSubscriberData => (self.subscribers(rng, cfg.ro_keys), Vec::new(), 0),
             TatpKind::GetAccessData => {
-                for s in self.subscribers(rng, cfg.ro_keys) {
-                    let ai_type = rng.random_range(0..4);
-                    accesses.push((access_info_key(cfg, s, ai_type), false));
-                }
+                let subs = self.subscribers(rng, cfg.ro_keys);
+                let types = subs.iter().map(|_| rng.random_range(0..4)).collect();
+                (subs, types, 0)
             }
-            TatpKind::GetNewDestination => {
-                let s = self.subscriber(rng);
-                // The specification's end_time: rand(1..24).
-                time = rng.random_range(1..=24);
-                accesses.push((special_facility_key(cfg, s, sf_type), false));
-                accesses.push((call_forwarding_key(cfg, s, sf_type, slot), false));
-            }
-            TatpKind::UpdateSubscriberData => {
-                let s = self.subscriber(rng);
-                accesses.push((subscriber_key(cfg, s), true));
-                accesses.push((special_facility_key(cfg, s, sf_type), true));
-            }
-            TatpKind::UpdateLocation => {
-                let s = self.subscriber(rng);
-                accesses.push((subscriber_key(cfg, s), true));
-            }
-            TatpKind::InsertCallForwarding => {
-                let s = self.subscriber(rng);
-                // end_time = start_time + rand(1..8).
-                time = START_TIMES[slot as usize] + rng.random_range(1..=8);
-                accesses.push((subscriber_key(cfg, s), false));
-                for t in 0..4 {
-                    accesses.push((special_facility_key(cfg, s, t), false));
-                }
-                accesses.push((call_forwarding_key(cfg, s, sf_type, slot), true));
-            }
-            TatpKind::DeleteCallForwarding => {
-                let s = self.subscriber(rng);
-                accesses.push((subscriber_key(cfg, s), false));
-                accesses.push((call_forwarding_key(cfg, s, sf_type, slot), true));
-            }
-        }
-        TatpTxn {
+            // The specification's end_time: rand(1..24).
+            TatpKind::GetNewDestination => (
+                vec![self.subscriber(rng)],
+                Vec::new(),
+                rng.random_range(1..=24),
+            ),
+            // end_time = start_time + rand(1..8).
+            TatpKind::InsertCallForwarding => (
+                vec![self.subscriber(rng)],
+                Vec::new(),
+                START_TIMES[slot as usize] + rng.random_range(1..=8),
+            ),
+            _ => (vec![self.subscriber(rng)], Vec::new(), 0),
+        };
+        let params = TatpParams {
             kind,
-            pieces: pieces_by_shard(&accesses),
+            subscribers,
+            ai_types,
             sf_type,
+            slot,
             time,
             seed: if kind.read_only() { 0 } else { rng.random() },
-        }
+        };
+        TatpTxn::new(cfg, params)
     }
+}
+
+/// What a TATP transaction was drawn with: its type and parameters, from
+/// which [`TatpTxn::new`] derives the keys (and the wire carries).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TatpParams {
+    pub kind: TatpKind,
+    /// One subscriber, or `ro_keys` distinct ones for GET_SUBSCRIBER_DATA
+    /// and GET_ACCESS_DATA.
+    pub subscribers: Vec<u64>,
+    /// GET_ACCESS_DATA: the `ai_type` (0..4) read for each subscriber.
+    pub ai_types: Vec<u8>,
+    /// The special-facility type (0..4).
+    pub sf_type: u8,
+    /// The call-forwarding slot (index into [`START_TIMES`]).
+    pub slot: u8,
+    /// GET_NEW_DESTINATION: the end time asked for; INSERT_CALL_FORWARDING:
+    /// the new row's end time.
+    pub time: u8,
+    /// The new values' randomness (bit_1, data_a, vlr_location, numberx).
+    pub seed: u64,
 }
 
 impl TxnGenerator for TatpGenerator {
@@ -471,21 +517,118 @@ impl TxnGenerator for TatpGenerator {
 /// One TATP transaction.
 #[derive(Clone, Debug)]
 pub struct TatpTxn {
-    kind: TatpKind,
+    params: TatpParams,
     pieces: Vec<PieceSpec>,
-    /// The special-facility type drawn (0..4).
-    sf_type: u8,
-    /// GET_NEW_DESTINATION: the end time asked for; INSERT_CALL_FORWARDING:
-    /// the new row's end time.
-    time: u8,
-    /// The new values' randomness (bit_1, data_a, vlr_location, numberx).
-    seed: u64,
 }
 
 impl TatpTxn {
-    pub fn kind(&self) -> TatpKind {
-        self.kind
+    /// The transaction `params` describe; they must be in range for `cfg`
+    /// (as drawn, or as [`Workload::decode_txn`] checks them).
+    pub fn new(cfg: &TatpConfig, params: TatpParams) -> TatpTxn {
+        let p = &params;
+        let s0 = p.subscribers[0];
+        let mut accesses: Vec<(Key, bool)> = Vec::new();
+        match p.kind {
+            TatpKind::GetSubscriberData => {
+                for &s in &p.subscribers {
+                    accesses.push((subscriber_key(cfg, s), false));
+                }
+            }
+            TatpKind::GetAccessData => {
+                for (&s, &t) in p.subscribers.iter().zip(&p.ai_types) {
+                    accesses.push((access_info_key(cfg, s, t), false));
+                }
+            }
+            TatpKind::GetNewDestination => {
+                accesses.push((special_facility_key(cfg, s0, p.sf_type), false));
+                accesses.push((call_forwarding_key(cfg, s0, p.sf_type, p.slot), false));
+            }
+            TatpKind::UpdateSubscriberData => {
+                accesses.push((subscriber_key(cfg, s0), true));
+                accesses.push((special_facility_key(cfg, s0, p.sf_type), true));
+            }
+            TatpKind::UpdateLocation => accesses.push((subscriber_key(cfg, s0), true)),
+            TatpKind::InsertCallForwarding => {
+                accesses.push((subscriber_key(cfg, s0), false));
+                for t in 0..4 {
+                    accesses.push((special_facility_key(cfg, s0, t), false));
+                }
+                accesses.push((call_forwarding_key(cfg, s0, p.sf_type, p.slot), true));
+            }
+            TatpKind::DeleteCallForwarding => {
+                accesses.push((subscriber_key(cfg, s0), false));
+                accesses.push((call_forwarding_key(cfg, s0, p.sf_type, p.slot), true));
+            }
+        }
+        TatpTxn {
+            pieces: pieces_by_shard(&accesses),
+            params,
+        }
     }
+
+    pub fn kind(&self) -> TatpKind {
+        self.params.kind
+    }
+
+    pub fn params(&self) -> &TatpParams {
+        &self.params
+    }
+}
+
+/// Decode the parameters [`TatpTxn::encode_params`] wrote, checking them
+/// against `cfg`: a known type, the subscriber count its type takes,
+/// subscribers and types in range.
+fn decode_params(cfg: &TatpConfig, mut buf: &[u8]) -> Result<TatpParams, DecodeError> {
+    let buf = &mut buf;
+    let k = get_u8(buf, "tatp type")?;
+    let kind = *TatpKind::ALL
+        .get(k as usize)
+        .ok_or_else(|| DecodeError::invalid("tatp type", format!("{k} >= 7")))?;
+    let n = get_len(buf, 1, "tatp subscribers")?;
+    let many = matches!(kind, TatpKind::GetSubscriberData | TatpKind::GetAccessData);
+    if n == 0 || n > MAX_RO_KEYS as usize || (!many && n != 1) {
+        return Err(DecodeError::invalid(
+            "tatp subscribers",
+            format!("{n} subscribers for {}", kind.name()),
+        ));
+    }
+    let mut subscribers = Vec::with_capacity(n);
+    let mut ai_types = Vec::new();
+    for _ in 0..n {
+        let s = get_varint(buf, "tatp subscriber")?;
+        if s >= cfg.subscribers {
+            return Err(DecodeError::invalid(
+                "tatp subscriber",
+                format!("{s} >= subscribers ({})", cfg.subscribers),
+            ));
+        }
+        subscribers.push(s);
+        if kind == TatpKind::GetAccessData {
+            ai_types.push(get_small(buf, 4, "tatp ai_type")?);
+        }
+    }
+    let params = TatpParams {
+        kind,
+        subscribers,
+        ai_types,
+        sf_type: get_small(buf, 4, "tatp sf_type")?,
+        slot: get_small(buf, 3, "tatp start_time slot")?,
+        time: get_u8(buf, "tatp time")?,
+        seed: get_u64(buf, "tatp seed")?,
+    };
+    if !buf.is_empty() {
+        return Err(DecodeError::Trailing(buf.len()));
+    }
+    Ok(params)
+}
+
+/// A byte below `limit`.
+fn get_small(buf: &mut &[u8], limit: u8, what: &'static str) -> Result<u8, DecodeError> {
+    let v = get_u8(buf, what)?;
+    if v >= limit {
+        return Err(DecodeError::invalid(what, format!("{v} >= {limit}")));
+    }
+    Ok(v)
 }
 
 fn present(v: Option<&Value>) -> bool {
@@ -502,7 +645,31 @@ fn modified(old: Option<&Value>, size: usize, f: impl FnOnce(&mut [u8])) -> Valu
 
 impl Procedure for TatpTxn {
     fn name(&self) -> &'static str {
-        self.kind.name()
+        self.params.kind.name()
+    }
+
+    /// Wire parameters: the type's index in [`TatpKind::ALL`], the
+    /// subscriber count and ids (each followed by its `ai_type` for
+    /// GET_ACCESS_DATA), `sf_type`, slot, time and seed.
+    fn encode_params(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
+        let p = &self.params;
+        let k = TatpKind::ALL
+            .iter()
+            .position(|&k| k == p.kind)
+            .expect("a kind");
+        out.put_u8(k as u8);
+        put_varint(out, p.subscribers.len() as u64);
+        for (i, &s) in p.subscribers.iter().enumerate() {
+            put_varint(out, s);
+            if p.kind == TatpKind::GetAccessData {
+                out.put_u8(p.ai_types[i]);
+            }
+        }
+        out.put_u8(p.sf_type);
+        out.put_u8(p.slot);
+        out.put_u8(p.time);
+        out.put_u64_le(p.seed);
+        Ok(())
     }
 
     fn pieces(&self) -> &[PieceSpec] {
@@ -516,16 +683,17 @@ impl Procedure for TatpTxn {
     fn execute(&self, piece: usize, reads: &[Option<&Value>], _inputs: &[Value]) -> PieceResult {
         let spec = &self.pieces[piece];
         let key = |i: usize| spec.reads[i].key;
-        let seed = self.seed;
+        let p = &self.params;
+        let seed = p.seed;
         let mut out = PieceResult::default();
-        match self.kind {
+        match p.kind {
             TatpKind::GetSubscriberData | TatpKind::GetAccessData => {}
             TatpKind::GetNewDestination => {
                 if let (Some(sf), Some(cf)) = (reads[0], reads[1]) {
                     if present(Some(sf))
                         && sf[IS_ACTIVE] == 1
                         && present(Some(cf))
-                        && cf[END_TIME] > self.time
+                        && cf[END_TIME] > p.time
                     {
                         out.output = cf.slice(NUMBERX);
                     }
@@ -558,13 +726,13 @@ impl Procedure for TatpTxn {
             }
             TatpKind::InsertCallForwarding => {
                 // reads: subscriber, the 4 special facilities, the slot.
-                let facility = present(reads[1 + self.sf_type as usize]);
+                let facility = present(reads[1 + p.sf_type as usize]);
                 if facility && !present(reads[5]) {
                     out.writes.push((
                         key(5),
                         modified(reads[5], CALL_FORWARDING_SIZE, |b| {
                             b[PRESENT] = 1;
-                            b[END_TIME] = self.time;
+                            b[END_TIME] = p.time;
                             fill(&mut b[NUMBERX], seed);
                         }),
                     ));

@@ -218,3 +218,21 @@ fn bad_parameters_name_themselves() {
         "range_limit"
     );
 }
+
+#[test]
+fn profiles_cover_every_generated_shape() {
+    let c = small(3);
+    let profiles = TaoBench::new(c).unwrap().profiles();
+    assert_eq!(profiles.len(), 2);
+    for t in draw(c, 12, 3000) {
+        let got = tessera_core::workload::TxnProfile::of(&t);
+        let p = profiles.iter().find(|p| p.name == got.name).expect("profiled");
+        assert!(got.pieces.len() <= p.pieces.len());
+        for (g, q) in got.pieces.iter().zip(&p.pieces) {
+            for (table, _) in g.reads.iter().chain(&g.writes) {
+                assert!(q.reads.iter().any(|(t, _)| t == table));
+            }
+            assert_eq!(g.writes.is_empty(), q.writes.is_empty());
+        }
+    }
+}

@@ -102,7 +102,7 @@ fn the_seed_determines_the_transactions() {
                     .iter()
                     .flat_map(|p| p.reads.iter().map(|a| a.key))
                     .collect();
-                (t.kind(), k, t.seed)
+                (t.kind(), k, t.params().seed)
             })
             .collect()
     };
@@ -231,7 +231,7 @@ fn updates_change_the_fields_they_name() {
     let old = stores[0].get(k).unwrap().value.clone();
     let r = run(&t, &mut stores);
     let new = &r.writes[0].1;
-    assert_eq!(&new[VLR_LOCATION], &(t.seed as u32).to_le_bytes());
+    assert_eq!(&new[VLR_LOCATION], &(t.params().seed as u32).to_le_bytes());
     assert_eq!(&new[..VLR_LOCATION.start], &old[..VLR_LOCATION.start]);
     // UPDATE_SUBSCRIBER_DATA writes both rows or, without the facility,
     // neither.
@@ -278,4 +278,17 @@ fn bad_parameters_name_themselves() {
         }),
         "ro_keys"
     );
+}
+
+#[test]
+fn profiles_cover_every_generated_shape() {
+    let c = cfg(1000, 3);
+    let profiles = Tatp::new(c).unwrap().profiles();
+    assert_eq!(profiles.len(), 7);
+    for t in draw(c, 11, 3000) {
+        let got = TxnProfile::of(&t);
+        let p = profiles.iter().find(|p| p.name == got.name).expect("profiled");
+        assert!(got.pieces.len() <= p.pieces.len(), "{}", got.name);
+        assert_eq!(got.pieces[0], p.pieces[0], "{}", got.name);
+    }
 }
