@@ -226,7 +226,10 @@ fn profiles_cover_every_generated_shape() {
     assert_eq!(profiles.len(), 2);
     for t in draw(c, 12, 3000) {
         let got = tessera_core::workload::TxnProfile::of(&t);
-        let p = profiles.iter().find(|p| p.name == got.name).expect("profiled");
+        let p = profiles
+            .iter()
+            .find(|p| p.name == got.name)
+            .expect("profiled");
         assert!(got.pieces.len() <= p.pieces.len());
         for (g, q) in got.pieces.iter().zip(&p.pieces) {
             for (table, _) in g.reads.iter().chain(&g.writes) {

@@ -287,7 +287,10 @@ fn profiles_cover_every_generated_shape() {
     assert_eq!(profiles.len(), 7);
     for t in draw(c, 11, 3000) {
         let got = TxnProfile::of(&t);
-        let p = profiles.iter().find(|p| p.name == got.name).expect("profiled");
+        let p = profiles
+            .iter()
+            .find(|p| p.name == got.name)
+            .expect("profiled");
         assert!(got.pieces.len() <= p.pieces.len(), "{}", got.name);
         assert_eq!(got.pieces[0], p.pieces[0], "{}", got.name);
     }
