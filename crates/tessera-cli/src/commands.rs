@@ -17,7 +17,9 @@ use tessera_harness::{
     run_bench, BenchOutcome, BenchSpec, ResultRow, RuntimeKind, SimConfig, SpecError, WorkloadSpec,
 };
 use tessera_workloads::tpcc::{Mix, Partition, RemoteNewOrder};
-use tessera_workloads::{CounterConfig, MicroConfig, TpccConfig, YcsbConfig};
+use tessera_workloads::{
+    CounterConfig, MicroConfig, TaoBenchConfig, TatpConfig, TpccConfig, YcsbConfig,
+};
 
 type Result<T> = std::result::Result<T, Failure>;
 
@@ -42,6 +44,16 @@ fn tpcc_flags(a: &RunArgs) -> [(&'static str, bool); 8] {
         ("--partition", a.partition.is_some()),
         ("--remote-neworder", a.remote_neworder.is_some()),
         ("--remote-payment", a.remote_payment.is_some()),
+    ]
+}
+
+/// The flags of the OOCC workloads (tatp, taobench) that are set.
+fn graph_flags(a: &RunArgs) -> [(&'static str, bool); 4] {
+    [
+        ("--subscribers", a.subscribers.is_some()),
+        ("--ro-keys", a.ro_keys.is_some()),
+        ("--objects", a.objects.is_some()),
+        ("--edges", a.edges.is_some()),
     ]
 }
 
@@ -96,6 +108,17 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         _ => {}
     }
     let tpcc_set = tpcc_flags(a);
+    let oocc_set = graph_flags(a);
+    let ycsb_set = [
+        ("--keys", a.keys.is_some()),
+        ("--ops", a.ops.is_some()),
+        ("--read-ratio", a.read_ratio.is_some()),
+        ("--multi-partition", a.multi_partition.is_some()),
+    ];
+    if !matches!(a.workload.as_str(), "tatp" | "taobench") {
+        not_for(&a.workload, &oocc_set[..2], "tatp")?;
+        not_for(&a.workload, &oocc_set[2..], "taobench")?;
+    }
     let workload = match a.workload.as_str() {
         "micro" => {
             let mut c = MicroConfig::default();
@@ -146,6 +169,38 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
                 }
             }
             WorkloadSpec::Counter(c)
+        }
+        "tatp" => {
+            let mut c = TatpConfig {
+                partitions: 2,
+                ..TatpConfig::default()
+            };
+            c.partitions = a.shards.unwrap_or(c.partitions);
+            c.subscribers = a.subscribers.unwrap_or(c.subscribers);
+            c.ro_keys = a.ro_keys.unwrap_or(c.ro_keys);
+            not_for("tatp", &ycsb_set, "ycsb")?;
+            not_for(
+                "tatp",
+                &[("--zipf", a.zipf.is_some())],
+                "ycsb, micro, counter or taobench (TATP draws subscribers by NURand)",
+            )?;
+            not_for("tatp", &oocc_set[2..], "taobench")?;
+            not_for("tatp", &tpcc_set, "tpcc")?;
+            WorkloadSpec::Tatp(c)
+        }
+        "taobench" => {
+            let mut c = TaoBenchConfig {
+                partitions: 2,
+                ..TaoBenchConfig::default()
+            };
+            c.partitions = a.shards.unwrap_or(c.partitions);
+            c.objects = a.objects.unwrap_or(c.objects);
+            c.edges = a.edges.unwrap_or(c.edges);
+            c.zipf_theta = a.zipf.unwrap_or(c.zipf_theta);
+            not_for("taobench", &ycsb_set, "ycsb")?;
+            not_for("taobench", &oocc_set[..2], "tatp")?;
+            not_for("taobench", &tpcc_set, "tpcc")?;
+            WorkloadSpec::TaoBench(c)
         }
         "tpcc" => {
             not_for(
@@ -663,6 +718,10 @@ pub fn default_comparison() -> Result<()> {
         reorder: None,
         max_attempts: None,
         max_unreleased: None,
+        subscribers: None,
+        ro_keys: None,
+        objects: None,
+        edges: None,
         write_ratio: None,
         switches: None,
         replica_faults: false,

@@ -160,11 +160,12 @@ pub struct RunArgs {
     /// Protocols, comma-separated (see `tessera protocols`).
     #[arg(long, value_delimiter = ',', default_value = "2pl-ww,2pl-nowait,occ")]
     protocol: Vec<String>,
-    /// micro (Janus: 3 counters on 3 shards), ycsb (COCO's YCSB), tpcc, or counter (NOCC's counters).
+    /// micro (Janus: 3 counters on 3 shards), ycsb (COCO's YCSB), tpcc, counter (NOCC's counters),
+    /// tatp, or taobench (OOCC §VIII.B's TATP and TAOBench-like social graph).
     #[arg(long, default_value = "ycsb")]
     workload: String,
-    /// Shards (micro: default 3; ycsb: partitions, default 2; tpcc: one per
-    /// warehouse, or 2 with --partition district).
+    /// Shards (micro: default 3; ycsb, tatp, taobench: partitions, default 2;
+    /// tpcc: one per warehouse, or 2 with --partition district).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     shards: Option<u32>,
     /// Closed-loop clients in total (default: 8 per shard on local, 32 on sim).
@@ -276,6 +277,20 @@ pub struct RunArgs {
     /// settle before it ends (at most the cool-down; default 0).
     #[arg(long, value_parser = duration::parse, allow_negative_numbers = true)]
     drain: Option<Time>,
+    /// tatp: subscribers in total, dealt over the shards (default 100,000,
+    /// TATP's smallest population: 2.1M records).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    subscribers: Option<u64>,
+    /// tatp: records GET_SUBSCRIBER_DATA and GET_ACCESS_DATA read, 1-16
+    /// (default 2, OOCC's two-key reads; 1 is the TATP specification).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=16), allow_negative_numbers = true)]
+    ro_keys: Option<u32>,
+    /// taobench: objects (default 1,000,000, OOCC §VIII.B).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(8..), allow_negative_numbers = true)]
+    objects: Option<u64>,
+    /// taobench: edges (default 500,000, OOCC §VIII.B).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(8..=4_294_967_295), allow_negative_numbers = true)]
+    edges: Option<u64>,
     /// counter: share of transactions that increment (default 0.2).
     #[arg(long, value_parser = parse_ratio, allow_negative_numbers = true)]
     write_ratio: Option<f64>,

@@ -373,3 +373,46 @@ fn oocc_lease_and_drift_knobs_are_checked() {
         "--oocc-drift-stop",
     );
 }
+
+/// TATP and TAOBench (OOCC §VIII.B): their flags name themselves and are
+/// refused by the other workloads.
+#[test]
+fn tatp_and_taobench_flags_are_checked() {
+    let sim = ["bench", "--runtime", "sim", "--protocol", "oocc"];
+    let with = |extra: &[&'static str]| [&sim[..], extra].concat();
+    rejects(
+        &with(&["--workload", "tatp", "--subscribers", "1"]),
+        "subscribers",
+    );
+    rejects(
+        &with(&["--workload", "tatp", "--subscribers", "0"]),
+        "--subscribers",
+    );
+    rejects(
+        &with(&["--workload", "tatp", "--ro-keys", "17"]),
+        "--ro-keys",
+    );
+    rejects(&with(&["--workload", "tatp", "--zipf", "0.5"]), "--zipf");
+    rejects(
+        &with(&["--workload", "tatp", "--objects", "100"]),
+        "--objects",
+    );
+    rejects(
+        &with(&["--workload", "taobench", "--objects", "4"]),
+        "--objects",
+    );
+    rejects(
+        &with(&["--workload", "taobench", "--edges", "0"]),
+        "--edges",
+    );
+    rejects(
+        &with(&["--workload", "taobench", "--subscribers", "9"]),
+        "--subscribers",
+    );
+    rejects(&with(&["--workload", "taobench", "--keys", "9"]), "--keys");
+    rejects(&with(&["--workload", "ycsb", "--edges", "40"]), "--edges");
+    rejects(
+        &with(&["--workload", "micro", "--ro-keys", "2"]),
+        "--ro-keys",
+    );
+}

@@ -70,6 +70,26 @@ fn three_servers_run_tpcc_with_occ_and_2pl_and_the_check_passes() {
     }
 }
 
+/// OOCC §VIII.B's TATP and TAOBench-like workloads cross processes (their
+/// wire codecs) and pass the check on three servers.
+#[test]
+fn three_servers_run_tatp_and_taobench_and_the_check_passes() {
+    for workload in [
+        "name = \"tatp\"\nsubscribers = 3000\npartitions = 3\n",
+        "name = \"taobench\"\nobjects = 30000\nedges = 15000\npartitions = 3\n",
+    ] {
+        let c = Cluster::with_workload("occ", false, workload);
+        finished(c.bench("1s"), &c);
+        let rows = c.rows();
+        assert_eq!(
+            rows.last().unwrap()["check"],
+            "pass",
+            "{workload}: {rows:?}"
+        );
+        assert!(committed(&rows) > 100, "{workload}: {rows:?}");
+    }
+}
+
 fn kill_runs() -> usize {
     std::env::var("TESSERA_KILL_RUNS")
         .ok()

@@ -6,7 +6,9 @@ use crate::spec::{BenchSpec, RuntimeKind, WorkloadSpec};
 use crate::sweep::Vary;
 use tessera_core::ids::MS;
 use tessera_workloads::tpcc::Mix;
-use tessera_workloads::{CounterConfig, MicroConfig, TpccConfig, YcsbConfig};
+use tessera_workloads::{
+    CounterConfig, MicroConfig, TaoBenchConfig, TatpConfig, TpccConfig, YcsbConfig,
+};
 
 /// A named sweep.
 pub struct Experiment {
@@ -246,6 +248,20 @@ pub fn experiments() -> Vec<Experiment> {
     rdma_ycsb.duration = 20 * MS;
     rdma_ycsb.warmup = 2 * MS;
     rdma_ycsb.cooldown = MS;
+    // OOCC §VIII.B, Fig. 10c/d: TATP (100k subscribers, NURand, two-key
+    // reads) and the TAOBench-like graph (1M objects, 500k edges) on the
+    // same two memory nodes; the paper varies the coordinators and reports
+    // the best, so the sweep is over clients.
+    let mut rdma_tatp = rdma_ycsb.clone();
+    rdma_tatp.workload = WorkloadSpec::Tatp(TatpConfig {
+        partitions: 2,
+        ..TatpConfig::default()
+    });
+    let mut rdma_taobench = rdma_ycsb.clone();
+    rdma_taobench.workload = WorkloadSpec::TaoBench(TaoBenchConfig {
+        partitions: 2,
+        ..TaoBenchConfig::default()
+    });
     let mut lease = rdma_ycsb.clone();
     if let WorkloadSpec::Ycsb(c) = &mut lease.workload {
         c.read_ratio = 0.975;
@@ -426,6 +442,34 @@ pub fn experiments() -> Vec<Experiment> {
             vary: Vary {
                 name: "read-ratio".into(),
                 values: vec![1.0, 0.975, 0.95],
+            },
+            series: None,
+            plot: &["throughput", "p50", "p99"],
+        },
+        Experiment {
+            name: "oocc-tatp",
+            description: "OOCC Fig. 10 (TATP) on sim, RDMA preset: 100k subscribers on 2 memory \
+                          nodes, NURand ids, 80% read-only with two-key reads; 8 → 64 clients; \
+                          OOCC vs FORD-style OCC, DrTM, DSLR",
+            protocols: &["oocc", "ford-occ", "drtm", "dslr"],
+            base: rdma_tatp,
+            vary: Vary {
+                name: "clients".into(),
+                values: vec![8.0, 16.0, 32.0, 64.0],
+            },
+            series: None,
+            plot: &["throughput", "p50", "p99"],
+        },
+        Experiment {
+            name: "oocc-taobench",
+            description: "OOCC Fig. 10 (TAOBench) on sim, RDMA preset: 1M objects, 500k edges \
+                          on 2 memory nodes, zipf 0.9, 95% read-only (TAOBench workload A's \
+                          sizes); 8 → 64 clients; OOCC vs FORD-style OCC, DrTM, DSLR",
+            protocols: &["oocc", "ford-occ", "drtm", "dslr"],
+            base: rdma_taobench,
+            vary: Vary {
+                name: "clients".into(),
+                values: vec![8.0, 16.0, 32.0, 64.0],
             },
             series: None,
             plot: &["throughput", "p50", "p99"],

@@ -643,7 +643,7 @@ fn on_memory_nodes(spec: &BenchSpec, knobs: &[&'static str]) -> Result<(), SpecE
             flag: "--workload",
             value: "tpcc".into(),
             allowed: format!(
-                "workloads without inserts (micro, ycsb, counter): {} does not allocate slots yet",
+                "workloads without inserts (micro, ycsb, counter, tatp, taobench): {} does not allocate slots yet",
                 spec.protocol
             ),
         });

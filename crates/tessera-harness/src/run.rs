@@ -13,7 +13,7 @@ use tessera_core::ids::MS;
 use tessera_core::stats::ClientStats;
 use tessera_core::workload::Workload;
 use tessera_protocols::rococo::offline;
-use tessera_workloads::{Counter, Micro, Tpcc, Ycsb};
+use tessera_workloads::{Counter, Micro, TaoBench, Tatp, Tpcc, Ycsb};
 
 /// The result of one run.
 pub struct BenchOutcome {
@@ -34,6 +34,8 @@ pub fn workload(spec: &WorkloadSpec) -> anyhow::Result<Arc<dyn Workload>> {
         WorkloadSpec::Ycsb(c) => Arc::new(Ycsb::new(*c)?),
         WorkloadSpec::Counter(c) => Arc::new(Counter::new(*c)?),
         WorkloadSpec::Tpcc(c) => Arc::new(Tpcc::new(*c)?),
+        WorkloadSpec::Tatp(c) => Arc::new(Tatp::new(*c)?),
+        WorkloadSpec::TaoBench(c) => Arc::new(TaoBench::new(*c)?),
     })
 }
 

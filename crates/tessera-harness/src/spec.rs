@@ -4,7 +4,9 @@ use crate::sites::{ClientSites, Sites};
 use std::path::PathBuf;
 use tessera_core::ids::{Time, MS};
 use tessera_sim::SimConfig;
-use tessera_workloads::{CounterConfig, MicroConfig, TpccConfig, YcsbConfig};
+use tessera_workloads::{
+    CounterConfig, MicroConfig, TaoBenchConfig, TatpConfig, TpccConfig, YcsbConfig,
+};
 use thiserror::Error;
 
 /// Which runtime drives the nodes.
@@ -51,10 +53,13 @@ pub enum WorkloadSpec {
     Ycsb(YcsbConfig),
     Counter(CounterConfig),
     Tpcc(TpccConfig),
+    Tatp(TatpConfig),
+    TaoBench(TaoBenchConfig),
 }
 
 impl WorkloadSpec {
-    pub const NAMES: &'static [&'static str] = &["micro", "ycsb", "tpcc", "counter"];
+    pub const NAMES: &'static [&'static str] =
+        &["micro", "ycsb", "tpcc", "counter", "tatp", "taobench"];
 
     pub fn name(&self) -> &'static str {
         match self {
@@ -62,6 +67,8 @@ impl WorkloadSpec {
             WorkloadSpec::Ycsb(_) => "ycsb",
             WorkloadSpec::Counter(_) => "counter",
             WorkloadSpec::Tpcc(_) => "tpcc",
+            WorkloadSpec::Tatp(_) => "tatp",
+            WorkloadSpec::TaoBench(_) => "taobench",
         }
     }
 
@@ -71,16 +78,19 @@ impl WorkloadSpec {
             WorkloadSpec::Ycsb(c) => c.partitions,
             WorkloadSpec::Counter(_) => 1,
             WorkloadSpec::Tpcc(c) => c.shard_count(),
+            WorkloadSpec::Tatp(c) => c.partitions,
+            WorkloadSpec::TaoBench(c) => c.partitions,
         }
     }
 
-    /// The key-choice skew (0 for TPC-C, whose skew is NURand's).
+    /// The key-choice skew (0 for TPC-C and TATP, whose skew is NURand's).
     pub fn zipf(&self) -> f64 {
         match self {
             WorkloadSpec::Micro(c) => c.zipf_theta,
             WorkloadSpec::Ycsb(c) => c.zipf_theta,
             WorkloadSpec::Counter(c) => c.zipf_theta,
-            WorkloadSpec::Tpcc(_) => 0.0,
+            WorkloadSpec::Tpcc(_) | WorkloadSpec::Tatp(_) => 0.0,
+            WorkloadSpec::TaoBench(c) => c.zipf_theta,
         }
     }
 }
@@ -356,6 +366,8 @@ impl BenchSpec {
             WorkloadSpec::Ycsb(c) => c.validate(),
             WorkloadSpec::Counter(c) => c.validate(),
             WorkloadSpec::Tpcc(c) => c.validate(),
+            WorkloadSpec::Tatp(c) => c.validate(),
+            WorkloadSpec::TaoBench(c) => c.validate(),
         };
         r.map_err(|e| SpecError::Workload(e.to_string()))?;
         let mut sim = self.sim_config();

@@ -24,7 +24,7 @@ use tessera_core::topology::Role;
 use tessera_core::workload::Workload;
 use tessera_tcp::{claim, run_process, ClusterConfig, LocalNode, ProcessSpec, Stop, Wakeups};
 use tessera_workloads::kv::with_builtins;
-use tessera_workloads::{MicroConfig, TpccConfig, YcsbConfig};
+use tessera_workloads::{MicroConfig, TaoBenchConfig, TatpConfig, TpccConfig, YcsbConfig};
 
 /// The workload a cluster file names, with its parameters.
 pub fn workload_spec(c: &ClusterConfig) -> anyhow::Result<WorkloadSpec> {
@@ -34,6 +34,8 @@ pub fn workload_spec(c: &ClusterConfig) -> anyhow::Result<WorkloadSpec> {
         "ycsb" => WorkloadSpec::Ycsb(params.try_into::<YcsbConfig>().map_err(bad)?),
         "micro" => WorkloadSpec::Micro(params.try_into::<MicroConfig>().map_err(bad)?),
         "tpcc" => WorkloadSpec::Tpcc(params.try_into::<TpccConfig>().map_err(bad)?),
+        "tatp" => WorkloadSpec::Tatp(params.try_into::<TatpConfig>().map_err(bad)?),
+        "taobench" => WorkloadSpec::TaoBench(params.try_into::<TaoBenchConfig>().map_err(bad)?),
         other => {
             return Err(crate::spec::SpecError::Invalid {
                 flag: "[workload] name",

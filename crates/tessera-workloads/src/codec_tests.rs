@@ -1,6 +1,9 @@
 //! Wire codec of the workloads' procedures: round trips and garbage.
 
-use crate::{Micro, MicroConfig, Tpcc, TpccConfig, Ycsb, YcsbConfig};
+use crate::{
+    Micro, MicroConfig, TaoBench, TaoBenchConfig, Tatp, TatpConfig, Tpcc, TpccConfig, Ycsb,
+    YcsbConfig,
+};
 use bytes::BytesMut;
 use proptest::prelude::*;
 use rand::rngs::SmallRng;
@@ -56,6 +59,31 @@ proptest! {
     fn ycsb_round_trips(seed: u64, parts in 2u32..5, mp in 0.0f64..=1.0, rr in 0.0f64..=1.0, home in 0u32..8) {
         let wl = Ycsb::new(YcsbConfig { partitions: parts, keys_per_partition: 1000, multi_partition: mp, read_ratio: rr, ..YcsbConfig::default() }).unwrap();
         round_trip(Arc::new(wl), seed, home);
+    }
+
+    #[test]
+    fn tatp_round_trips(seed: u64, parts in 1u32..4, ro_keys in 1u32..4) {
+        let wl = Tatp::new(TatpConfig { subscribers: 500, partitions: parts, ro_keys }).unwrap();
+        round_trip(Arc::new(wl), seed, 0);
+    }
+
+    #[test]
+    fn taobench_round_trips(seed: u64, parts in 1u32..4, read_only in 0.0f64..=1.0) {
+        round_trip(Arc::new(taobench(parts, read_only)), seed, 0);
+    }
+
+    #[test]
+    fn tatp_and_taobench_garbage_is_rejected_without_panic(
+        name in prop_oneof![Just("get_access_data"), Just("insert_call_forwarding"), Just("tao_read"), Just("tao_write")],
+        params: Vec<u8>,
+    ) {
+        let t = Tatp::new(TatpConfig { subscribers: 500, partitions: 2, ro_keys: 2 }).unwrap();
+        if let Ok(x) = t.decode_txn(name, &params) {
+            assert_same(&x, &x);
+        }
+        if let Ok(x) = taobench(2, 0.5).decode_txn(name, &params) {
+            assert_same(&x, &x);
+        }
     }
 
     #[test]
@@ -176,4 +204,68 @@ fn out_of_range_parameters_are_rejected() {
         }
     }
     assert_eq!(rejected, 50, "a txn of a bigger deployment decoded");
+}
+
+fn taobench(partitions: u32, read_only: f64) -> TaoBench {
+    TaoBench::new(TaoBenchConfig {
+        objects: 1000,
+        edges: 500,
+        partitions,
+        read_only,
+        ..TaoBenchConfig::default()
+    })
+    .unwrap()
+}
+
+/// TATP and TAOBench transactions of a bigger deployment name subscribers,
+/// objects or edges the receiver does not have: refused.
+#[test]
+fn tatp_and_taobench_parameters_of_a_bigger_deployment_are_rejected() {
+    let (small, big) = (
+        TatpConfig {
+            subscribers: 10,
+            partitions: 1,
+            ro_keys: 1,
+        },
+        TatpConfig {
+            subscribers: 1_000_000,
+            partitions: 1,
+            ro_keys: 1,
+        },
+    );
+    let (small, big) = (Tatp::new(small).unwrap(), Tatp::new(big).unwrap());
+    let mut g = big.tatp_generator();
+    let mut rng = SmallRng::seed_from_u64(5);
+    let mut rejected = 0;
+    for _ in 0..200 {
+        let t = g.generate(&mut rng);
+        let mut out = BytesMut::new();
+        t.encode_params(&mut out).unwrap();
+        rejected += usize::from(small.decode_txn(t.name(), &out).is_err());
+        // The name must match the parameters' type.
+        let other = if t.name() == "update_location" {
+            "get_subscriber_data"
+        } else {
+            "update_location"
+        };
+        assert!(big.decode_txn(other, &out).is_err());
+    }
+    assert!(rejected > 190, "{rejected}");
+    let (small, big) = (
+        taobench(1, 0.5),
+        TaoBench::new(TaoBenchConfig {
+            read_only: 0.5,
+            ..TaoBenchConfig::default()
+        })
+        .unwrap(),
+    );
+    let mut g = big.tao_generator();
+    let mut rejected = 0;
+    for _ in 0..100 {
+        let t = g.generate(&mut rng);
+        let mut out = BytesMut::new();
+        t.encode_params(&mut out).unwrap();
+        rejected += usize::from(small.decode_txn(t.name(), &out).is_err());
+    }
+    assert!(rejected > 90, "{rejected}");
 }

@@ -9,6 +9,10 @@
 //! * [`kv`] — the built-in `get`/`put`/`incr` procedures on named keys that
 //!   every `tcp` server accepts beside its workload (the client library's).
 //! * [`counter`] — NOCC's single-counter reads and increments (NOCC §4).
+//! * [`tatp`] — TATP (OOCC §VIII.B's variant with two-key reads), its
+//!   inserts and deletes modelled as updates of fixed slots.
+//! * [`taobench`] — a TAOBench-like social-graph mix of objects and edges
+//!   (OOCC §VIII.B; numbers from TAOBench's workload A).
 //! * [`tpcc`] — TPC-C, all five transactions, three partitioning schemes
 //!   and the clause-3.3.2 consistency checks (its own key layout: see
 //!   [`tpcc::keys`]).
@@ -27,6 +31,9 @@ pub mod counter;
 pub mod error;
 pub mod kv;
 pub mod micro;
+mod slots;
+pub mod taobench;
+pub mod tatp;
 pub mod tpcc;
 pub mod ycsb;
 pub mod zipf;
@@ -34,6 +41,8 @@ pub mod zipf;
 pub use counter::{Counter, CounterConfig};
 pub use error::ConfigError;
 pub use micro::{IncrementTxn, Micro, MicroConfig, MicroGenerator};
+pub use taobench::{TaoBench, TaoBenchConfig};
+pub use tatp::{Tatp, TatpConfig};
 pub use tpcc::{Tpcc, TpccConfig};
 pub use ycsb::{Ycsb, YcsbConfig, YcsbGenerator, YcsbOp, YcsbTxn};
 pub use zipf::Zipf;
