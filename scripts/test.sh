@@ -7,5 +7,7 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== cargo test (unit, integration, ${TESSERA_SEEDS:-200} simulator seeds per protocol)"
+# Issue 10's acceptance: the kill -9 / restart test 20 times in a row.
+export TESSERA_KILL_RUNS="${TESSERA_KILL_RUNS:-20}"
+echo "== cargo test (unit, integration, ${TESSERA_SEEDS:-200} simulator seeds per protocol, ${TESSERA_KILL_RUNS} kill -9 runs per protocol)"
 cargo test --workspace --locked
