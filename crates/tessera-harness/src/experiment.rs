@@ -268,6 +268,21 @@ pub fn experiments() -> Vec<Experiment> {
         c.zipf_theta = 0.9;
     }
 
+    // OOCC §VIII.D, Fig. 11: the same YCSB at zipf 0.99, the paper's
+    // share of transactions that write (0 → 20%) given by the read ratio
+    // per operation: with 4 operations a transaction is read-only with
+    // probability r^4, so r = (1 - w)^(1/4). Then the read-intensive mix
+    // (~10% writing) over θ.
+    let mut ablation = rdma_ycsb.clone();
+    if let WorkloadSpec::Ycsb(c) = &mut ablation.workload {
+        c.zipf_theta = 0.99;
+    }
+    let mut ablation_skew = rdma_ycsb.clone();
+    if let WorkloadSpec::Ycsb(c) = &mut ablation_skew.workload {
+        c.read_ratio = 0.974;
+    }
+    let writing = |w: f64| (1.0f64 - w).powf(0.25);
+
     vec![
         Experiment {
             name: "replicated-micro",
@@ -473,6 +488,45 @@ pub fn experiments() -> Vec<Experiment> {
             },
             series: None,
             plot: &["throughput", "p50", "p99"],
+        },
+        Experiment {
+            name: "oocc-ablation",
+            description: "OOCC Fig. 11a on sim, RDMA preset: YCSB 4 ops at zipf 0.99, \
+                          transactions that write 0 → 20% (read ratio per op (1-w)^(1/4): \
+                          1.0, 0.987, 0.974, 0.960, 0.946); one line per ablation step: \
+                          0 = occ (FORD-style), 1 = +lease, 2 = +write-unlock, \
+                          3 = +delay-write-lock (= oocc)",
+            protocols: &["oocc"],
+            base: ablation,
+            vary: Vary {
+                name: "read-ratio".into(),
+                values: [0.0, 0.05, 0.1, 0.15, 0.2]
+                    .iter()
+                    .map(|&w| (writing(w) * 1000.0).round() / 1000.0)
+                    .collect(),
+            },
+            series: Some(Vary {
+                name: "ablation".into(),
+                values: vec![0.0, 1.0, 2.0, 3.0],
+            }),
+            plot: &["throughput", "commit_rate", "p50"],
+        },
+        Experiment {
+            name: "oocc-ablation-skew",
+            description: "OOCC Fig. 11b/c on sim, RDMA preset: read-intensive YCSB (~10% of \
+                          transactions write), zipf 0.6 → 0.99; one line per ablation step \
+                          (0 occ, 1 +lease, 2 +write-unlock, 3 +delay-write-lock = oocc)",
+            protocols: &["oocc"],
+            base: ablation_skew,
+            vary: Vary {
+                name: "zipf".into(),
+                values: vec![0.6, 0.7, 0.8, 0.9, 0.99],
+            },
+            series: Some(Vary {
+                name: "ablation".into(),
+                values: vec![0.0, 1.0, 2.0, 3.0],
+            }),
+            plot: &["throughput", "commit_rate", "p50"],
         },
         Experiment {
             name: "oocc-lease",

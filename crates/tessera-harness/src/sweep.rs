@@ -29,7 +29,13 @@ pub const PARAMS: &[&str] = &[
     "fsync-us",
     "commit",
     "isolation",
+    "ablation",
 ];
+
+/// OOCC's ablation steps (§VIII.D, Fig. 11), each adding one technique to
+/// the one before: FORD-style OCC, + lease, + write unlock, + delayed
+/// write lock (= `oocc`).
+pub const ABLATION: &[&str] = &["occ", "+lease", "+write-unlock", "+delay-write-lock"];
 
 impl Vary {
     /// Parse `name=v1,v2,...`.
@@ -69,11 +75,13 @@ impl Vary {
     /// numbers: `commit` counts COCO's commit modes in the order of
     /// [`CommitMode::NAMES`] (0 = 2pc, 1 = 2pc-sync, 2 = epoch), so that a
     /// sweep over them plots on a numeric axis; `isolation` counts
-    /// [`Isolation::NAMES`] (0 = serializable, 1 = snapshot).
+    /// [`Isolation::NAMES`] (0 = serializable, 1 = snapshot); `ablation`
+    /// counts [`ABLATION`].
     pub fn label(&self, v: f64) -> Result<&'static str, SpecError> {
         let names = match self.name.as_str() {
             "commit" => CommitMode::NAMES,
             "isolation" => Isolation::NAMES,
+            "ablation" => ABLATION,
             _ => &[],
         };
         let i = v as usize;
@@ -139,6 +147,13 @@ impl Vary {
             }
             ("commit", _) => spec.knobs.commit = Some(self.label(v)?.to_string()),
             ("isolation", _) => spec.knobs.isolation = Some(self.label(v)?.to_string()),
+            ("ablation", _) => {
+                self.label(v)?;
+                let step = v as usize;
+                spec.knobs.oocc_lease = Some(step >= 1);
+                spec.knobs.oocc_write_unlock = Some(step >= 2);
+                spec.knobs.oocc_delayed_lock = Some(step >= 3);
+            }
             (name, w) => {
                 return Err(SpecError::Invalid {
                     flag: "--vary",
@@ -245,6 +260,27 @@ mod tests {
         assert!(Vary::parse("zipf").is_err());
         assert!(Vary::parse("colour=1").is_err());
         assert!(Vary::parse("zipf=a").is_err());
+    }
+
+    #[test]
+    fn ablation_steps_add_one_technique_each() {
+        let v = Vary::parse("ablation=0,1,2,3").unwrap();
+        let mut s = BenchSpec::new(
+            crate::spec::RuntimeKind::Sim,
+            "oocc",
+            WorkloadSpec::Ycsb(tessera_workloads::YcsbConfig::default()),
+        );
+        let mut seen = Vec::new();
+        for &x in &v.values {
+            v.apply(&mut s, x).unwrap();
+            let k = &s.knobs;
+            seen.push((k.oocc_lease, k.oocc_write_unlock, k.oocc_delayed_lock));
+        }
+        let (t, f) = (Some(true), Some(false));
+        assert_eq!(seen, vec![(f, f, f), (t, f, f), (t, t, f), (t, t, t)]);
+        assert_eq!(v.label(3.0).unwrap(), "+delay-write-lock");
+        assert!(v.apply(&mut s, 4.0).is_err());
+        assert!(v.apply(&mut s, 1.5).is_err());
     }
 
     #[test]
