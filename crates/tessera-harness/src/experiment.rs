@@ -155,6 +155,13 @@ pub fn experiments() -> Vec<Experiment> {
     janus_tpcc.duration = 300 * MS;
     janus_tpcc.warmup = 50 * MS;
     janus_tpcc.cooldown = 50 * MS;
+    // Janus §6.3 over Table 2's three regions: 3 s of virtual time so that
+    // transactions of several wide-area round trips finish many times.
+    let mut janus_tpcc_wan = janus_tpcc.clone();
+    janus_tpcc_wan.sites = Some(crate::sites::Sites::three_regions());
+    janus_tpcc_wan.duration = 3_000 * MS;
+    janus_tpcc_wan.warmup = 1_000 * MS;
+    janus_tpcc_wan.cooldown = 500 * MS;
 
     // COCO Fig. 16 shape: YCSB over 3 shards with 3 replicas each, 20%
     // multi-partition, epoch commit; 2 s of virtual time so 100 ms epochs
@@ -348,6 +355,20 @@ pub fn experiments() -> Vec<Experiment> {
             vary: Vary {
                 name: "clients".into(),
                 values: vec![6.0, 30.0, 60.0, 120.0],
+            },
+            series: None,
+            plot: &["neworders", "commit_rate", "p90"],
+        },
+        Experiment {
+            name: "janus-tpcc-wan",
+            description: "Janus §6.3 Fig. 5 over Table 2's three regions on sim: the janus-tpcc \
+                          deployment, one replica of each shard per region, 1 → 10 clients \
+                          per partition",
+            protocols: &["janus", "tapir", "2pl-paxos", "occ-paxos"],
+            base: janus_tpcc_wan,
+            vary: Vary {
+                name: "clients".into(),
+                values: vec![6.0, 30.0, 60.0],
             },
             series: None,
             plot: &["neworders", "commit_rate", "p90"],
