@@ -6,15 +6,14 @@
 //!
 //! `TESSERA_SEEDS` sets the number of seeds (default 200).
 
+mod rdma;
+
 use tessera_core::ids::{MS, US};
-use tessera_harness::{run_bench, BenchSpec, RuntimeKind, SimConfig, WorkloadSpec};
+use tessera_harness::{run_bench, BenchSpec, WorkloadSpec};
 use tessera_workloads::YcsbConfig;
 
 fn seeds() -> u64 {
-    std::env::var("TESSERA_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200)
+    rdma::seeds(200)
 }
 
 fn ycsb(read_ratio: f64) -> WorkloadSpec {
@@ -35,19 +34,26 @@ fn ycsb_config(read_ratio: f64) -> YcsbConfig {
 }
 
 fn spec(protocol: &str, seed: u64) -> BenchSpec {
-    let mut s = BenchSpec::new(RuntimeKind::Sim, protocol, ycsb(0.9));
-    s.seed = seed;
-    s.clients = 16;
-    s.duration = 4 * MS;
-    s.warmup = MS / 2;
-    s.cooldown = MS / 2;
-    s.check = true;
-    s.sim = SimConfig {
-        reorder: 0.05,
-        reorder_delay: 30 * US,
-        drift_ppm: 1_000,
-        ..SimConfig::rdma()
-    };
+    rdma::spec(protocol, ycsb(0.9), seed, 4 * MS)
+}
+
+/// Pairs of records read and written across both memory nodes by 32
+/// clients, messages often held back 100 µs, no drift unless a test sets
+/// it: a reader's lease window and a writer's wait meet often.
+fn crossing_pairs(protocol: &str, seed: u64) -> BenchSpec {
+    let mut s = spec(protocol, seed);
+    s.workload = WorkloadSpec::Ycsb(YcsbConfig {
+        keys_per_partition: 10,
+        ops_per_txn: 2,
+        read_ratio: 0.7,
+        zipf_theta: 0.0,
+        multi_partition: 1.0,
+        ..ycsb_config(0.0)
+    });
+    s.clients = 32;
+    s.sim.reorder = 0.3;
+    s.sim.reorder_delay = 100 * US;
+    s.sim.drift_ppm = 0;
     s
 }
 
@@ -152,19 +158,7 @@ fn lease_adjustments_are_strictly_serializable() {
 #[test]
 fn drift_beyond_the_bound_is_caught_unless_the_node_stops() {
     let run = |stop: bool, seed| {
-        let mut s = spec("oocc", seed);
-        s.workload = WorkloadSpec::Ycsb(YcsbConfig {
-            keys_per_partition: 10,
-            ops_per_txn: 2,
-            read_ratio: 0.7,
-            zipf_theta: 0.0,
-            multi_partition: 1.0,
-            ..ycsb_config(0.0)
-        });
-        s.clients = 32;
-        s.sim.reorder = 0.3;
-        s.sim.reorder_delay = 100 * US;
-        s.sim.drift_ppm = 0;
+        let mut s = crossing_pairs("oocc", seed);
         // Two memory nodes (0, 1), then the client hosts: 2 hosts the
         // Lease Manager, 3 drifts.
         s.sim.drift_node = Some((3, -900_000));
@@ -252,19 +246,7 @@ fn dslr_counter_reset_is_strictly_serializable() {
 #[test]
 fn checker_catches_writers_that_do_not_wait_out_the_lease() {
     let run = |protocol: &str, seed| {
-        let mut s = spec(protocol, seed);
-        s.workload = WorkloadSpec::Ycsb(YcsbConfig {
-            keys_per_partition: 10,
-            ops_per_txn: 2,
-            read_ratio: 0.7,
-            zipf_theta: 0.0,
-            multi_partition: 1.0,
-            ..ycsb_config(0.0)
-        });
-        s.clients = 32;
-        s.sim.reorder = 0.3;
-        s.sim.reorder_delay = 100 * US;
-        s.sim.drift_ppm = 0;
+        let mut s = crossing_pairs(protocol, seed);
         s.knobs.lease_us = Some(1_000);
         s.duration = 60 * MS;
         run_bench(&s).unwrap().row.check

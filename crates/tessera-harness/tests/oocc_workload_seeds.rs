@@ -7,16 +7,15 @@
 //!
 //! `TESSERA_SEEDS` sets the number of seeds (default 20).
 
+mod rdma;
+
 use std::collections::BTreeSet;
-use tessera_core::ids::{MS, US};
-use tessera_harness::{run_bench, BenchSpec, RuntimeKind, SimConfig, WorkloadSpec};
+use tessera_core::ids::MS;
+use tessera_harness::{run_bench, BenchSpec, WorkloadSpec};
 use tessera_workloads::{TaoBenchConfig, TatpConfig};
 
 fn seeds() -> u64 {
-    std::env::var("TESSERA_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20)
+    rdma::seeds(20)
 }
 
 fn tatp() -> WorkloadSpec {
@@ -39,20 +38,7 @@ fn taobench() -> WorkloadSpec {
 }
 
 fn spec(protocol: &str, workload: WorkloadSpec, seed: u64) -> BenchSpec {
-    let mut s = BenchSpec::new(RuntimeKind::Sim, protocol, workload);
-    s.seed = seed;
-    s.clients = 16;
-    s.duration = 3 * MS;
-    s.warmup = MS / 2;
-    s.cooldown = MS / 2;
-    s.check = true;
-    s.sim = SimConfig {
-        reorder: 0.05,
-        reorder_delay: 30 * US,
-        drift_ppm: 1_000,
-        ..SimConfig::rdma()
-    };
-    s
+    rdma::spec(protocol, workload, seed, 3 * MS)
 }
 
 fn replay(protocol: &str, workload: &str, seed: u64) -> String {
