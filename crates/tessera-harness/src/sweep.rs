@@ -253,6 +253,24 @@ pub fn sweep_series(
 mod tests {
     use super::*;
 
+    /// A short simulated YCSB run for the sweep tests.
+    fn short_sim_base() -> BenchSpec {
+        let mut base = BenchSpec::new(
+            crate::RuntimeKind::Sim,
+            "",
+            WorkloadSpec::Ycsb(tessera_workloads::YcsbConfig {
+                partitions: 2,
+                keys_per_partition: 100,
+                ..Default::default()
+            }),
+        );
+        base.clients = 2;
+        base.duration = 20 * tessera_core::ids::MS;
+        base.warmup = 2 * tessera_core::ids::MS;
+        base.cooldown = 2 * tessera_core::ids::MS;
+        base
+    }
+
     #[test]
     fn parse_accepts_known_names_and_rejects_others() {
         let v = Vary::parse("zipf=0.5,0.9").unwrap();
@@ -305,19 +323,7 @@ mod tests {
     /// transactions) sits that line out.
     #[test]
     fn a_series_makes_one_line_per_protocol_and_value() {
-        let mut base = BenchSpec::new(
-            crate::RuntimeKind::Sim,
-            "",
-            WorkloadSpec::Ycsb(tessera_workloads::YcsbConfig {
-                partitions: 2,
-                keys_per_partition: 100,
-                ..Default::default()
-            }),
-        );
-        base.clients = 2;
-        base.duration = 20 * tessera_core::ids::MS;
-        base.warmup = 2 * tessera_core::ids::MS;
-        base.cooldown = 2 * tessera_core::ids::MS;
+        let base = short_sim_base();
         let vary = Vary::parse("zipf=0,0.9").unwrap();
         let series = Vary::parse("isolation=0,1").unwrap();
         let protocols = ["pt-occ".to_string(), "s2pl".to_string()];
@@ -346,19 +352,7 @@ mod tests {
 
     #[test]
     fn a_protocol_sits_out_the_values_of_the_varied_flag_it_refuses() {
-        let mut base = BenchSpec::new(
-            crate::RuntimeKind::Sim,
-            "",
-            WorkloadSpec::Ycsb(tessera_workloads::YcsbConfig {
-                partitions: 2,
-                keys_per_partition: 100,
-                ..Default::default()
-            }),
-        );
-        base.clients = 2;
-        base.duration = 20 * tessera_core::ids::MS;
-        base.warmup = 2 * tessera_core::ids::MS;
-        base.cooldown = 2 * tessera_core::ids::MS;
+        let mut base = short_sim_base();
         let vary = Vary::parse("commit=1").unwrap();
         let rows = sweep(&base, &["s2pl".to_string()], &vary, |_, _| Ok(())).unwrap();
         assert!(rows.is_empty());
