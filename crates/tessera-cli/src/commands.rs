@@ -476,10 +476,16 @@ fn run_one(spec: &BenchSpec) -> Result<BenchOutcome> {
     let out = run_bench(spec);
     pb.finish_and_clear();
     let out = out?;
-    if let Some(r) = &out.check {
-        if !r.ok {
-            eprintln!("{}: isolation check FAILED: {r}", spec.protocol);
-        }
+    match &out.check {
+        Some(r) if !r.ok => eprintln!("{}: isolation check FAILED: {r}", spec.protocol),
+        // The isolation checker passed (or did not run) but a check of
+        // the run's end state failed it, e.g. lost writes over `tcp`.
+        _ if out.row.check == "fail" => eprintln!(
+            "{}: check FAILED: {}",
+            spec.protocol,
+            out.row.check_detail.as_deref().unwrap_or("(no detail)")
+        ),
+        _ => {}
     }
     if let Some(v) = out.consistency.as_ref().filter(|v| !v.is_empty()) {
         eprintln!(

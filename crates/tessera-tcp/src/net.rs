@@ -116,14 +116,22 @@ impl<M: Codec + 'static> Shared<M> {
     /// Queue `msg` for its route; false (and counted) if it was dropped.
     pub fn send(&self, out: Out<M>) -> bool {
         let routes = self.routes.borrow();
-        let ok = match routes.get(&out.to) {
-            Some(tx) => tx.try_send(out).is_ok(),
-            None => false,
+        let (to, from) = (out.to, out.from);
+        let why = match routes.get(&to) {
+            Some(tx) => match tx.try_send(out) {
+                Ok(()) => return true,
+                Err(mpsc::error::TrySendError::Full(_)) => "queue full",
+                Err(mpsc::error::TrySendError::Closed(_)) => "connection closed",
+            },
+            None => "no route",
         };
-        if !ok {
-            self.counters.dropped.set(self.counters.dropped.get() + 1);
+        let n = self.counters.dropped.get() + 1;
+        self.counters.dropped.set(n);
+        // The first drops say why; a steady stream only now and then.
+        if n <= 10 || n.is_power_of_two() {
+            tracing::warn!(?from, ?to, why, dropped = n, "message dropped");
         }
-        ok
+        false
     }
 
     /// Messages waiting in outbound queues.
