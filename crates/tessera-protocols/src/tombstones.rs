@@ -10,8 +10,18 @@
 //! works on. Transaction ids of one coordinator incarnation grow, so
 //! everything of that incarnation below the floor is over: its tombstones
 //! can go, and a late copy of its requests is stale and ignored. Tombstones
-//! then number the transactions in flight. A coordinator that falls silent
-//! stops raising its floor; its tombstones expire after `keep`.
+//! then number the transactions in flight.
+//!
+//! A tombstone above its coordinator's floor never expires by age while
+//! that coordinator incarnation is the newest one heard of its node: a
+//! live coordinator may resend a request whenever it likes (after a stall
+//! of its own, say, it retransmits before it reads the answers waiting for
+//! it), and a copy that finds no tombstone would run the transaction a
+//! second time — a duplicated Payment over `tcp` did exactly that when
+//! tombstones expired two seconds after they were made. Tombstones of an
+//! incarnation that a newer one of its node replaced (it crashed; its
+//! stragglers are refused by the servers), and of coordinators that never
+//! send floors, expire after `keep`.
 
 use tessera_core::ids::{Time, TxnId};
 use tessera_core::FastMap;
@@ -20,6 +30,12 @@ use tessera_core::FastMap;
 /// incarnation bits).
 fn incarnation_of(txn: TxnId) -> u64 {
     txn.0 >> 32
+}
+
+/// Is incarnation `a` newer than `b`? Incarnations are a `u8` that wraps:
+/// `a` is newer when `a - b` (mod 256) is in 1..=127.
+fn newer(a: u8, b: u8) -> bool {
+    (a.wrapping_sub(b) as i8) > 0
 }
 
 /// Tombstones with values of type `V` (the outcome to answer with).
@@ -86,12 +102,23 @@ impl<V> Tombstones<V> {
         self.ended.is_empty()
     }
 
-    /// Drop tombstones below their floor or older than `keep`.
+    /// Drop tombstones below their floor, and those older than `keep` whose
+    /// coordinator incarnation sends no floors or has been replaced.
     pub fn sweep(&mut self, now: Time) {
         let (floors, keep) = (&self.floors, self.keep);
+        let replaced = |inc: u64| {
+            let node = inc >> 8;
+            floors
+                .keys()
+                .any(|&other| other >> 8 == node && newer((other & 0xff) as u8, (inc & 0xff) as u8))
+        };
         self.ended.retain(|txn, (_, at)| {
-            let above_floor = floors.get(&incarnation_of(*txn)).is_none_or(|f| *txn >= *f);
-            above_floor && now - *at < keep
+            let inc = incarnation_of(*txn);
+            match floors.get(&inc) {
+                Some(f) if *txn < *f => false,
+                Some(_) if !replaced(inc) => true,
+                _ => now - *at < keep,
+            }
         });
     }
 }
@@ -108,7 +135,6 @@ mod tests {
         let b = |seq| TxnId::new(NodeId(1), 1, seq);
         t.insert(a(1), 'c', 0);
         t.insert(a(5), 'a', 0);
-        t.insert(b(1), 'c', 0);
         t.raise_floor(a(3));
         t.raise_floor(a(2));
         assert!(t.below_floor(a(2)));
@@ -120,8 +146,34 @@ mod tests {
         t.sweep(1);
         assert!(!t.contains(a(1)));
         assert_eq!(t.get(a(5)), Some(&'a'));
-        assert!(t.contains(b(1)));
+    }
+
+    /// Age alone never lets a live coordinator's late copy find nothing.
+    #[test]
+    fn only_replaced_or_floorless_coordinators_tombstones_expire() {
+        let mut t = Tombstones::new(100);
+        let a = |seq| TxnId::new(NodeId(1), 0, seq);
+        let b = |seq| TxnId::new(NodeId(2), 0, seq);
+        let a_again = |seq| TxnId::new(NodeId(1), 1, seq);
+        t.insert(a(5), 'a', 0);
+        t.raise_floor(a(3));
+        t.insert(b(1), 'c', 0);
         t.sweep(100);
-        assert!(t.is_empty(), "silent coordinators' tombstones expire");
+        assert!(t.contains(a(5)), "a live coordinator may still resend");
+        assert!(!t.contains(b(1)), "b sends no floors: expired by age");
+        t.raise_floor(a_again(1));
+        t.insert(a_again(2), 'c', 100);
+        t.sweep(150);
+        assert!(!t.contains(a(5)), "a replaced incarnation's expire by age");
+        t.sweep(1_000);
+        assert!(t.contains(a_again(2)));
+    }
+
+    #[test]
+    fn incarnations_compare_across_the_wrap() {
+        assert!(newer(1, 0));
+        assert!(newer(0, 255));
+        assert!(!newer(0, 1));
+        assert!(!newer(5, 5));
     }
 }

@@ -207,8 +207,18 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
         let now = ctx.now();
         self.ended.raise_floor(floor);
         self.coordinator_restarted(ctx, txn);
-        if self.ended.below_floor(txn) && !self.txns.contains_key(&txn) {
-            return; // stale: the coordinator is done with it
+        if !self.txns.contains_key(&txn) {
+            if self.ended.below_floor(txn) {
+                return; // stale: the coordinator is done with it
+            }
+            if self.replaced(txn) && !self.ended.contains(txn) {
+                // Its coordinator restarted: the transaction decides
+                // nothing any more, and its tombstone may have expired, so
+                // it must not run (again).
+                let reason = AbortReason::Timeout;
+                ctx.send(from, Msg::ExecuteFailed { txn, reason });
+                return;
+            }
         }
         match self.ended.get(txn) {
             Some(Ended {
@@ -286,6 +296,13 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
         }
         self.run_waiting(ctx, txn);
         self.resume_granted(ctx);
+    }
+
+    /// `txn`'s coordinator incarnation has been replaced by a newer one.
+    fn replaced(&self, txn: TxnId) -> bool {
+        self.incarnations
+            .get(&txn.node())
+            .is_some_and(|&seen| older(txn.incarnation(), seen))
     }
 
     /// Every transaction id names its coordinator's node and incarnation, so
@@ -1478,18 +1495,67 @@ mod tests {
         );
     }
 
+    /// The duplicated Payment of a `tcp` run (2026-11-25): a one-shot
+    /// transaction committed here; its coordinator, stalled for longer than
+    /// the tombstone's age, resent the Execute before reading the answer
+    /// waiting for it. However late the copy, it must not run again while
+    /// that coordinator lives (its floor still below the transaction).
     #[test]
-    fn tombstones_of_a_silent_coordinator_expire_by_time() {
+    fn a_late_copy_never_reruns_a_transaction_of_a_live_coordinator() {
+        let mut h = Harness::new();
+        let t0 = TxnId::new(NodeId(1), 0, 0);
+        let t1 = TxnId::new(NodeId(1), 0, 1);
+        assert!(matches!(
+            h.deliver(one_shot(t1, t0))[..],
+            [Msg::ExecuteOk {
+                committed: true,
+                ..
+            }]
+        ));
+        h.now = 10 * Timeouts::default().tombstone;
+        let mut effects = Vec::new();
+        let mut ctx = Ctx::new(h.now, NodeId(0), &mut h.rng, &mut effects);
+        h.p.sweep(&mut ctx);
+        let t2 = TxnId::new(NodeId(1), 0, 2);
+        h.deliver(one_shot(t2, t0));
+        assert_eq!(h.version_of_7(), Some(t2.version()));
+        let again = h.deliver(one_shot(t1, t0));
+        assert!(
+            matches!(
+                &again[..],
+                [Msg::ExecuteOk {
+                    committed: true,
+                    ..
+                }]
+            ),
+            "{again:?}"
+        );
+        assert_eq!(h.version_of_7(), Some(t2.version()), "t1 ran again");
+    }
+
+    /// A coordinator that restarted never decides its earlier
+    /// incarnation's transactions: their tombstones expire by age, and a
+    /// straggler of that incarnation is stale, not a new transaction.
+    #[test]
+    fn a_replaced_incarnations_tombstones_expire_and_its_stragglers_are_stale() {
         let mut h = Harness::new();
         let t1 = TxnId::new(NodeId(1), 0, 1);
         h.deliver(execute(t1, t1));
         h.deliver(Msg::Abort { txn: t1 });
         assert!(h.p.ended.contains(t1));
+        let n1 = TxnId::new(NodeId(1), 1, 1);
+        h.deliver(one_shot(n1, n1));
         h.now = Timeouts::default().tombstone + 1;
         let mut effects = Vec::new();
         let mut ctx = Ctx::new(h.now, NodeId(0), &mut h.rng, &mut effects);
         h.p.sweep(&mut ctx);
-        assert!(h.p.ended.is_empty());
+        assert!(!h.p.ended.contains(t1));
+        assert!(matches!(
+            h.deliver(execute(t1, t1))[..],
+            [Msg::ExecuteFailed { .. }]
+        ));
+        assert!(!h.p.txns.contains_key(&t1), "a straggler ran");
+        assert_eq!(h.version_of_7(), Some(n1.version()));
     }
 
     /// A prepared transaction and a one-phase commit survive a restart,
