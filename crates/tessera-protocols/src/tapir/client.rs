@@ -17,11 +17,16 @@ use tessera_core::FastMap;
 struct ShardPrepare {
     shard: ShardId,
     footprint: Footprint,
-    /// Per replica (by index in the group): its vote.
+    /// The highest view a replica answered in: IR counts only replies of
+    /// one view towards a quorum, so a reply from a newer view clears the
+    /// older ones (IR §3.2.2).
+    view: u64,
+    /// Per replica (by index in the group): its vote in `view`.
     votes: Vec<Option<Vote>>,
-    /// Slow path: the vote sent in Finalize, and who confirmed it.
+    /// Slow path: the vote sent in Finalize, and the results confirmed in
+    /// `view` (a view change's merge may have finalized another).
     finalizing: Option<Vote>,
-    confirms: Vec<bool>,
+    confirms: Vec<Option<Vote>>,
     /// The shard's result.
     result: Option<Vote>,
 }
@@ -256,7 +261,21 @@ impl TapirClient {
         self.group(shard).iter().position(|&n| n == node)
     }
 
-    fn on_vote(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, vote: Vote) {
+    /// A reply of replica `r` of `sp`'s shard in `view`: false when it is
+    /// from an older view than others' and must not count.
+    fn note_view(sp: &mut ShardPrepare, view: u64) -> bool {
+        if view < sp.view {
+            return false;
+        }
+        if view > sp.view {
+            sp.view = view;
+            sp.votes.iter_mut().for_each(|v| *v = None);
+            sp.confirms.iter_mut().for_each(|c| *c = None);
+        }
+        true
+    }
+
+    fn on_vote(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, vote: Vote, view: u64) {
         let Role::Server { shard, .. } = self.topology.role(from) else {
             return;
         };
@@ -270,8 +289,13 @@ impl TapirClient {
             return;
         }
         if let Some(sp) = st.shards.iter_mut().find(|sp| sp.shard == shard) {
-            if sp.votes[r].is_none() {
+            let newer = view > sp.view;
+            if Self::note_view(sp, view) && sp.votes[r].is_none() {
                 sp.votes[r] = Some(vote);
+            }
+            if newer && sp.finalizing.is_none() {
+                // Ask the others again, in the new view.
+                self.resend_prepare(ctx, txn);
             }
         }
         self.progress(ctx, txn);
@@ -335,7 +359,10 @@ impl TapirClient {
         }
     }
 
-    fn on_confirm(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) {
+    /// A Confirm: the shard's result is the one f+1 replicas confirm in
+    /// one view (IR §3.2.1: after a view change it may differ from what
+    /// the client asked for, and then it wins).
+    fn on_confirm(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, vote: Vote, view: u64) {
         let Role::Server { shard, .. } = self.topology.role(from) else {
             return;
         };
@@ -348,12 +375,13 @@ impl TapirClient {
         let Some(sp) = st.shards.iter_mut().find(|sp| sp.shard == shard) else {
             return;
         };
-        let Some(vote) = sp.finalizing else {
+        if sp.finalizing.is_none() || !Self::note_view(sp, view) {
             return;
-        };
-        sp.confirms[r] = true;
+        }
+        sp.confirms[r] = Some(vote);
         let f = (sp.confirms.len() - 1) / 2;
-        if sp.result.is_none() && sp.confirms.iter().filter(|c| **c).count() > f {
+        let same = sp.confirms.iter().filter(|c| **c == Some(vote)).count();
+        if sp.result.is_none() && same > f {
             sp.result = Some(vote);
         }
         self.progress(ctx, txn);
@@ -507,7 +535,7 @@ impl TapirClient {
                 .enumerate()
             {
                 let msg = match sp.finalizing {
-                    Some(vote) if !sp.confirms[r] => Msg::Finalize {
+                    Some(vote) if sp.confirms[r].is_none() => Msg::Finalize {
                         txn,
                         ts: st.ts,
                         vote,
@@ -537,9 +565,10 @@ impl Coordinator<Msg> for TapirClient {
                 ShardPrepare {
                     shard: s,
                     footprint: Footprint::default(),
+                    view: 0,
                     votes: vec![None; r],
                     finalizing: None,
-                    confirms: vec![false; r],
+                    confirms: vec![None; r],
                     result: None,
                 }
             })
@@ -571,14 +600,17 @@ impl Node<Msg> for TapirClient {
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
         match msg {
             Msg::ReadReply { txn, piece, values } => self.on_read_reply(ctx, txn, piece, values),
-            Msg::PrepareReply { txn, vote } => self.on_vote(ctx, from, txn, vote),
-            Msg::Confirm { txn } => self.on_confirm(ctx, from, txn),
+            Msg::PrepareReply { txn, vote, view } => self.on_vote(ctx, from, txn, vote, view),
+            Msg::Confirm { txn, vote, view } => self.on_confirm(ctx, from, txn, vote, view),
             Msg::Done { txn } => self.on_done(from, txn),
             Msg::Read { .. }
             | Msg::Prepare { .. }
             | Msg::Finalize { .. }
             | Msg::Commit { .. }
-            | Msg::Abort { .. } => {
+            | Msg::Abort { .. }
+            | Msg::StartViewChange { .. }
+            | Msg::DoViewChange { .. }
+            | Msg::StartView { .. } => {
                 tracing::warn!(?from, "tapir: a client got a replica's message");
             }
         }

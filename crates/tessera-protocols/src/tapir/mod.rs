@@ -69,6 +69,9 @@ pub struct TapirConfig {
     pub give_up: Time,
     /// How long replicas remember finished transactions.
     pub keep: Time,
+    /// A view change that has not finished after this long (its leader is
+    /// down) moves on to the next view.
+    pub view_timeout: Time,
 }
 
 impl Default for TapirConfig {
@@ -79,6 +82,7 @@ impl Default for TapirConfig {
             clock_skew: 100 * US,
             give_up: 2_000 * MS,
             keep: 2_000 * MS,
+            view_timeout: 80 * MS,
         }
     }
 }
@@ -92,6 +96,7 @@ impl TapirConfig {
             fast_wait: d.fast_wait.max(rtt + rtt / 5),
             give_up: d.give_up.max(40 * rtt),
             keep: d.keep.max(40 * rtt),
+            view_timeout: d.view_timeout.max(8 * rtt),
             ..d
         }
     }
@@ -107,7 +112,7 @@ impl Protocol for Tapir {
     type Coordinator = TapirClient;
 
     fn server(config: &TapirConfig, env: ServerEnv) -> TapirReplica {
-        TapirReplica::new(config.keep, env)
+        TapirReplica::new(config, env)
     }
 
     fn coordinator(config: &TapirConfig, env: CoordinatorEnv) -> TapirClient {
