@@ -8,6 +8,7 @@
 //! `TESSERA_SEEDS` sets the number of seeds per protocol (default 200). A
 //! failure prints the seed and the command that replays it.
 
+use std::collections::BTreeMap;
 use tessera_core::history::Outcome;
 use tessera_core::ids::{Time, MS};
 use tessera_core::topology::Role;
@@ -89,8 +90,18 @@ fn assert_converged(out: &BenchOutcome, what: &str) {
     }
 }
 
-fn many_seeds(protocol: &str) {
+/// What the runs of one protocol added up to.
+#[derive(Default)]
+struct Totals {
+    /// Protocol counters, summed over seeds.
+    counters: BTreeMap<&'static str, u64>,
+    /// Crashes of replicas that restarted.
+    replica_restarts: u64,
+}
+
+fn many_seeds(protocol: &str) -> Totals {
     let mut leader_crashes = 0;
+    let mut totals = Totals::default();
     for seed in 0..seeds() {
         let s = faulty_spec(protocol, seed);
         let what = format!("{protocol} seed {seed}\nreplay: {}", replay(&s));
@@ -103,11 +114,22 @@ fn many_seeds(protocol: &str) {
         if s.sim.crashes.iter().any(|c| leaders.contains(&c.node)) {
             leader_crashes += 1;
         }
+        totals.replica_restarts += s
+            .sim
+            .crashes
+            .iter()
+            .filter(|c| c.restart_after.is_some())
+            .filter(|c| matches!(out.raw.topology.role(c.node), Role::Server { .. }))
+            .count() as u64;
+        for (name, n) in &out.raw.counters {
+            *totals.counters.entry(*name).or_insert(0) += n;
+        }
     }
     assert!(
         seeds() < 10 || leader_crashes > 0,
         "{protocol}: no plan crashed an initial leader"
     );
+    totals
 }
 
 #[test]
@@ -120,9 +142,25 @@ fn occ_over_paxos_survives_replica_faults() {
     many_seeds("occ-paxos");
 }
 
+/// TAPIR's replicas recover through IR's view change: every replica that
+/// restarted rejoined through a view whose leader merged f+1 records.
 #[test]
 fn tapir_survives_replica_faults() {
-    many_seeds("tapir");
+    let t = many_seeds("tapir");
+    let count = |name| t.counters.get(name).copied().unwrap_or(0);
+    eprintln!(
+        "tapir: {} replica restarts, {} recoveries, {} views started, {} prepares re-decided",
+        t.replica_restarts,
+        count("tapir_recoveries"),
+        count("tapir_views_started"),
+        count("tapir_merge_redecided")
+    );
+    assert_eq!(
+        count("tapir_recoveries"),
+        t.replica_restarts,
+        "every restarted replica recovers"
+    );
+    assert!(count("tapir_views_started") >= t.replica_restarts);
 }
 
 /// Janus §5's scenario for the layered designs: the Paxos leader of a

@@ -34,7 +34,7 @@ use crate::twopc::log::{get_key, put_key};
 use bytes::Bytes;
 use std::collections::{BTreeMap, VecDeque};
 use tessera_core::ids::{Key, NodeId, Time, TimerId, TxnId, Version};
-use tessera_core::node::{Ctx, Node};
+use tessera_core::node::{Ctx, Node, NodeReport};
 use tessera_core::protocol::ServerEnv;
 use tessera_core::storage::Store;
 use tessera_core::FastMap;
@@ -255,6 +255,13 @@ pub struct TapirReplica {
     issued: u64,
     durable: u64,
     waiting: VecDeque<(u64, NodeId, Msg)>,
+    /// Counters for the results row: views this replica started as their
+    /// leader, prepares its merges re-decided, and StartViews adopted
+    /// after a restart (recoveries).
+    views_started: u64,
+    redecided: u64,
+    recoveries: u64,
+    restarted: bool,
 }
 
 const SWEEP: TimerId = TimerId(1);
@@ -343,6 +350,10 @@ impl TapirReplica {
             issued: 0,
             durable: 0,
             waiting: VecDeque::new(),
+            views_started: 0,
+            redecided: 0,
+            recoveries: 0,
+            restarted,
         };
         for rec in &env.recovered {
             match Record::decode(rec) {
@@ -712,6 +723,8 @@ impl TapirReplica {
         let records: Vec<Vec<RecordOp>> = self.records.iter_mut().filter_map(Option::take).collect();
         let (mut master, undecided) = merge(&records, self.f());
         self.adopt(ctx, &master);
+        self.views_started += 1;
+        self.redecided += undecided.len() as u64;
         for mut op in undecided {
             let vote = self.occ_check(op.txn, op.ts, &op.footprint);
             self.log_only(
@@ -727,9 +740,16 @@ impl TapirReplica {
             op.state = OpState::Finalized(vote);
             master.push(op);
         }
-        self.status = Status::Normal;
+        self.back_to_normal();
         let view = self.view;
         self.broadcast(ctx, Msg::StartView { view, record: master });
+    }
+
+    fn back_to_normal(&mut self) {
+        self.status = Status::Normal;
+        if std::mem::take(&mut self.restarted) {
+            self.recoveries += 1;
+        }
     }
 
     fn on_start_view(&mut self, ctx: &mut Ctx<Msg>, view: u64, record: Vec<RecordOp>) {
@@ -741,7 +761,7 @@ impl TapirReplica {
             self.log_only(ctx, Record::View { view });
         }
         self.adopt(ctx, &record);
-        self.status = Status::Normal;
+        self.back_to_normal();
     }
 
     /// Replace this replica's record by the master record: apply the
@@ -904,7 +924,298 @@ impl Node<Msg> for TapirReplica {
         }
     }
 
+    fn take_report(&mut self) -> NodeReport {
+        NodeReport {
+            client: None,
+            counters: vec![
+                ("tapir_views_started", std::mem::take(&mut self.views_started)),
+                ("tapir_merge_redecided", std::mem::take(&mut self.redecided)),
+                ("tapir_recoveries", std::mem::take(&mut self.recoveries)),
+            ],
+        }
+    }
+
     fn store(&self) -> Option<&Store> {
         Some(&self.store)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use std::sync::Arc;
+    use tessera_core::ids::ShardId;
+    use tessera_core::node::Effect;
+    use tessera_core::topology::Topology;
+
+    const K: Key = Key::new(0, 7);
+
+    fn txn(seq: u32) -> TxnId {
+        TxnId::new(NodeId(9), 0, seq)
+    }
+
+    fn writes_k(value: &'static [u8]) -> Footprint {
+        Footprint {
+            reads: Vec::new(),
+            writes: vec![(K, Bytes::from_static(value))],
+        }
+    }
+
+    fn op(seq: u32, ts: u64, state: OpState) -> RecordOp {
+        RecordOp {
+            txn: txn(seq),
+            ts,
+            footprint: writes_k(b"v"),
+            state,
+        }
+    }
+
+    fn state_of(ops: &[RecordOp], seq: u32) -> Option<OpState> {
+        ops.iter().find(|o| o.txn == txn(seq)).map(|o| o.state)
+    }
+
+    #[test]
+    fn merge_keeps_a_tentative_result_held_by_a_majority_of_the_records() {
+        // f = 1: a fast quorum is all three, so both of any two records
+        // hold a fast-path result; one record alone is not enough.
+        let a = vec![
+            op(1, 10, OpState::Tentative(Vote::Ok)),
+            op(2, 11, OpState::Tentative(Vote::Ok)),
+        ];
+        let b = vec![op(1, 10, OpState::Tentative(Vote::Ok))];
+        let (settled, undecided) = merge(&[a, b], 1);
+        assert_eq!(state_of(&settled, 1), Some(OpState::Finalized(Vote::Ok)));
+        assert_eq!(state_of(&settled, 2), None);
+        assert_eq!(state_of(&undecided, 2), Some(OpState::Tentative(Vote::Ok)));
+        // f = 2: ⌈f/2⌉+1 = 2 of the 3 records suffice.
+        let r = |v| vec![op(3, 5, OpState::Tentative(v))];
+        let (settled, undecided) = merge(&[r(Vote::Abstain), r(Vote::Ok), r(Vote::Ok)], 2);
+        assert_eq!(state_of(&settled, 3), Some(OpState::Finalized(Vote::Ok)));
+        assert!(undecided.is_empty());
+        let (settled, undecided) = merge(&[r(Vote::Abstain), r(Vote::Ok), Vec::new()], 2);
+        assert!(settled.is_empty());
+        assert_eq!(undecided.len(), 1);
+    }
+
+    #[test]
+    fn merge_keeps_outcomes_and_finalized_results_over_tentative_votes() {
+        let a = vec![
+            op(1, 10, OpState::Committed),
+            op(2, 11, OpState::Aborted),
+            op(3, 12, OpState::Finalized(Vote::Abstain)),
+        ];
+        let b = vec![
+            op(1, 10, OpState::Tentative(Vote::Abstain)),
+            op(2, 11, OpState::Finalized(Vote::Ok)),
+            op(3, 12, OpState::Tentative(Vote::Ok)),
+        ];
+        for records in [vec![a.clone(), b.clone()], vec![b, a]] {
+            let (settled, undecided) = merge(&records, 1);
+            assert!(undecided.is_empty());
+            assert_eq!(state_of(&settled, 1), Some(OpState::Committed));
+            assert_eq!(state_of(&settled, 2), Some(OpState::Aborted));
+            assert_eq!(
+                state_of(&settled, 3),
+                Some(OpState::Finalized(Vote::Abstain))
+            );
+        }
+    }
+
+    /// One replica of shard 0 in a group of three, driven by hand.
+    struct One {
+        r: TapirReplica,
+        rng: rand::rngs::SmallRng,
+        group: Vec<NodeId>,
+        disk: Vec<Bytes>,
+    }
+
+    impl One {
+        fn new(replica: u32, recovered: Vec<Bytes>) -> Self {
+            let topology = Arc::new(Topology::new(1, 3, 1));
+            let group = topology.shards[0].replicas.clone();
+            let env = ServerEnv {
+                me: group[replica as usize],
+                shard: ShardId(0),
+                replica,
+                topology,
+                store: Store::new(),
+                recovered: recovered.clone(),
+                durable: true,
+            };
+            let mut one = One {
+                r: TapirReplica::new(&TapirConfig::default(), env),
+                rng: rand::rngs::SmallRng::seed_from_u64(1),
+                group,
+                disk: recovered,
+            };
+            one.step(&mut |r, ctx| r.on_start(ctx));
+            one
+        }
+
+        /// Run `f`, make what it persisted durable, return what it sent.
+        fn step(&mut self, f: &mut dyn FnMut(&mut TapirReplica, &mut Ctx<Msg>)) -> Vec<(NodeId, Msg)> {
+            let mut effects = Vec::new();
+            let mut ctx = Ctx::new(0, self.group[self.r.index], &mut self.rng, &mut effects);
+            f(&mut self.r, &mut ctx);
+            let mut sent = Vec::new();
+            let mut last = None;
+            for e in effects {
+                match e {
+                    Effect::Send { to, msg } => sent.push((to, msg)),
+                    Effect::Persist { token, record } => {
+                        self.disk.push(record);
+                        last = Some(token);
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(token) = last {
+                sent.extend(self.step(&mut |r, ctx| r.on_persisted(ctx, token)));
+            }
+            sent
+        }
+
+        fn deliver(&mut self, from: NodeId, msg: Msg) -> Vec<(NodeId, Msg)> {
+            let mut msg = Some(msg);
+            self.step(&mut |r, ctx| r.on_message(ctx, from, msg.take().expect("once")))
+        }
+    }
+
+    fn client() -> NodeId {
+        NodeId(100)
+    }
+
+    fn prepare(seq: u32, ts: u64, value: &'static [u8]) -> Msg {
+        Msg::Prepare {
+            txn: txn(seq),
+            ts,
+            footprint: writes_k(value),
+        }
+    }
+
+    fn start_view(sent: &[(NodeId, Msg)]) -> Vec<RecordOp> {
+        sent.iter()
+            .find_map(|(_, m)| match m {
+                Msg::StartView { record, .. } => Some(record.clone()),
+                _ => None,
+            })
+            .expect("a StartView went out")
+    }
+
+    /// Two conflicting prepares, each tentative at one replica only (IR's
+    /// `u`): the leader of the new view re-decides them with
+    /// TAPIR-OCC-CHECK in timestamp order, so the earlier one is prepared
+    /// and the later one abstains, whichever replica holds which.
+    #[test]
+    fn conflicting_undecided_prepares_resolve_by_timestamp() {
+        for leader_has_early in [true, false] {
+            // The leader of view 1 is replica 1.
+            let mut leader = One::new(1, Vec::new());
+            let mut other = One::new(2, Vec::new());
+            let (mine, theirs) = if leader_has_early {
+                (prepare(2, 40, b"early"), prepare(1, 50, b"late"))
+            } else {
+                (prepare(1, 50, b"late"), prepare(2, 40, b"early"))
+            };
+            for (one, p) in [(&mut leader, mine), (&mut other, theirs)] {
+                let sent = one.deliver(client(), p);
+                assert!(matches!(
+                    sent.as_slice(),
+                    [(_, Msg::PrepareReply { vote: Vote::Ok, view: 0, .. })]
+                ));
+            }
+            let g = leader.group.clone();
+            let sent = other.deliver(g[0], Msg::StartViewChange { view: 1 });
+            assert!(!other.r.is_normal());
+            let (to, dvc) = sent
+                .into_iter()
+                .find(|(_, m)| matches!(m, Msg::DoViewChange { .. }))
+                .expect("its record goes to the leader of view 1");
+            assert_eq!(to, g[1]);
+            let sent = leader.deliver(g[0], Msg::StartViewChange { view: 1 });
+            assert!(!leader.r.is_normal(), "one record (its own) is not f+1");
+            assert!(sent.iter().all(|(_, m)| !matches!(m, Msg::StartView { .. })));
+            let sent = leader.deliver(g[2], dvc);
+            let master = start_view(&sent);
+            assert!(leader.r.is_normal());
+            assert_eq!(leader.r.take_report().counters[1], ("tapir_merge_redecided", 2));
+            assert_eq!(state_of(&master, 2), Some(OpState::Finalized(Vote::Ok)));
+            assert_eq!(
+                state_of(&master, 1),
+                Some(OpState::Finalized(Vote::Abstain))
+            );
+            other.deliver(g[1], Msg::StartView { view: 1, record: master.clone() });
+            // Both hold the same prepared list now, and answer in view 1
+            // with the merged result.
+            for one in [&mut leader, &mut other] {
+                assert!(one.r.is_normal());
+                assert_eq!(one.r.view(), 1);
+                assert!(one.r.prepared.contains_key(&txn(2)));
+                assert!(!one.r.prepared.contains_key(&txn(1)));
+                let sent = one.deliver(client(), prepare(1, 50, b"late"));
+                assert!(matches!(
+                    sent.as_slice(),
+                    [(_, Msg::PrepareReply { vote: Vote::Abstain, view: 1, .. })]
+                ));
+                let finalize = Msg::Finalize {
+                    txn: txn(1),
+                    ts: 50,
+                    vote: Vote::Ok,
+                    footprint: writes_k(b"late"),
+                };
+                let sent = one.deliver(client(), finalize);
+                assert!(
+                    matches!(
+                        sent.as_slice(),
+                        [(_, Msg::Confirm { vote: Vote::Abstain, view: 1, .. })]
+                    ),
+                    "the merged result wins over a late Finalize"
+                );
+            }
+        }
+    }
+
+    /// A replica that restarts replays its record, stays silent, asks for
+    /// a view change, and after StartView holds the commit it missed.
+    #[test]
+    fn a_restarted_replica_recovers_through_a_view_change() {
+        let mut a = One::new(0, Vec::new());
+        a.deliver(client(), prepare(1, 10, b"x"));
+        let disk = a.disk.clone();
+        let mut back = One::new(0, disk);
+        assert!(!back.r.is_normal(), "recovering");
+        assert_eq!(back.r.view(), 1, "asked for the next view");
+        assert!(back.r.prepared.contains_key(&txn(1)), "replayed its vote");
+        assert!(
+            back.deliver(client(), prepare(2, 20, b"y")).is_empty(),
+            "no answers while recovering"
+        );
+        // Meanwhile the others committed txn 1 (an inconsistent operation
+        // the crashed replica never saw); their merge hands it over.
+        let master = vec![RecordOp {
+            txn: txn(1),
+            ts: 10,
+            footprint: writes_k(b"x"),
+            state: OpState::Committed,
+        }];
+        let g = back.group.clone();
+        back.deliver(g[1], Msg::StartView { view: 1, record: master });
+        assert!(back.r.is_normal());
+        assert!(back.r.prepared.is_empty());
+        let rec = back.r.store.get(K).expect("installed");
+        assert_eq!(rec.value, Bytes::from_static(b"x"));
+        assert_eq!(rec.meta.wts, 10);
+        let sent = back.deliver(client(), prepare(2, 20, b"y"));
+        assert!(matches!(
+            sent.as_slice(),
+            [(_, Msg::PrepareReply { vote: Vote::Ok, view: 1, .. })]
+        ));
+        let rep = back.r.take_report();
+        assert!(rep.counters.contains(&("tapir_recoveries", 1)));
+        // Restarted again, it replays the view and the adopted commit.
+        let again = One::new(0, back.disk.clone());
+        assert_eq!(again.r.view(), 2);
+        assert_eq!(again.r.store.get(K).map(|r| r.meta.wts), Some(10));
     }
 }
