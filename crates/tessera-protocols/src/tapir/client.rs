@@ -73,6 +73,9 @@ pub struct TapirClient {
     last_ts: u64,
     txns: FastMap<TxnId, TxnState>,
     finishing: FastMap<TxnId, Finishing>,
+    /// Per shard, the newest view one of its replicas answered in: new
+    /// prepares count replies of that view only.
+    views: Vec<u64>,
 }
 
 const TICK: TimerId = TimerId(1);
@@ -88,11 +91,12 @@ impl TapirClient {
         TapirClient {
             cfg,
             me: env.me,
-            topology: env.topology,
             skew: 0,
             last_ts: 0,
             txns: tessera_core::fast_map(),
             finishing: tessera_core::fast_map(),
+            views: vec![0; env.topology.shards.len()],
+            topology: env.topology,
         }
     }
 
@@ -261,18 +265,54 @@ impl TapirClient {
         self.group(shard).iter().position(|&n| n == node)
     }
 
-    /// A reply of replica `r` of `sp`'s shard in `view`: false when it is
-    /// from an older view than others' and must not count.
-    fn note_view(sp: &mut ShardPrepare, view: u64) -> bool {
+    /// A reply in `view` for `sp`: false when it is from an older view
+    /// than others' and must not count. A newer view clears the replies of
+    /// the older one; the replicas that gave them are returned, to be
+    /// asked again.
+    fn note_view(sp: &mut ShardPrepare, view: u64, again: &mut Vec<usize>) -> bool {
         if view < sp.view {
             return false;
         }
         if view > sp.view {
             sp.view = view;
-            sp.votes.iter_mut().for_each(|v| *v = None);
-            sp.confirms.iter_mut().for_each(|c| *c = None);
+            for (r, (v, c)) in sp.votes.iter_mut().zip(&mut sp.confirms).enumerate() {
+                if v.take().is_some() | c.take().is_some() {
+                    again.push(r);
+                }
+            }
         }
         true
+    }
+
+    /// Ask replicas `again` of shard `i` of `txn` for their reply anew:
+    /// the Prepare, or the Finalize on the slow path.
+    fn ask_again(&self, ctx: &mut Ctx<Msg>, txn: TxnId, i: usize, again: &[usize]) {
+        let Some(st) = self.txns.get(&txn) else {
+            return;
+        };
+        let sp = &st.shards[i];
+        for &r in again {
+            let msg = match sp.finalizing {
+                Some(vote) => Msg::Finalize {
+                    txn,
+                    ts: st.ts,
+                    vote,
+                    footprint: sp.footprint.clone(),
+                },
+                None => Msg::Prepare {
+                    txn,
+                    ts: st.ts,
+                    footprint: sp.footprint.clone(),
+                },
+            };
+            ctx.send(self.group(sp.shard)[r], msg);
+        }
+    }
+
+    /// The newest view a replica of `shard` answered in.
+    fn seen_view(&mut self, shard: ShardId, view: u64) {
+        let v = &mut self.views[shard.0 as usize];
+        *v = (*v).max(view);
     }
 
     fn on_vote(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, vote: Vote, view: u64) {
@@ -282,21 +322,21 @@ impl TapirClient {
         let Some(r) = self.replica_index(shard, from) else {
             return;
         };
+        self.seen_view(shard, view);
         let Some(st) = self.txns.get_mut(&txn) else {
             return;
         };
         if st.phase != Phase::Preparing {
             return;
         }
-        if let Some(sp) = st.shards.iter_mut().find(|sp| sp.shard == shard) {
-            let newer = view > sp.view;
-            if Self::note_view(sp, view) && sp.votes[r].is_none() {
+        let mut again = Vec::new();
+        if let Some(i) = st.shards.iter().position(|sp| sp.shard == shard) {
+            let sp = &mut st.shards[i];
+            if Self::note_view(sp, view, &mut again) && sp.votes[r].is_none() {
                 sp.votes[r] = Some(vote);
             }
-            if newer && sp.finalizing.is_none() {
-                // Ask the others again, in the new view.
-                self.resend_prepare(ctx, txn);
-            }
+            again.retain(|&x| x != r);
+            self.ask_again(ctx, txn, i, &again);
         }
         self.progress(ctx, txn);
     }
@@ -369,16 +409,24 @@ impl TapirClient {
         let Some(r) = self.replica_index(shard, from) else {
             return;
         };
+        self.seen_view(shard, view);
         let Some(st) = self.txns.get_mut(&txn) else {
             return;
         };
-        let Some(sp) = st.shards.iter_mut().find(|sp| sp.shard == shard) else {
+        let Some(i) = st.shards.iter().position(|sp| sp.shard == shard) else {
             return;
         };
-        if sp.finalizing.is_none() || !Self::note_view(sp, view) {
+        let sp = &mut st.shards[i];
+        let mut again = Vec::new();
+        if sp.finalizing.is_none() || !Self::note_view(sp, view, &mut again) {
             return;
         }
         sp.confirms[r] = Some(vote);
+        again.retain(|&x| x != r);
+        self.ask_again(ctx, txn, i, &again);
+        let Some(sp) = self.txns.get_mut(&txn).map(|st| &mut st.shards[i]) else {
+            return;
+        };
         let f = (sp.confirms.len() - 1) / 2;
         let same = sp.confirms.iter().filter(|c| **c == Some(vote)).count();
         if sp.result.is_none() && same > f {
@@ -565,7 +613,7 @@ impl Coordinator<Msg> for TapirClient {
                 ShardPrepare {
                     shard: s,
                     footprint: Footprint::default(),
-                    view: 0,
+                    view: self.views[s.0 as usize],
                     votes: vec![None; r],
                     finalizing: None,
                     confirms: vec![None; r],

@@ -503,7 +503,8 @@ impl TapirReplica {
                         r.meta.rts = r.meta.rts.max(ts);
                     }
                 }
-                self.ended.insert(txn, Ended::Committed { ts, footprint }, now);
+                self.ended
+                    .insert(txn, Ended::Committed { ts, footprint }, now);
             }
             Record::Abort { txn } => {
                 self.remove_prepared(txn);
@@ -720,7 +721,8 @@ impl TapirReplica {
     /// re-decide the undecided prepares against the merged state, start
     /// the view and send the master record to the others.
     fn finish_view_change(&mut self, ctx: &mut Ctx<Msg>) {
-        let records: Vec<Vec<RecordOp>> = self.records.iter_mut().filter_map(Option::take).collect();
+        let records: Vec<Vec<RecordOp>> =
+            self.records.iter_mut().filter_map(Option::take).collect();
         let (mut master, undecided) = merge(&records, self.f());
         self.adopt(ctx, &master);
         self.views_started += 1;
@@ -742,7 +744,13 @@ impl TapirReplica {
         }
         self.back_to_normal();
         let view = self.view;
-        self.broadcast(ctx, Msg::StartView { view, record: master });
+        self.broadcast(
+            ctx,
+            Msg::StartView {
+                view,
+                record: master,
+            },
+        );
     }
 
     fn back_to_normal(&mut self) {
@@ -928,7 +936,10 @@ impl Node<Msg> for TapirReplica {
         NodeReport {
             client: None,
             counters: vec![
-                ("tapir_views_started", std::mem::take(&mut self.views_started)),
+                (
+                    "tapir_views_started",
+                    std::mem::take(&mut self.views_started),
+                ),
                 ("tapir_merge_redecided", std::mem::take(&mut self.redecided)),
                 ("tapir_recoveries", std::mem::take(&mut self.recoveries)),
             ],
@@ -1054,7 +1065,10 @@ mod tests {
         }
 
         /// Run `f`, make what it persisted durable, return what it sent.
-        fn step(&mut self, f: &mut dyn FnMut(&mut TapirReplica, &mut Ctx<Msg>)) -> Vec<(NodeId, Msg)> {
+        fn step(
+            &mut self,
+            f: &mut dyn FnMut(&mut TapirReplica, &mut Ctx<Msg>),
+        ) -> Vec<(NodeId, Msg)> {
             let mut effects = Vec::new();
             let mut ctx = Ctx::new(0, self.group[self.r.index], &mut self.rng, &mut effects);
             f(&mut self.r, &mut ctx);
@@ -1122,7 +1136,14 @@ mod tests {
                 let sent = one.deliver(client(), p);
                 assert!(matches!(
                     sent.as_slice(),
-                    [(_, Msg::PrepareReply { vote: Vote::Ok, view: 0, .. })]
+                    [(
+                        _,
+                        Msg::PrepareReply {
+                            vote: Vote::Ok,
+                            view: 0,
+                            ..
+                        }
+                    )]
                 ));
             }
             let g = leader.group.clone();
@@ -1135,17 +1156,28 @@ mod tests {
             assert_eq!(to, g[1]);
             let sent = leader.deliver(g[0], Msg::StartViewChange { view: 1 });
             assert!(!leader.r.is_normal(), "one record (its own) is not f+1");
-            assert!(sent.iter().all(|(_, m)| !matches!(m, Msg::StartView { .. })));
+            assert!(sent
+                .iter()
+                .all(|(_, m)| !matches!(m, Msg::StartView { .. })));
             let sent = leader.deliver(g[2], dvc);
             let master = start_view(&sent);
             assert!(leader.r.is_normal());
-            assert_eq!(leader.r.take_report().counters[1], ("tapir_merge_redecided", 2));
+            assert_eq!(
+                leader.r.take_report().counters[1],
+                ("tapir_merge_redecided", 2)
+            );
             assert_eq!(state_of(&master, 2), Some(OpState::Finalized(Vote::Ok)));
             assert_eq!(
                 state_of(&master, 1),
                 Some(OpState::Finalized(Vote::Abstain))
             );
-            other.deliver(g[1], Msg::StartView { view: 1, record: master.clone() });
+            other.deliver(
+                g[1],
+                Msg::StartView {
+                    view: 1,
+                    record: master.clone(),
+                },
+            );
             // Both hold the same prepared list now, and answer in view 1
             // with the merged result.
             for one in [&mut leader, &mut other] {
@@ -1156,7 +1188,14 @@ mod tests {
                 let sent = one.deliver(client(), prepare(1, 50, b"late"));
                 assert!(matches!(
                     sent.as_slice(),
-                    [(_, Msg::PrepareReply { vote: Vote::Abstain, view: 1, .. })]
+                    [(
+                        _,
+                        Msg::PrepareReply {
+                            vote: Vote::Abstain,
+                            view: 1,
+                            ..
+                        }
+                    )]
                 ));
                 let finalize = Msg::Finalize {
                     txn: txn(1),
@@ -1168,7 +1207,14 @@ mod tests {
                 assert!(
                     matches!(
                         sent.as_slice(),
-                        [(_, Msg::Confirm { vote: Vote::Abstain, view: 1, .. })]
+                        [(
+                            _,
+                            Msg::Confirm {
+                                vote: Vote::Abstain,
+                                view: 1,
+                                ..
+                            }
+                        )]
                     ),
                     "the merged result wins over a late Finalize"
                 );
@@ -1200,7 +1246,13 @@ mod tests {
             state: OpState::Committed,
         }];
         let g = back.group.clone();
-        back.deliver(g[1], Msg::StartView { view: 1, record: master });
+        back.deliver(
+            g[1],
+            Msg::StartView {
+                view: 1,
+                record: master,
+            },
+        );
         assert!(back.r.is_normal());
         assert!(back.r.prepared.is_empty());
         let rec = back.r.store.get(K).expect("installed");
@@ -1209,7 +1261,14 @@ mod tests {
         let sent = back.deliver(client(), prepare(2, 20, b"y"));
         assert!(matches!(
             sent.as_slice(),
-            [(_, Msg::PrepareReply { vote: Vote::Ok, view: 1, .. })]
+            [(
+                _,
+                Msg::PrepareReply {
+                    vote: Vote::Ok,
+                    view: 1,
+                    ..
+                }
+            )]
         ));
         let rep = back.r.take_report();
         assert!(rep.counters.contains(&("tapir_recoveries", 1)));
