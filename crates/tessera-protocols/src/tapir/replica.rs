@@ -1039,6 +1039,7 @@ mod tests {
         rng: rand::rngs::SmallRng,
         group: Vec<NodeId>,
         disk: Vec<Bytes>,
+        now: Time,
     }
 
     impl One {
@@ -1059,6 +1060,7 @@ mod tests {
                 rng: rand::rngs::SmallRng::seed_from_u64(1),
                 group,
                 disk: recovered,
+                now: 0,
             };
             one.step(&mut |r, ctx| r.on_start(ctx));
             one
@@ -1070,7 +1072,8 @@ mod tests {
             f: &mut dyn FnMut(&mut TapirReplica, &mut Ctx<Msg>),
         ) -> Vec<(NodeId, Msg)> {
             let mut effects = Vec::new();
-            let mut ctx = Ctx::new(0, self.group[self.r.index], &mut self.rng, &mut effects);
+            let me = self.group[self.r.index];
+            let mut ctx = Ctx::new(self.now, me, &mut self.rng, &mut effects);
             f(&mut self.r, &mut ctx);
             let mut sent = Vec::new();
             let mut last = None;
@@ -1220,6 +1223,51 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The leader of the next view is down: the view change times out and
+    /// moves to the view after, whose leader is up.
+    #[test]
+    fn a_view_change_whose_leader_is_down_moves_on() {
+        let mut c = One::new(2, Vec::new());
+        let g = c.group.clone();
+        let sent = c.deliver(g[0], Msg::StartViewChange { view: 1 });
+        assert!(sent
+            .iter()
+            .any(|(to, m)| *to == g[1] && matches!(m, Msg::DoViewChange { view: 1, .. })));
+        // Replica 1 never answers. Before the timeout: resends only.
+        c.now = TapirConfig::default().view_timeout - 1;
+        let sent = c.step(&mut |r, ctx| r.on_timer(ctx, VIEW));
+        assert_eq!(c.r.view(), 1);
+        assert!(sent
+            .iter()
+            .any(|(to, m)| *to == g[1] && matches!(m, Msg::DoViewChange { view: 1, .. })));
+        c.now = TapirConfig::default().view_timeout;
+        let sent = c.step(&mut |r, ctx| r.on_timer(ctx, VIEW));
+        assert_eq!(c.r.view(), 2, "view 2's leader is replica 2 itself");
+        assert!(!c.r.is_normal());
+        assert!(sent
+            .iter()
+            .any(|(to, m)| *to == g[0] && matches!(m, Msg::StartViewChange { view: 2 })));
+        // Replica 0's record completes f+1: view 2 starts, and replica 0
+        // gets it.
+        let sent = c.deliver(
+            g[0],
+            Msg::DoViewChange {
+                view: 2,
+                record: Vec::new(),
+            },
+        );
+        assert!(c.r.is_normal());
+        assert!(sent
+            .iter()
+            .any(|(to, m)| *to == g[0] && matches!(m, Msg::StartView { view: 2, .. })));
+        // A replica that missed views is pointed at the current one.
+        let sent = c.deliver(g[1], Msg::StartViewChange { view: 1 });
+        assert!(matches!(
+            sent.as_slice(),
+            [(_, Msg::StartViewChange { view: 2 })]
+        ));
     }
 
     /// A replica that restarts replays its record, stays silent, asks for
