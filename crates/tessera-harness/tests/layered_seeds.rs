@@ -97,7 +97,13 @@ struct Totals {
     counters: BTreeMap<&'static str, u64>,
     /// Crashes of replicas that restarted.
     replica_restarts: u64,
+    /// Of those, restarts followed by another crash of the same replica
+    /// within [`RECRASH`]: too soon to be sure its recovery finished (a
+    /// lost StartView is resent after a retransmission timeout).
+    quick_recrashes: u64,
 }
+
+const RECRASH: Time = 25 * MS;
 
 fn many_seeds(protocol: &str) -> Totals {
     let mut leader_crashes = 0;
@@ -114,13 +120,23 @@ fn many_seeds(protocol: &str) -> Totals {
         if s.sim.crashes.iter().any(|c| leaders.contains(&c.node)) {
             leader_crashes += 1;
         }
-        totals.replica_restarts += s
-            .sim
-            .crashes
-            .iter()
-            .filter(|c| c.restart_after.is_some())
-            .filter(|c| matches!(out.raw.topology.role(c.node), Role::Server { .. }))
-            .count() as u64;
+        let crashes = &s.sim.crashes;
+        for c in crashes {
+            let Some(after) = c.restart_after else {
+                continue;
+            };
+            if !matches!(out.raw.topology.role(c.node), Role::Server { .. }) {
+                continue;
+            }
+            totals.replica_restarts += 1;
+            let back = c.at + after;
+            if crashes
+                .iter()
+                .any(|d| d.node == c.node && d.at >= back && d.at < back + RECRASH)
+            {
+                totals.quick_recrashes += 1;
+            }
+        }
         for (name, n) in &out.raw.counters {
             *totals.counters.entry(*name).or_insert(0) += n;
         }
@@ -143,22 +159,29 @@ fn occ_over_paxos_survives_replica_faults() {
 }
 
 /// TAPIR's replicas recover through IR's view change: every replica that
-/// restarted rejoined through a view whose leader merged f+1 records.
+/// restarted rejoined through a view whose leader merged f+1 records
+/// (unless it crashed again before it could).
 #[test]
 fn tapir_survives_replica_faults() {
     let t = many_seeds("tapir");
     let count = |name| t.counters.get(name).copied().unwrap_or(0);
     eprintln!(
-        "tapir: {} replica restarts, {} recoveries, {} views started, {} prepares re-decided",
+        "tapir: {} replica restarts ({} crashed again within {} ms), {} recoveries, \
+         {} views started, {} prepares re-decided",
         t.replica_restarts,
+        t.quick_recrashes,
+        RECRASH / MS,
         count("tapir_recoveries"),
         count("tapir_views_started"),
         count("tapir_merge_redecided")
     );
-    assert_eq!(
-        count("tapir_recoveries"),
+    let recovered = count("tapir_recoveries");
+    assert!(
+        recovered <= t.replica_restarts && recovered + t.quick_recrashes >= t.replica_restarts,
+        "every restarted replica recovers, unless it crashed again at once: \
+         {recovered} of {} restarts ({} quick re-crashes)",
         t.replica_restarts,
-        "every restarted replica recovers"
+        t.quick_recrashes
     );
     assert!(count("tapir_views_started") >= t.replica_restarts);
 }
