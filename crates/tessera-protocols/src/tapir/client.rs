@@ -17,11 +17,16 @@ use tessera_core::FastMap;
 struct ShardPrepare {
     shard: ShardId,
     footprint: Footprint,
-    /// Per replica (by index in the group): its vote.
+    /// The highest view a replica answered in: IR counts only replies of
+    /// one view towards a quorum, so a reply from a newer view clears the
+    /// older ones (IR §3.2.2).
+    view: u64,
+    /// Per replica (by index in the group): its vote in `view`.
     votes: Vec<Option<Vote>>,
-    /// Slow path: the vote sent in Finalize, and who confirmed it.
+    /// Slow path: the vote sent in Finalize, and the results confirmed in
+    /// `view` (a view change's merge may have finalized another).
     finalizing: Option<Vote>,
-    confirms: Vec<bool>,
+    confirms: Vec<Option<Vote>>,
     /// The shard's result.
     result: Option<Vote>,
 }
@@ -68,6 +73,9 @@ pub struct TapirClient {
     last_ts: u64,
     txns: FastMap<TxnId, TxnState>,
     finishing: FastMap<TxnId, Finishing>,
+    /// Per shard, the newest view one of its replicas answered in: new
+    /// prepares count replies of that view only.
+    views: Vec<u64>,
 }
 
 const TICK: TimerId = TimerId(1);
@@ -83,11 +91,12 @@ impl TapirClient {
         TapirClient {
             cfg,
             me: env.me,
-            topology: env.topology,
             skew: 0,
             last_ts: 0,
             txns: tessera_core::fast_map(),
             finishing: tessera_core::fast_map(),
+            views: vec![0; env.topology.shards.len()],
+            topology: env.topology,
         }
     }
 
@@ -256,23 +265,78 @@ impl TapirClient {
         self.group(shard).iter().position(|&n| n == node)
     }
 
-    fn on_vote(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, vote: Vote) {
+    /// A reply in `view` for `sp`: false when it is from an older view
+    /// than others' and must not count. A newer view clears the replies of
+    /// the older one; the replicas that gave them are returned, to be
+    /// asked again.
+    fn note_view(sp: &mut ShardPrepare, view: u64, again: &mut Vec<usize>) -> bool {
+        if view < sp.view {
+            return false;
+        }
+        if view > sp.view {
+            sp.view = view;
+            for (r, (v, c)) in sp.votes.iter_mut().zip(&mut sp.confirms).enumerate() {
+                if v.take().is_some() | c.take().is_some() {
+                    again.push(r);
+                }
+            }
+        }
+        true
+    }
+
+    /// Ask replicas `again` of shard `i` of `txn` for their reply anew:
+    /// the Prepare, or the Finalize on the slow path.
+    fn ask_again(&self, ctx: &mut Ctx<Msg>, txn: TxnId, i: usize, again: &[usize]) {
+        let Some(st) = self.txns.get(&txn) else {
+            return;
+        };
+        let sp = &st.shards[i];
+        for &r in again {
+            let msg = match sp.finalizing {
+                Some(vote) => Msg::Finalize {
+                    txn,
+                    ts: st.ts,
+                    vote,
+                    footprint: sp.footprint.clone(),
+                },
+                None => Msg::Prepare {
+                    txn,
+                    ts: st.ts,
+                    footprint: sp.footprint.clone(),
+                },
+            };
+            ctx.send(self.group(sp.shard)[r], msg);
+        }
+    }
+
+    /// The newest view a replica of `shard` answered in.
+    fn seen_view(&mut self, shard: ShardId, view: u64) {
+        let v = &mut self.views[shard.0 as usize];
+        *v = (*v).max(view);
+    }
+
+    fn on_vote(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, vote: Vote, view: u64) {
         let Role::Server { shard, .. } = self.topology.role(from) else {
             return;
         };
         let Some(r) = self.replica_index(shard, from) else {
             return;
         };
+        self.seen_view(shard, view);
         let Some(st) = self.txns.get_mut(&txn) else {
             return;
         };
         if st.phase != Phase::Preparing {
             return;
         }
-        if let Some(sp) = st.shards.iter_mut().find(|sp| sp.shard == shard) {
-            if sp.votes[r].is_none() {
+        let mut again = Vec::new();
+        if let Some(i) = st.shards.iter().position(|sp| sp.shard == shard) {
+            let sp = &mut st.shards[i];
+            if Self::note_view(sp, view, &mut again) && sp.votes[r].is_none() {
                 sp.votes[r] = Some(vote);
             }
+            again.retain(|&x| x != r);
+            self.ask_again(ctx, txn, i, &again);
         }
         self.progress(ctx, txn);
     }
@@ -335,25 +399,37 @@ impl TapirClient {
         }
     }
 
-    fn on_confirm(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) {
+    /// A Confirm: the shard's result is the one f+1 replicas confirm in
+    /// one view (IR §3.2.1: after a view change it may differ from what
+    /// the client asked for, and then it wins).
+    fn on_confirm(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, vote: Vote, view: u64) {
         let Role::Server { shard, .. } = self.topology.role(from) else {
             return;
         };
         let Some(r) = self.replica_index(shard, from) else {
             return;
         };
+        self.seen_view(shard, view);
         let Some(st) = self.txns.get_mut(&txn) else {
             return;
         };
-        let Some(sp) = st.shards.iter_mut().find(|sp| sp.shard == shard) else {
+        let Some(i) = st.shards.iter().position(|sp| sp.shard == shard) else {
             return;
         };
-        let Some(vote) = sp.finalizing else {
+        let sp = &mut st.shards[i];
+        let mut again = Vec::new();
+        if sp.finalizing.is_none() || !Self::note_view(sp, view, &mut again) {
+            return;
+        }
+        sp.confirms[r] = Some(vote);
+        again.retain(|&x| x != r);
+        self.ask_again(ctx, txn, i, &again);
+        let Some(sp) = self.txns.get_mut(&txn).map(|st| &mut st.shards[i]) else {
             return;
         };
-        sp.confirms[r] = true;
         let f = (sp.confirms.len() - 1) / 2;
-        if sp.result.is_none() && sp.confirms.iter().filter(|c| **c).count() > f {
+        let same = sp.confirms.iter().filter(|c| **c == Some(vote)).count();
+        if sp.result.is_none() && same > f {
             sp.result = Some(vote);
         }
         self.progress(ctx, txn);
@@ -507,7 +583,7 @@ impl TapirClient {
                 .enumerate()
             {
                 let msg = match sp.finalizing {
-                    Some(vote) if !sp.confirms[r] => Msg::Finalize {
+                    Some(vote) if sp.confirms[r].is_none() => Msg::Finalize {
                         txn,
                         ts: st.ts,
                         vote,
@@ -537,9 +613,10 @@ impl Coordinator<Msg> for TapirClient {
                 ShardPrepare {
                     shard: s,
                     footprint: Footprint::default(),
+                    view: self.views[s.0 as usize],
                     votes: vec![None; r],
                     finalizing: None,
-                    confirms: vec![false; r],
+                    confirms: vec![None; r],
                     result: None,
                 }
             })
@@ -571,14 +648,17 @@ impl Node<Msg> for TapirClient {
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
         match msg {
             Msg::ReadReply { txn, piece, values } => self.on_read_reply(ctx, txn, piece, values),
-            Msg::PrepareReply { txn, vote } => self.on_vote(ctx, from, txn, vote),
-            Msg::Confirm { txn } => self.on_confirm(ctx, from, txn),
+            Msg::PrepareReply { txn, vote, view } => self.on_vote(ctx, from, txn, vote, view),
+            Msg::Confirm { txn, vote, view } => self.on_confirm(ctx, from, txn, vote, view),
             Msg::Done { txn } => self.on_done(from, txn),
             Msg::Read { .. }
             | Msg::Prepare { .. }
             | Msg::Finalize { .. }
             | Msg::Commit { .. }
-            | Msg::Abort { .. } => {
+            | Msg::Abort { .. }
+            | Msg::StartViewChange { .. }
+            | Msg::DoViewChange { .. }
+            | Msg::StartView { .. } => {
                 tracing::warn!(?from, "tapir: a client got a replica's message");
             }
         }

@@ -26,17 +26,47 @@
 //! Aborted attempts (stale reads, conflicting prepared transactions, a
 //! timestamp below a reader's) are retried by the client host with a new
 //! timestamp. Replicas make every vote, finalized vote and outcome durable
-//! before they answer, so a replica that crashes and restarts honours what
-//! it said (see *Deviations*).
+//! before they answer.
+//!
+//! # Views and replica recovery (IR §3.2.2, TAPIR §5.2.3)
+//! Replicas answer clients only in the NORMAL status of a view, and every
+//! reply carries the view: clients count replies of one view towards a
+//! quorum, and a reply from a newer view voids the older ones (those
+//! replicas are asked again). A replica that restarts after a crash is
+//! RECOVERING: it replays its durable record, answers nobody, and asks for
+//! a view change (StartViewChange, view + 1). Replicas that hear of a
+//! higher view stop answering and send their record to the new view's
+//! leader (replica `view mod n`) in DoViewChange; the leader merges f+1
+//! records into the master record (IR-MERGE-RECORDS with TAPIR's merge,
+//! see `replica::merge`: outcomes and finalized results are kept, a
+//! tentative result in ⌈f/2⌉+1 of the records is kept (it may have been a
+//! fast-path decision), the other tentative prepares are re-decided by
+//! TAPIR-OCC-CHECK in timestamp order), and sends it in StartView. Every
+//! replica adopts the master record — commits it missed while down
+//! included — and resumes. A slow-path Finalize that reaches a replica
+//! whose master record finalized another result is confirmed with that
+//! result, and the client takes it. A view change that does not finish in
+//! [`TapirConfig::view_timeout`] (its leader is down) moves to the next
+//! view; a replica that learns it is behind joins the current view and
+//! gets the leader's settled record.
 //!
 //! # Deviations
-//! * **No IR view change.** IR recovers a replica that lost its state by a
-//!   view change whose leader merges the records of f+1 replicas (IR §4).
-//!   Here replicas keep their record on disk and replay it at restart, so a
-//!   restarted replica needs no merge; a replica that was partitioned away
-//!   catches up through the client's resent Commit/Abort, not through a
-//!   periodic view change. Views (and IR's view numbers on messages) are
-//!   not implemented.
+//! * **Recovery keeps the durable record.** IR recovers replicas without
+//!   stable storage; here a restarted replica replays its log first and
+//!   sends that record to the view change (it is valid: it answered only
+//!   what was durable). A replica that lost its disk would need the
+//!   shard's data by state transfer, which is not implemented.
+//! * **No periodic synchronization.** IR's leader also runs view changes
+//!   periodically to bring lagging replicas' records up to date; here view
+//!   changes happen only on recovery (or a stalled view change), and a
+//!   replica that was partitioned away catches up through the clients'
+//!   resent Commit/Abort.
+//! * **Kept fast-path results are not re-checked.** TAPIR-MERGE re-runs
+//!   TAPIR-OCC-CHECK on a majority PREPARE-OK; we keep it as is, because a
+//!   transaction committed on the fast path can fail that check after a
+//!   later writer of its read set commits (see `replica::merge`).
+//! * Outcomes travel in view changes only while replicas remember them
+//!   ([`TapirConfig::keep`]): a replica down longer misses older commits.
 //! * **No coordinator recovery.** TAPIR's cooperative termination of a
 //!   transaction whose client failed is not implemented: a client host
 //!   crash leaves its prepared transactions prepared at the replicas.
@@ -69,6 +99,9 @@ pub struct TapirConfig {
     pub give_up: Time,
     /// How long replicas remember finished transactions.
     pub keep: Time,
+    /// A view change that has not finished after this long (its leader is
+    /// down) moves on to the next view.
+    pub view_timeout: Time,
 }
 
 impl Default for TapirConfig {
@@ -79,6 +112,7 @@ impl Default for TapirConfig {
             clock_skew: 100 * US,
             give_up: 2_000 * MS,
             keep: 2_000 * MS,
+            view_timeout: 80 * MS,
         }
     }
 }
@@ -92,6 +126,7 @@ impl TapirConfig {
             fast_wait: d.fast_wait.max(rtt + rtt / 5),
             give_up: d.give_up.max(40 * rtt),
             keep: d.keep.max(40 * rtt),
+            view_timeout: d.view_timeout.max(8 * rtt),
             ..d
         }
     }
@@ -107,7 +142,7 @@ impl Protocol for Tapir {
     type Coordinator = TapirClient;
 
     fn server(config: &TapirConfig, env: ServerEnv) -> TapirReplica {
-        TapirReplica::new(config.keep, env)
+        TapirReplica::new(config, env)
     }
 
     fn coordinator(config: &TapirConfig, env: CoordinatorEnv) -> TapirClient {

@@ -1,13 +1,14 @@
-//! TAPIR's messages (Zhang et al., SOSP'15, §4–5): reads at one replica,
+//! TAPIR's messages (Zhang et al., SOSP'15, §3–5): reads at one replica,
 //! IR's consensus operation Prepare (with its slow-path Finalize/Confirm),
-//! and IR's inconsistent operations Commit and Abort.
+//! IR's inconsistent operations Commit and Abort, and IR's view change
+//! (StartViewChange, DoViewChange, StartView; IR §3.2.2).
 
 use tessera_core::ids::{Key, TxnId, Version};
 use tessera_core::node::WireSize;
 use tessera_core::txn::Value;
 
 /// A replica's answer to Prepare (TAPIR-OCC-CHECK, TAPIR Fig. 8).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Vote {
     Ok,
     /// A read is stale: the transaction cannot commit.
@@ -19,7 +20,7 @@ pub enum Vote {
 }
 
 /// What a transaction read and wrote at one shard, for its validation.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Footprint {
     /// Keys read, with the version seen.
     pub reads: Vec<(Key, Version)>,
@@ -28,8 +29,36 @@ pub struct Footprint {
 }
 
 impl Footprint {
-    fn size(&self) -> usize {
+    pub(super) fn size(&self) -> usize {
         self.reads.len() * 20 + self.writes.iter().map(|(_, v)| 16 + v.len()).sum::<usize>()
+    }
+}
+
+/// Where an operation stands in a replica's IR record (IR §3.1): a
+/// consensus operation's result is TENTATIVE until the client finalizes it
+/// (or a view change's merge does); inconsistent operations (the outcome)
+/// end the transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpState {
+    Tentative(Vote),
+    Finalized(Vote),
+    Committed,
+    Aborted,
+}
+
+/// One transaction's entry of an IR record, as a view change ships it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordOp {
+    pub txn: TxnId,
+    /// The Prepare's timestamp (the commit timestamp once committed).
+    pub ts: u64,
+    pub footprint: Footprint,
+    pub state: OpState,
+}
+
+impl RecordOp {
+    fn size(&self) -> usize {
+        8 + 8 + 9 + self.footprint.size()
     }
 }
 
@@ -52,9 +81,12 @@ pub enum Msg {
         ts: u64,
         footprint: Footprint,
     },
+    /// The vote, in the replica's view: IR's quorums count replies of one
+    /// view only.
     PrepareReply {
         txn: TxnId,
         vote: Vote,
+        view: u64,
     },
     /// IR slow path: the client decided `vote` from a majority; replicas
     /// adopt it.
@@ -64,8 +96,12 @@ pub enum Msg {
         vote: Vote,
         footprint: Footprint,
     },
+    /// The replica's finalized result: the client's, or the one a view
+    /// change's merge decided first (IR §3.2.1), which then wins.
     Confirm {
         txn: TxnId,
+        vote: Vote,
+        view: u64,
     },
     /// IR inconsistent operations: the outcome, sent to every replica.
     Commit {
@@ -79,6 +115,23 @@ pub enum Msg {
     /// A replica made the Commit or Abort of `txn` durable.
     Done {
         txn: TxnId,
+    },
+    /// Replica → replicas: move to `view` (a restarted replica asks for
+    /// it; the others pass it on). Replicas stop answering until the view
+    /// starts.
+    StartViewChange {
+        view: u64,
+    },
+    /// Replica → the leader of `view`: its record.
+    DoViewChange {
+        view: u64,
+        record: Vec<RecordOp>,
+    },
+    /// The leader of `view` → replicas: the master record (IR-MERGE-RECORDS
+    /// with TAPIR's merge); they adopt it and resume.
+    StartView {
+        view: u64,
+        record: Vec<RecordOp>,
     },
 }
 
@@ -98,8 +151,12 @@ impl WireSize for Msg {
                     8 + footprint.size()
                 }
                 Msg::Finalize { footprint, .. } => 17 + footprint.size(),
-                Msg::PrepareReply { .. } => 9,
-                Msg::Confirm { .. } | Msg::Abort { .. } | Msg::Done { .. } => 0,
+                Msg::PrepareReply { .. } | Msg::Confirm { .. } => 17,
+                Msg::Abort { .. } | Msg::Done { .. } => 0,
+                Msg::StartViewChange { .. } => 8,
+                Msg::DoViewChange { record, .. } | Msg::StartView { record, .. } => {
+                    8 + record.iter().map(RecordOp::size).sum::<usize>()
+                }
             }
     }
 }

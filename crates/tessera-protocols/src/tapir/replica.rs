@@ -11,16 +11,30 @@
 //!
 //! Each answer is made durable before it is sent (IR's record), so a
 //! replica that crashes and restarts still honours the votes it gave.
+//!
+//! # Views (IR §3.2.2)
+//! A replica answers clients only in the NORMAL status of its view. A
+//! replica that restarts after a crash replays its record and asks for a
+//! view change (StartViewChange for its last view + 1); it answers nobody
+//! until the new view starts, because its record misses what happened
+//! while it was down. Every replica that learns of a higher view stops
+//! answering and sends its record to that view's leader (replica
+//! `view mod n`) in DoViewChange. The leader merges the first f+1 records
+//! it holds (IR-MERGE-RECORDS with TAPIR's merge, [`merge`]) into the
+//! master record and sends it in StartView; replicas adopt it and resume.
+//! A view change that does not finish within [`TapirConfig::view_timeout`]
+//! (its leader is down) moves on to the next view.
 
-use super::msg::{Footprint, Msg, Vote};
+use super::msg::{Footprint, Msg, OpState, RecordOp, Vote};
+use super::TapirConfig;
 use crate::paxos::codec::{get_bytes, get_u32, get_u64, get_u8, put_bytes, put_u32, put_u64};
 use crate::paxos::codec::{put_u8, DecodeError};
 use crate::tombstones::Tombstones;
 use crate::twopc::log::{get_key, put_key};
 use bytes::Bytes;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use tessera_core::ids::{Key, NodeId, Time, TimerId, TxnId, Version};
-use tessera_core::node::{Ctx, Node};
+use tessera_core::node::{Ctx, Node, NodeReport};
 use tessera_core::protocol::ServerEnv;
 use tessera_core::storage::Store;
 use tessera_core::FastMap;
@@ -43,6 +57,14 @@ enum Record {
     },
     Abort {
         txn: TxnId,
+    },
+    /// A tentative vote the master record of a view change dropped.
+    Forget {
+        txn: TxnId,
+    },
+    /// The replica entered `view` (TxnId unused: the view rides in it).
+    View {
+        view: u64,
     },
 }
 
@@ -125,6 +147,14 @@ impl Record {
                 put_u8(&mut out, 3);
                 put_u64(&mut out, txn.0);
             }
+            Record::Forget { txn } => {
+                put_u8(&mut out, 4);
+                put_u64(&mut out, txn.0);
+            }
+            Record::View { view } => {
+                put_u8(&mut out, 5);
+                put_u64(&mut out, *view);
+            }
         }
         Bytes::from(out)
     }
@@ -158,6 +188,8 @@ impl Record {
                 }
             }
             3 => Record::Abort { txn },
+            4 => Record::Forget { txn },
+            5 => Record::View { view: txn.0 },
             tag => {
                 return Err(DecodeError::Tag {
                     what: "tapir record",
@@ -168,40 +200,160 @@ impl Record {
     }
 }
 
+/// A live consensus operation of the record: the vote, and whether it is
+/// final (adopted from the client's Finalize or from a master record).
+struct Live {
+    ts: u64,
+    footprint: Footprint,
+    vote: Vote,
+    finalized: bool,
+}
+
+/// How a transaction ended here. Commits keep their timestamp and
+/// footprint while the tombstone lasts: they are IR inconsistent operations
+/// that a view change hands to replicas that missed them.
+enum Ended {
+    Committed { ts: u64, footprint: Footprint },
+    Aborted,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Status {
+    Normal,
+    /// Between StartViewChange and StartView (IR's VIEW-CHANGING; a
+    /// restarted replica starts here: IR's RECOVERING).
+    ViewChanging,
+}
+
 /// The server role of [`super::Tapir`].
 pub struct TapirReplica {
     store: Store,
+    group: Vec<NodeId>,
+    /// This replica's index in `group`.
+    index: usize,
+    view_timeout: Time,
+    retransmit: Time,
     /// Transactions prepared here (TAPIR's prepared list).
     prepared: FastMap<TxnId, Footprint>,
     /// Prepared reads and writes per key: (timestamp, transaction).
     prepared_reads: FastMap<Key, Vec<(u64, TxnId)>>,
     prepared_writes: FastMap<Key, Vec<(u64, TxnId)>>,
-    /// Votes given (IR's record of consensus operations), to answer
-    /// duplicates the same way; dropped when the transaction ends.
-    votes: FastMap<TxnId, Vote>,
-    /// Committed (true) or aborted transactions.
-    ended: Tombstones<bool>,
+    /// IR's record of consensus operations of transactions still live, to
+    /// answer duplicates the same way and to hand to a view change.
+    record: FastMap<TxnId, Live>,
+    /// Committed or aborted transactions (IR's inconsistent operations).
+    ended: Tombstones<Ended>,
+    view: u64,
+    status: Status,
+    /// Since when the current view change runs; when its messages go out
+    /// again.
+    changing_since: Time,
+    resend_at: Time,
+    /// As the leader of a changing view: the records received, by replica.
+    records: Vec<Option<Vec<RecordOp>>>,
     /// Persist tokens issued and durable; replies waiting for durability.
     issued: u64,
     durable: u64,
     waiting: VecDeque<(u64, NodeId, Msg)>,
+    /// Counters for the results row: views this replica started as their
+    /// leader, prepares its merges re-decided, and StartViews adopted
+    /// after a restart (recoveries).
+    views_started: u64,
+    redecided: u64,
+    recoveries: u64,
+    restarted: bool,
 }
 
 const SWEEP: TimerId = TimerId(1);
+const VIEW: TimerId = TimerId(2);
 const SWEEP_EVERY: Time = 100 * tessera_core::ids::MS;
 
+/// IR-MERGE-RECORDS (IR §3.2.2) with TAPIR's merge (TAPIR §5.2.3), on the
+/// records of f+1 replicas. Returns the master record's settled part and
+/// the tentative operations left to re-decide (IR's `u`), in timestamp
+/// order.
+///
+/// * An outcome (inconsistent operation) in any record is kept; a Commit
+///   wins over everything else for its transaction.
+/// * A finalized consensus result in any record is kept: the client may
+///   have counted it (f+1 confirms meet any f+1 records).
+/// * A tentative result held by at least ⌈f/2⌉+1 of the records (IR's `d`)
+///   is kept as is, finalized: a fast quorum of ⌈3f/2⌉+1 matching replies
+///   leaves at least that many in any f+1 records, so the client may have
+///   decided on it. Unlike TAPIR-MERGE we do not re-run TAPIR-OCC-CHECK on
+///   a kept PREPARE-OK: a transaction committed on the fast path can fail
+///   that check once a later writer of its read set commits, and changing
+///   its result would contradict the client.
+/// * The other tentative operations (`u`) cannot have been decided on the
+///   fast path; the leader re-decides them with TAPIR-OCC-CHECK, one at a
+///   time in (timestamp, transaction) order, so that of two conflicting
+///   prepares the earlier one wins on every replica.
+pub(super) fn merge(records: &[Vec<RecordOp>], f: usize) -> (Vec<RecordOp>, Vec<RecordOp>) {
+    let mut by_txn: BTreeMap<TxnId, Vec<&RecordOp>> = BTreeMap::new();
+    for op in records.iter().flatten() {
+        by_txn.entry(op.txn).or_default().push(op);
+    }
+    let majority = f.div_ceil(2) + 1;
+    let mut settled = Vec::new();
+    let mut undecided = Vec::new();
+    for ops in by_txn.into_values() {
+        let find = |want: fn(&OpState) -> bool| ops.iter().find(|op| want(&op.state));
+        let pick = find(|s| *s == OpState::Committed)
+            .or_else(|| find(|s| *s == OpState::Aborted))
+            .or_else(|| find(|s| matches!(s, OpState::Finalized(_))));
+        if let Some(op) = pick {
+            settled.push((*op).clone());
+            continue;
+        }
+        let mut counts: Vec<(Vote, usize)> = Vec::new();
+        for op in &ops {
+            if let OpState::Tentative(v) = op.state {
+                match counts.iter_mut().find(|(c, _)| *c == v) {
+                    Some((_, n)) => *n += 1,
+                    None => counts.push((v, 1)),
+                }
+            }
+        }
+        let op = ops[0];
+        match counts.iter().find(|(_, n)| *n >= majority) {
+            Some((v, _)) => settled.push(RecordOp {
+                state: OpState::Finalized(*v),
+                ..op.clone()
+            }),
+            None => undecided.push(op.clone()),
+        }
+    }
+    undecided.sort_by_key(|op| (op.ts, op.txn));
+    (settled, undecided)
+}
+
 impl TapirReplica {
-    pub fn new(keep: Time, env: ServerEnv) -> Self {
+    pub fn new(cfg: &TapirConfig, env: ServerEnv) -> Self {
+        let group = env.topology.shards[env.shard.0 as usize].replicas.clone();
+        let restarted = !env.recovered.is_empty();
         let mut r = TapirReplica {
             store: env.store,
+            index: env.replica as usize,
+            records: vec![None; group.len()],
+            group,
+            view_timeout: cfg.view_timeout,
+            retransmit: cfg.retransmit,
             prepared: tessera_core::fast_map(),
             prepared_reads: tessera_core::fast_map(),
             prepared_writes: tessera_core::fast_map(),
-            votes: tessera_core::fast_map(),
-            ended: Tombstones::new(keep),
+            record: tessera_core::fast_map(),
+            ended: Tombstones::new(cfg.keep),
+            view: 0,
+            status: Status::Normal,
+            changing_since: 0,
+            resend_at: 0,
             issued: 0,
             durable: 0,
             waiting: VecDeque::new(),
+            views_started: 0,
+            redecided: 0,
+            recoveries: 0,
+            restarted,
         };
         for rec in &env.recovered {
             match Record::decode(rec) {
@@ -210,7 +362,30 @@ impl TapirReplica {
                 Err(e) => tracing::error!(error = %e, "tapir: unreadable record"),
             }
         }
+        if restarted {
+            // IR's RECOVERING: silent until a view change hands us what we
+            // missed (on_start asks for it).
+            r.status = Status::ViewChanging;
+        }
         r
+    }
+
+    /// The view this replica is in (or changing to).
+    pub fn view(&self) -> u64 {
+        self.view
+    }
+
+    /// Whether the replica answers clients (IR's NORMAL status).
+    pub fn is_normal(&self) -> bool {
+        self.status == Status::Normal
+    }
+
+    fn f(&self) -> usize {
+        (self.group.len() - 1) / 2
+    }
+
+    fn leader_of(&self, view: u64) -> usize {
+        (view % self.group.len() as u64) as usize
     }
 
     /// TAPIR-OCC-CHECK (TAPIR Fig. 8), adapted to one stored version per
@@ -257,7 +432,7 @@ impl TapirReplica {
         Vote::Ok
     }
 
-    fn add_prepared(&mut self, txn: TxnId, ts: u64, footprint: Footprint) {
+    fn add_prepared(&mut self, txn: TxnId, ts: u64, footprint: &Footprint) {
         if self.prepared.contains_key(&txn) {
             return;
         }
@@ -267,7 +442,7 @@ impl TapirReplica {
         for (k, _) in &footprint.writes {
             self.prepared_writes.entry(*k).or_default().push((ts, txn));
         }
-        self.prepared.insert(txn, footprint);
+        self.prepared.insert(txn, footprint.clone());
     }
 
     fn remove_prepared(&mut self, txn: TxnId) {
@@ -297,58 +472,80 @@ impl TapirReplica {
                 txn,
                 ts,
                 vote,
+                finalized,
                 footprint,
-                ..
             } => {
-                self.votes.insert(txn, vote);
                 if vote == Vote::Ok {
-                    self.add_prepared(txn, ts, footprint);
+                    self.add_prepared(txn, ts, &footprint);
                 } else {
                     self.remove_prepared(txn);
                 }
+                let live = Live {
+                    ts,
+                    footprint,
+                    vote,
+                    finalized,
+                };
+                self.record.insert(txn, live);
             }
             Record::Commit { txn, ts, footprint } => {
                 self.remove_prepared(txn);
-                self.votes.remove(&txn);
-                for (k, v) in footprint.writes {
-                    let newer = self.store.get(k).is_none_or(|r| ts > r.meta.wts);
+                self.record.remove(&txn);
+                for (k, v) in &footprint.writes {
+                    let newer = self.store.get(*k).is_none_or(|r| ts > r.meta.wts);
                     if newer {
-                        self.store.install(k, v, txn.version());
-                        self.store.get_mut(k).expect("installed").meta.wts = ts;
+                        self.store.install(*k, v.clone(), txn.version());
+                        self.store.get_mut(*k).expect("installed").meta.wts = ts;
                     }
                 }
-                for (k, _) in footprint.reads {
-                    if let Some(r) = self.store.get_mut(k) {
+                for (k, _) in &footprint.reads {
+                    if let Some(r) = self.store.get_mut(*k) {
                         r.meta.rts = r.meta.rts.max(ts);
                     }
                 }
-                self.ended.insert(txn, true, now);
+                self.ended
+                    .insert(txn, Ended::Committed { ts, footprint }, now);
             }
             Record::Abort { txn } => {
                 self.remove_prepared(txn);
-                self.votes.remove(&txn);
-                self.ended.insert(txn, false, now);
+                self.record.remove(&txn);
+                self.ended.insert(txn, Ended::Aborted, now);
             }
+            Record::Forget { txn } => {
+                self.remove_prepared(txn);
+                self.record.remove(&txn);
+            }
+            Record::View { view } => self.view = self.view.max(view),
         }
+    }
+
+    /// Make `rec` durable and apply it.
+    fn log_only(&mut self, ctx: &mut Ctx<Msg>, rec: Record) {
+        self.issued += 1;
+        ctx.persist(self.issued, rec.encode());
+        self.apply(rec, ctx.now());
     }
 
     /// Make `rec` durable, apply it, and send `reply` to `to` once it is.
     fn log(&mut self, ctx: &mut Ctx<Msg>, rec: Record, to: NodeId, reply: Msg) {
-        self.issued += 1;
-        ctx.persist(self.issued, rec.encode());
-        self.apply(rec, ctx.now());
+        self.log_only(ctx, rec);
         self.waiting.push_back((self.issued, to, reply));
     }
 
     fn on_prepare(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, ts: u64, f: Footprint) {
-        if let Some(&committed) = self.ended.get(txn) {
-            let vote = if committed { Vote::Ok } else { Vote::Abort };
-            self.after_durable(ctx, from, Msg::PrepareReply { txn, vote });
+        let view = self.view;
+        if let Some(ended) = self.ended.get(txn) {
+            let vote = match ended {
+                Ended::Committed { .. } => Vote::Ok,
+                Ended::Aborted => Vote::Abort,
+            };
+            self.after_durable(ctx, from, Msg::PrepareReply { txn, vote, view });
             return;
         }
-        if let Some(&vote) = self.votes.get(&txn) {
+        if let Some(live) = self.record.get(&txn) {
             // A duplicate: the same answer, once it is durable.
-            self.after_durable(ctx, from, Msg::PrepareReply { txn, vote });
+            let vote = live.vote;
+            self.after_durable(ctx, from, Msg::PrepareReply { txn, vote, view });
             return;
         }
         let vote = self.occ_check(txn, ts, &f);
@@ -359,9 +556,11 @@ impl TapirReplica {
             finalized: false,
             footprint: f,
         };
-        self.log(ctx, rec, from, Msg::PrepareReply { txn, vote });
+        self.log(ctx, rec, from, Msg::PrepareReply { txn, vote, view });
     }
 
+    /// IR's Finalize: adopt the client's result, unless a view change's
+    /// merge already finalized one; answer with the result that stands.
     fn on_finalize(
         &mut self,
         ctx: &mut Ctx<Msg>,
@@ -371,8 +570,15 @@ impl TapirReplica {
         vote: Vote,
         f: Footprint,
     ) {
-        if self.ended.contains(txn) {
-            self.after_durable(ctx, from, Msg::Confirm { txn });
+        let view = self.view;
+        let standing = match (self.ended.get(txn), self.record.get(&txn)) {
+            (Some(Ended::Committed { .. }), _) => Some(Vote::Ok),
+            (Some(Ended::Aborted), _) => Some(Vote::Abort),
+            (None, Some(live)) if live.finalized => Some(live.vote),
+            _ => None,
+        };
+        if let Some(vote) = standing {
+            self.after_durable(ctx, from, Msg::Confirm { txn, vote, view });
             return;
         }
         let rec = Record::Vote {
@@ -382,7 +588,7 @@ impl TapirReplica {
             finalized: true,
             footprint: f,
         };
-        self.log(ctx, rec, from, Msg::Confirm { txn });
+        self.log(ctx, rec, from, Msg::Confirm { txn, vote, view });
     }
 
     /// Answer from state that may not be durable yet (records apply when
@@ -394,14 +600,271 @@ impl TapirReplica {
             self.waiting.push_back((self.issued, to, msg));
         }
     }
+
+    /// This replica's IR record: live consensus operations and the
+    /// outcomes it still remembers.
+    fn ir_record(&self) -> Vec<RecordOp> {
+        let mut out: Vec<RecordOp> = self
+            .record
+            .iter()
+            .map(|(txn, l)| RecordOp {
+                txn: *txn,
+                ts: l.ts,
+                footprint: l.footprint.clone(),
+                state: if l.finalized {
+                    OpState::Finalized(l.vote)
+                } else {
+                    OpState::Tentative(l.vote)
+                },
+            })
+            .collect();
+        out.extend(self.ended.iter().map(|(txn, e)| match e {
+            Ended::Committed { ts, footprint } => RecordOp {
+                txn,
+                ts: *ts,
+                footprint: footprint.clone(),
+                state: OpState::Committed,
+            },
+            Ended::Aborted => RecordOp {
+                txn,
+                ts: 0,
+                footprint: Footprint::default(),
+                state: OpState::Aborted,
+            },
+        }));
+        out.sort_by_key(|op| op.txn);
+        out
+    }
+
+    /// The master record this leader hands to a replica that joins its
+    /// (already started) view late: outcomes and finalized results, the
+    /// part of its record that binds every replica.
+    fn settled_record(&self) -> Vec<RecordOp> {
+        let mut out = self.ir_record();
+        out.retain(|op| !matches!(op.state, OpState::Tentative(_)));
+        out
+    }
+
+    fn broadcast(&self, ctx: &mut Ctx<Msg>, msg: Msg) {
+        for (i, &node) in self.group.iter().enumerate() {
+            if i != self.index {
+                ctx.send(node, msg.clone());
+            }
+        }
+    }
+
+    /// Stop answering and move to `view`: tell the others, and hand this
+    /// replica's record to the view's leader (IR §3.2.2).
+    fn start_view_change(&mut self, ctx: &mut Ctx<Msg>, view: u64) {
+        self.status = Status::ViewChanging;
+        self.view = view;
+        self.changing_since = ctx.now();
+        self.records = vec![None; self.group.len()];
+        self.log_only(ctx, Record::View { view });
+        self.broadcast(ctx, Msg::StartViewChange { view });
+        self.send_do_view_change(ctx);
+    }
+
+    fn send_do_view_change(&mut self, ctx: &mut Ctx<Msg>) {
+        self.resend_at = ctx.now() + self.retransmit;
+        let leader = self.leader_of(self.view);
+        let record = self.ir_record();
+        if leader == self.index {
+            self.on_do_view_change(ctx, self.index, self.view, record);
+        } else {
+            let view = self.view;
+            ctx.send(self.group[leader], Msg::DoViewChange { view, record });
+        }
+    }
+
+    fn on_start_view_change(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, view: u64) {
+        if view > self.view {
+            self.start_view_change(ctx, view);
+        } else if view < self.view && self.status == Status::Normal {
+            // The sender is behind (it missed views while down): point it
+            // at ours; a leader in this view answers its DoViewChange with
+            // StartView.
+            let view = self.view;
+            ctx.send(from, Msg::StartViewChange { view });
+        }
+    }
+
+    fn on_do_view_change(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        from: usize,
+        view: u64,
+        record: Vec<RecordOp>,
+    ) {
+        if view > self.view {
+            self.start_view_change(ctx, view);
+        }
+        if view != self.view || self.leader_of(view) != self.index {
+            return;
+        }
+        match self.status {
+            Status::Normal => {
+                // A replica that joins the started view late.
+                let record = self.settled_record();
+                ctx.send(self.group[from], Msg::StartView { view, record });
+            }
+            Status::ViewChanging => {
+                self.records[from] = Some(record);
+                if self.records.iter().flatten().count() > self.f() {
+                    self.finish_view_change(ctx);
+                }
+            }
+        }
+    }
+
+    /// The leader holds f+1 records: merge them into the master record,
+    /// re-decide the undecided prepares against the merged state, start
+    /// the view and send the master record to the others.
+    fn finish_view_change(&mut self, ctx: &mut Ctx<Msg>) {
+        let records: Vec<Vec<RecordOp>> =
+            self.records.iter_mut().filter_map(Option::take).collect();
+        let (mut master, undecided) = merge(&records, self.f());
+        self.adopt(ctx, &master);
+        self.views_started += 1;
+        self.redecided += undecided.len() as u64;
+        for mut op in undecided {
+            let vote = self.occ_check(op.txn, op.ts, &op.footprint);
+            self.log_only(
+                ctx,
+                Record::Vote {
+                    txn: op.txn,
+                    ts: op.ts,
+                    vote,
+                    finalized: true,
+                    footprint: op.footprint.clone(),
+                },
+            );
+            op.state = OpState::Finalized(vote);
+            master.push(op);
+        }
+        self.back_to_normal();
+        let view = self.view;
+        self.broadcast(
+            ctx,
+            Msg::StartView {
+                view,
+                record: master,
+            },
+        );
+    }
+
+    fn back_to_normal(&mut self) {
+        self.status = Status::Normal;
+        if std::mem::take(&mut self.restarted) {
+            self.recoveries += 1;
+        }
+    }
+
+    fn on_start_view(&mut self, ctx: &mut Ctx<Msg>, view: u64, record: Vec<RecordOp>) {
+        let joins = view > self.view || (view == self.view && self.status == Status::ViewChanging);
+        if !joins {
+            return;
+        }
+        if view > self.view {
+            self.log_only(ctx, Record::View { view });
+        }
+        self.adopt(ctx, &record);
+        self.back_to_normal();
+    }
+
+    /// Replace this replica's record by the master record: apply the
+    /// outcomes it missed, take the finalized results, and drop tentative
+    /// votes the master record does not hold (they count for nothing in
+    /// the new view; the client asks again).
+    fn adopt(&mut self, ctx: &mut Ctx<Msg>, master: &[RecordOp]) {
+        let mut listed: FastMap<TxnId, ()> = tessera_core::fast_map();
+        for op in master {
+            listed.insert(op.txn, ());
+            let ended = self.ended.get(op.txn);
+            let rec = match op.state {
+                OpState::Committed if !matches!(ended, Some(Ended::Committed { .. })) => {
+                    Record::Commit {
+                        txn: op.txn,
+                        ts: op.ts,
+                        footprint: op.footprint.clone(),
+                    }
+                }
+                OpState::Aborted if ended.is_none() => Record::Abort { txn: op.txn },
+                OpState::Finalized(vote) if ended.is_none() => {
+                    let same = self
+                        .record
+                        .get(&op.txn)
+                        .is_some_and(|l| l.finalized && l.vote == vote);
+                    if same {
+                        continue;
+                    }
+                    Record::Vote {
+                        txn: op.txn,
+                        ts: op.ts,
+                        vote,
+                        finalized: true,
+                        footprint: op.footprint.clone(),
+                    }
+                }
+                _ => continue,
+            };
+            self.log_only(ctx, rec);
+        }
+        let mut dropped: Vec<TxnId> = self
+            .record
+            .iter()
+            .filter(|(txn, l)| !l.finalized && !listed.contains_key(txn))
+            .map(|(txn, _)| *txn)
+            .collect();
+        dropped.sort_unstable();
+        for txn in dropped {
+            self.log_only(ctx, Record::Forget { txn });
+        }
+    }
+
+    /// A view change that does not end in time (its leader is down) moves
+    /// to the next view; otherwise its messages go out again.
+    fn view_tick(&mut self, ctx: &mut Ctx<Msg>) {
+        if self.status == Status::ViewChanging {
+            let now = ctx.now();
+            if now >= self.changing_since + self.view_timeout {
+                self.start_view_change(ctx, self.view + 1);
+            } else if now >= self.resend_at {
+                let view = self.view;
+                self.broadcast(ctx, Msg::StartViewChange { view });
+                self.send_do_view_change(ctx);
+            }
+        }
+        ctx.set_timer(self.retransmit / 2, VIEW);
+    }
 }
 
 impl Node<Msg> for TapirReplica {
     fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
         ctx.set_timer(SWEEP_EVERY, SWEEP);
+        ctx.set_timer(self.retransmit / 2, VIEW);
+        if self.status == Status::ViewChanging {
+            // Restarted: recover through a view change.
+            self.start_view_change(ctx, self.view + 1);
+        } else {
+            // A durable mark, so that a restart is told from a first start.
+            self.log_only(ctx, Record::View { view: self.view });
+        }
     }
 
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        match msg {
+            Msg::StartViewChange { view } => return self.on_start_view_change(ctx, from, view),
+            Msg::DoViewChange { view, record } => {
+                if let Some(i) = self.group.iter().position(|&n| n == from) {
+                    self.on_do_view_change(ctx, i, view, record);
+                }
+                return;
+            }
+            Msg::StartView { view, record } => return self.on_start_view(ctx, view, record),
+            _ if self.status != Status::Normal => return,
+            _ => {}
+        }
         match msg {
             Msg::Read { txn, piece, keys } => {
                 let values = keys
@@ -421,7 +884,7 @@ impl Node<Msg> for TapirReplica {
                 footprint,
             } => self.on_finalize(ctx, from, txn, ts, vote, footprint),
             Msg::Commit { txn, ts, footprint } => {
-                if self.ended.get(txn) == Some(&true) {
+                if matches!(self.ended.get(txn), Some(Ended::Committed { .. })) {
                     self.after_durable(ctx, from, Msg::Done { txn });
                 } else {
                     let rec = Record::Commit { txn, ts, footprint };
@@ -441,13 +904,20 @@ impl Node<Msg> for TapirReplica {
             | Msg::Done { .. } => {
                 tracing::warn!(?from, "tapir: a replica got a client's message");
             }
+            Msg::StartViewChange { .. } | Msg::DoViewChange { .. } | Msg::StartView { .. } => {
+                unreachable!("handled above")
+            }
         }
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
-        if id == SWEEP {
-            self.ended.sweep(ctx.now());
-            ctx.set_timer(SWEEP_EVERY, SWEEP);
+        match id {
+            SWEEP => {
+                self.ended.sweep(ctx.now());
+                ctx.set_timer(SWEEP_EVERY, SWEEP);
+            }
+            VIEW => self.view_tick(ctx),
+            _ => {}
         }
     }
 
@@ -462,7 +932,397 @@ impl Node<Msg> for TapirReplica {
         }
     }
 
+    fn take_report(&mut self) -> NodeReport {
+        NodeReport {
+            client: None,
+            counters: vec![
+                (
+                    "tapir_views_started",
+                    std::mem::take(&mut self.views_started),
+                ),
+                ("tapir_merge_redecided", std::mem::take(&mut self.redecided)),
+                ("tapir_recoveries", std::mem::take(&mut self.recoveries)),
+            ],
+        }
+    }
+
     fn store(&self) -> Option<&Store> {
         Some(&self.store)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use std::sync::Arc;
+    use tessera_core::ids::ShardId;
+    use tessera_core::node::Effect;
+    use tessera_core::topology::Topology;
+
+    const K: Key = Key::new(0, 7);
+
+    fn txn(seq: u32) -> TxnId {
+        TxnId::new(NodeId(9), 0, seq)
+    }
+
+    fn writes_k(value: &'static [u8]) -> Footprint {
+        Footprint {
+            reads: Vec::new(),
+            writes: vec![(K, Bytes::from_static(value))],
+        }
+    }
+
+    fn op(seq: u32, ts: u64, state: OpState) -> RecordOp {
+        RecordOp {
+            txn: txn(seq),
+            ts,
+            footprint: writes_k(b"v"),
+            state,
+        }
+    }
+
+    fn state_of(ops: &[RecordOp], seq: u32) -> Option<OpState> {
+        ops.iter().find(|o| o.txn == txn(seq)).map(|o| o.state)
+    }
+
+    #[test]
+    fn merge_keeps_a_tentative_result_held_by_a_majority_of_the_records() {
+        // f = 1: a fast quorum is all three, so both of any two records
+        // hold a fast-path result; one record alone is not enough.
+        let a = vec![
+            op(1, 10, OpState::Tentative(Vote::Ok)),
+            op(2, 11, OpState::Tentative(Vote::Ok)),
+        ];
+        let b = vec![op(1, 10, OpState::Tentative(Vote::Ok))];
+        let (settled, undecided) = merge(&[a, b], 1);
+        assert_eq!(state_of(&settled, 1), Some(OpState::Finalized(Vote::Ok)));
+        assert_eq!(state_of(&settled, 2), None);
+        assert_eq!(state_of(&undecided, 2), Some(OpState::Tentative(Vote::Ok)));
+        // f = 2: ⌈f/2⌉+1 = 2 of the 3 records suffice.
+        let r = |v| vec![op(3, 5, OpState::Tentative(v))];
+        let (settled, undecided) = merge(&[r(Vote::Abstain), r(Vote::Ok), r(Vote::Ok)], 2);
+        assert_eq!(state_of(&settled, 3), Some(OpState::Finalized(Vote::Ok)));
+        assert!(undecided.is_empty());
+        let (settled, undecided) = merge(&[r(Vote::Abstain), r(Vote::Ok), Vec::new()], 2);
+        assert!(settled.is_empty());
+        assert_eq!(undecided.len(), 1);
+    }
+
+    #[test]
+    fn merge_keeps_outcomes_and_finalized_results_over_tentative_votes() {
+        let a = vec![
+            op(1, 10, OpState::Committed),
+            op(2, 11, OpState::Aborted),
+            op(3, 12, OpState::Finalized(Vote::Abstain)),
+        ];
+        let b = vec![
+            op(1, 10, OpState::Tentative(Vote::Abstain)),
+            op(2, 11, OpState::Finalized(Vote::Ok)),
+            op(3, 12, OpState::Tentative(Vote::Ok)),
+        ];
+        for records in [vec![a.clone(), b.clone()], vec![b, a]] {
+            let (settled, undecided) = merge(&records, 1);
+            assert!(undecided.is_empty());
+            assert_eq!(state_of(&settled, 1), Some(OpState::Committed));
+            assert_eq!(state_of(&settled, 2), Some(OpState::Aborted));
+            assert_eq!(
+                state_of(&settled, 3),
+                Some(OpState::Finalized(Vote::Abstain))
+            );
+        }
+    }
+
+    /// One replica of shard 0 in a group of three, driven by hand.
+    struct One {
+        r: TapirReplica,
+        rng: rand::rngs::SmallRng,
+        group: Vec<NodeId>,
+        disk: Vec<Bytes>,
+        now: Time,
+    }
+
+    impl One {
+        fn new(replica: u32, recovered: Vec<Bytes>) -> Self {
+            let topology = Arc::new(Topology::new(1, 3, 1));
+            let group = topology.shards[0].replicas.clone();
+            let env = ServerEnv {
+                me: group[replica as usize],
+                shard: ShardId(0),
+                replica,
+                topology,
+                store: Store::new(),
+                recovered: recovered.clone(),
+                durable: true,
+            };
+            let mut one = One {
+                r: TapirReplica::new(&TapirConfig::default(), env),
+                rng: rand::rngs::SmallRng::seed_from_u64(1),
+                group,
+                disk: recovered,
+                now: 0,
+            };
+            one.step(&mut |r, ctx| r.on_start(ctx));
+            one
+        }
+
+        /// Run `f`, make what it persisted durable, return what it sent.
+        fn step(
+            &mut self,
+            f: &mut dyn FnMut(&mut TapirReplica, &mut Ctx<Msg>),
+        ) -> Vec<(NodeId, Msg)> {
+            let mut effects = Vec::new();
+            let me = self.group[self.r.index];
+            let mut ctx = Ctx::new(self.now, me, &mut self.rng, &mut effects);
+            f(&mut self.r, &mut ctx);
+            let mut sent = Vec::new();
+            let mut last = None;
+            for e in effects {
+                match e {
+                    Effect::Send { to, msg } => sent.push((to, msg)),
+                    Effect::Persist { token, record } => {
+                        self.disk.push(record);
+                        last = Some(token);
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(token) = last {
+                sent.extend(self.step(&mut |r, ctx| r.on_persisted(ctx, token)));
+            }
+            sent
+        }
+
+        fn deliver(&mut self, from: NodeId, msg: Msg) -> Vec<(NodeId, Msg)> {
+            let mut msg = Some(msg);
+            self.step(&mut |r, ctx| r.on_message(ctx, from, msg.take().expect("once")))
+        }
+    }
+
+    fn client() -> NodeId {
+        NodeId(100)
+    }
+
+    fn prepare(seq: u32, ts: u64, value: &'static [u8]) -> Msg {
+        Msg::Prepare {
+            txn: txn(seq),
+            ts,
+            footprint: writes_k(value),
+        }
+    }
+
+    fn start_view(sent: &[(NodeId, Msg)]) -> Vec<RecordOp> {
+        sent.iter()
+            .find_map(|(_, m)| match m {
+                Msg::StartView { record, .. } => Some(record.clone()),
+                _ => None,
+            })
+            .expect("a StartView went out")
+    }
+
+    /// Two conflicting prepares, each tentative at one replica only (IR's
+    /// `u`): the leader of the new view re-decides them with
+    /// TAPIR-OCC-CHECK in timestamp order, so the earlier one is prepared
+    /// and the later one abstains, whichever replica holds which.
+    #[test]
+    fn conflicting_undecided_prepares_resolve_by_timestamp() {
+        for leader_has_early in [true, false] {
+            // The leader of view 1 is replica 1.
+            let mut leader = One::new(1, Vec::new());
+            let mut other = One::new(2, Vec::new());
+            let (mine, theirs) = if leader_has_early {
+                (prepare(2, 40, b"early"), prepare(1, 50, b"late"))
+            } else {
+                (prepare(1, 50, b"late"), prepare(2, 40, b"early"))
+            };
+            for (one, p) in [(&mut leader, mine), (&mut other, theirs)] {
+                let sent = one.deliver(client(), p);
+                assert!(matches!(
+                    sent.as_slice(),
+                    [(
+                        _,
+                        Msg::PrepareReply {
+                            vote: Vote::Ok,
+                            view: 0,
+                            ..
+                        }
+                    )]
+                ));
+            }
+            let g = leader.group.clone();
+            let sent = other.deliver(g[0], Msg::StartViewChange { view: 1 });
+            assert!(!other.r.is_normal());
+            let (to, dvc) = sent
+                .into_iter()
+                .find(|(_, m)| matches!(m, Msg::DoViewChange { .. }))
+                .expect("its record goes to the leader of view 1");
+            assert_eq!(to, g[1]);
+            let sent = leader.deliver(g[0], Msg::StartViewChange { view: 1 });
+            assert!(!leader.r.is_normal(), "one record (its own) is not f+1");
+            assert!(sent
+                .iter()
+                .all(|(_, m)| !matches!(m, Msg::StartView { .. })));
+            let sent = leader.deliver(g[2], dvc);
+            let master = start_view(&sent);
+            assert!(leader.r.is_normal());
+            assert_eq!(
+                leader.r.take_report().counters[1],
+                ("tapir_merge_redecided", 2)
+            );
+            assert_eq!(state_of(&master, 2), Some(OpState::Finalized(Vote::Ok)));
+            assert_eq!(
+                state_of(&master, 1),
+                Some(OpState::Finalized(Vote::Abstain))
+            );
+            other.deliver(
+                g[1],
+                Msg::StartView {
+                    view: 1,
+                    record: master.clone(),
+                },
+            );
+            // Both hold the same prepared list now, and answer in view 1
+            // with the merged result.
+            for one in [&mut leader, &mut other] {
+                assert!(one.r.is_normal());
+                assert_eq!(one.r.view(), 1);
+                assert!(one.r.prepared.contains_key(&txn(2)));
+                assert!(!one.r.prepared.contains_key(&txn(1)));
+                let sent = one.deliver(client(), prepare(1, 50, b"late"));
+                assert!(matches!(
+                    sent.as_slice(),
+                    [(
+                        _,
+                        Msg::PrepareReply {
+                            vote: Vote::Abstain,
+                            view: 1,
+                            ..
+                        }
+                    )]
+                ));
+                let finalize = Msg::Finalize {
+                    txn: txn(1),
+                    ts: 50,
+                    vote: Vote::Ok,
+                    footprint: writes_k(b"late"),
+                };
+                let sent = one.deliver(client(), finalize);
+                assert!(
+                    matches!(
+                        sent.as_slice(),
+                        [(
+                            _,
+                            Msg::Confirm {
+                                vote: Vote::Abstain,
+                                view: 1,
+                                ..
+                            }
+                        )]
+                    ),
+                    "the merged result wins over a late Finalize"
+                );
+            }
+        }
+    }
+
+    /// The leader of the next view is down: the view change times out and
+    /// moves to the view after, whose leader is up.
+    #[test]
+    fn a_view_change_whose_leader_is_down_moves_on() {
+        let mut c = One::new(2, Vec::new());
+        let g = c.group.clone();
+        let sent = c.deliver(g[0], Msg::StartViewChange { view: 1 });
+        assert!(sent
+            .iter()
+            .any(|(to, m)| *to == g[1] && matches!(m, Msg::DoViewChange { view: 1, .. })));
+        // Replica 1 never answers. Before the timeout: resends only.
+        c.now = TapirConfig::default().view_timeout - 1;
+        let sent = c.step(&mut |r, ctx| r.on_timer(ctx, VIEW));
+        assert_eq!(c.r.view(), 1);
+        assert!(sent
+            .iter()
+            .any(|(to, m)| *to == g[1] && matches!(m, Msg::DoViewChange { view: 1, .. })));
+        c.now = TapirConfig::default().view_timeout;
+        let sent = c.step(&mut |r, ctx| r.on_timer(ctx, VIEW));
+        assert_eq!(c.r.view(), 2, "view 2's leader is replica 2 itself");
+        assert!(!c.r.is_normal());
+        assert!(sent
+            .iter()
+            .any(|(to, m)| *to == g[0] && matches!(m, Msg::StartViewChange { view: 2 })));
+        // Replica 0's record completes f+1: view 2 starts, and replica 0
+        // gets it.
+        let sent = c.deliver(
+            g[0],
+            Msg::DoViewChange {
+                view: 2,
+                record: Vec::new(),
+            },
+        );
+        assert!(c.r.is_normal());
+        assert!(sent
+            .iter()
+            .any(|(to, m)| *to == g[0] && matches!(m, Msg::StartView { view: 2, .. })));
+        // A replica that missed views is pointed at the current one.
+        let sent = c.deliver(g[1], Msg::StartViewChange { view: 1 });
+        assert!(matches!(
+            sent.as_slice(),
+            [(_, Msg::StartViewChange { view: 2 })]
+        ));
+    }
+
+    /// A replica that restarts replays its record, stays silent, asks for
+    /// a view change, and after StartView holds the commit it missed.
+    #[test]
+    fn a_restarted_replica_recovers_through_a_view_change() {
+        let mut a = One::new(0, Vec::new());
+        a.deliver(client(), prepare(1, 10, b"x"));
+        let disk = a.disk.clone();
+        let mut back = One::new(0, disk);
+        assert!(!back.r.is_normal(), "recovering");
+        assert_eq!(back.r.view(), 1, "asked for the next view");
+        assert!(back.r.prepared.contains_key(&txn(1)), "replayed its vote");
+        assert!(
+            back.deliver(client(), prepare(2, 20, b"y")).is_empty(),
+            "no answers while recovering"
+        );
+        // Meanwhile the others committed txn 1 (an inconsistent operation
+        // the crashed replica never saw); their merge hands it over.
+        let master = vec![RecordOp {
+            txn: txn(1),
+            ts: 10,
+            footprint: writes_k(b"x"),
+            state: OpState::Committed,
+        }];
+        let g = back.group.clone();
+        back.deliver(
+            g[1],
+            Msg::StartView {
+                view: 1,
+                record: master,
+            },
+        );
+        assert!(back.r.is_normal());
+        assert!(back.r.prepared.is_empty());
+        let rec = back.r.store.get(K).expect("installed");
+        assert_eq!(rec.value, Bytes::from_static(b"x"));
+        assert_eq!(rec.meta.wts, 10);
+        let sent = back.deliver(client(), prepare(2, 20, b"y"));
+        assert!(matches!(
+            sent.as_slice(),
+            [(
+                _,
+                Msg::PrepareReply {
+                    vote: Vote::Ok,
+                    view: 1,
+                    ..
+                }
+            )]
+        ));
+        let rep = back.r.take_report();
+        assert!(rep.counters.contains(&("tapir_recoveries", 1)));
+        // Restarted again, it replays the view and the adopted commit.
+        let again = One::new(0, back.disk.clone());
+        assert_eq!(again.r.view(), 2);
+        assert_eq!(again.r.store.get(K).map(|r| r.meta.wts), Some(10));
     }
 }
