@@ -70,6 +70,7 @@ pub use coordinator::RococoCoordinator;
 pub use msg::Msg;
 pub use server::RococoServer;
 
+use std::sync::Arc;
 use tessera_core::ids::{Time, MS};
 use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
 
@@ -91,6 +92,10 @@ pub struct RococoConfig {
     /// Rounds after which a read-only transaction of deferrable pieces runs
     /// as a read-write one (see [`coordinator`]); `u32::MAX` never does.
     pub ro_rounds: u32,
+    /// The pieces to run merged, with OCC+2PC in the start phase (§4.2):
+    /// the offline checker's verdict on the deployment's workload
+    /// ([`offline::MergeSet::of`]); empty when it needs no merge.
+    pub merges: Arc<offline::MergeSet>,
 }
 
 impl Default for RococoConfig {
@@ -102,6 +107,7 @@ impl Default for RococoConfig {
             forget_after: 1000 * MS,
             sweep: 5 * MS,
             ro_rounds: 4,
+            merges: Arc::default(),
         }
     }
 }

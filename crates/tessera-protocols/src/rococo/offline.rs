@@ -24,7 +24,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use tessera_core::ids::TableId;
-use tessera_core::txn::{Columns, PieceKind};
+use tessera_core::txn::{Columns, PieceKind, Procedure};
 use tessera_core::workload::{PieceProfile, TxnProfile};
 use thiserror::Error;
 
@@ -81,7 +81,61 @@ pub struct ScGraph {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Merge {
     pub txn: String,
+    /// The profile's index in [`ScGraph::txns`] (a workload may list
+    /// several shapes under one name).
+    pub profile: usize,
     pub pieces: Vec<usize>,
+}
+
+/// The pieces a deployment runs merged (§4.2), from the checker's verdict:
+/// a runtime piece is merged when its transaction's name and its own
+/// profile (tables, columns, kind, inputs) match a merged piece of the
+/// verdict. Matching by profile rather than index covers every shape of a
+/// transaction type (NewOrder has one stock piece per supplying shard, all
+/// alike). Only pieces declared immediate are merged: §4.2 notes a merged
+/// piece holds immediate pieces only; one made immediate by the checker's
+/// propagation alone would still conflict I–D at runtime, which Rococo's
+/// tracker already reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MergeSet {
+    by_txn: Vec<(String, Vec<PieceProfile>)>,
+}
+
+impl MergeSet {
+    /// The merged pieces of a verdict.
+    pub fn of(v: &Verdict) -> Self {
+        let mut by_txn: Vec<(String, Vec<PieceProfile>)> = Vec::new();
+        for m in &v.merges {
+            let t = &v.graph.txns[m.profile];
+            let slot = match by_txn.iter().position(|(n, _)| *n == t.name) {
+                Some(i) => i,
+                None => {
+                    by_txn.push((t.name.clone(), Vec::new()));
+                    by_txn.len() - 1
+                }
+            };
+            for &p in &m.pieces {
+                let piece = &t.pieces[p];
+                if piece.kind == PieceKind::Immediate && !by_txn[slot].1.contains(piece) {
+                    by_txn[slot].1.push(piece.clone());
+                }
+            }
+        }
+        MergeSet { by_txn }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_txn.is_empty()
+    }
+
+    /// Per piece of `proc`: does it run merged? `None` when none does (the
+    /// common case costs one name comparison per merged transaction type).
+    pub fn pieces(&self, proc: &dyn Procedure) -> Option<Vec<bool>> {
+        let (_, merged) = self.by_txn.iter().find(|(n, _)| n == proc.name())?;
+        let profile = TxnProfile::of(proc);
+        let out: Vec<bool> = profile.pieces.iter().map(|p| merged.contains(p)).collect();
+        out.iter().any(|m| *m).then_some(out)
+    }
 }
 
 /// The checker's verdict.
@@ -281,6 +335,7 @@ fn unreorderable(g: &ScGraph) -> Vec<Merge> {
         for grp in groups.into_iter().filter(|g| g.len() > 1) {
             out.push(Merge {
                 txn: g.txns[t].name.clone(),
+                profile: t,
                 pieces: grp,
             });
         }
@@ -468,6 +523,7 @@ mod tests {
             v.merges,
             [Merge {
                 txn: "new-order".into(),
+                profile: 0,
                 pieces: vec![0, 1, 2]
             }]
         );
@@ -501,6 +557,7 @@ mod tests {
             v.merges,
             [Merge {
                 txn: "t".into(),
+                profile: 0,
                 pieces: vec![0, 1]
             }]
         );

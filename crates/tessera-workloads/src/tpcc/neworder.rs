@@ -211,6 +211,26 @@ impl NewOrder {
         &self.lines
     }
 
+    /// The variant of Rococo §4.2's example: the stock pieces made
+    /// immediate. Two instances' district and stock pieces then close an
+    /// SC-cycle of I–I conflicts, which Rococo's runtime cannot reorder:
+    /// the offline checker asks to merge them (`--immediate-stock`).
+    pub fn with_immediate_stock(mut self) -> Self {
+        let stock = P_STOCK..self.insert_piece();
+        for p in &mut self.pieces[stock] {
+            p.kind = PieceKind::Immediate;
+        }
+        self
+    }
+
+    /// True when the stock pieces are immediate
+    /// ([`Self::with_immediate_stock`]).
+    pub fn immediate_stock(&self) -> bool {
+        self.pieces[P_STOCK..self.insert_piece()]
+            .iter()
+            .any(|p| p.kind == PieceKind::Immediate)
+    }
+
     /// The home (warehouse, district).
     pub fn home(&self) -> (u32, u32) {
         (self.w, self.d)
@@ -410,6 +430,7 @@ impl Procedure for NewOrder {
             out.put_u8(l.quantity);
         }
         out.put_u64_le(self.date);
+        out.put_u8(u8::from(self.immediate_stock()));
         Ok(())
     }
 
