@@ -255,6 +255,7 @@ impl Driver {
                 ctx.send(node, Msg::Start(self.start(ids, inputs)));
             }
             if !xids.is_empty() {
+                tracing::trace!(txn = ?self.txn, pieces = ?xids, resend, "merged pieces: execute");
                 ctx.send(node, Msg::OccExecute(self.start(xids, xinputs)));
             }
         }
@@ -314,6 +315,7 @@ impl Driver {
             self.sent[i] = true;
         }
         let req = self.start(go.iter().map(|&i| i as u16).collect(), inputs);
+        tracing::trace!(txn = ?self.txn, pieces = ?req.pieces, now = ctx.now(), "merged pieces: commit");
         ctx.send(
             leader,
             Msg::OccCommit {

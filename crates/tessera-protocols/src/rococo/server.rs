@@ -146,6 +146,7 @@ impl RococoServer {
             return; // a late duplicate of a transaction long finished
         }
         if !merged && self.occ.blocks(self.shard, &req, &self.locals) {
+            tracing::trace!(shard = self.shard.0, txn = ?req.txn, "start waits for merged pieces' locks");
             self.occ.park(from, req);
             return;
         }

@@ -269,6 +269,7 @@ impl RococoServer {
     ) {
         let txn = req.txn;
         let ok = self.occ_validate(ctx.now(), attempt, &req, &outputs);
+        tracing::trace!(shard = self.shard.0, ?txn, attempt, ok, "merged pieces prepared");
         ctx.send(from, Msg::OccVote { txn, attempt, ok });
         self.occ_unpark(ctx);
     }
@@ -459,6 +460,7 @@ impl RococoServer {
             }
             l.tries += 1;
             l.sent_at = now;
+            tracing::trace!(shard = self.shard.0, txn = ?t, attempt = l.attempt, decided = ?l.decided, "merged pieces: resend");
             for p in &l.parts {
                 match l.decided {
                     None if p.vote.is_none() => ctx.send(
