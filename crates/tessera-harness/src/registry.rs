@@ -346,7 +346,11 @@ pub fn registry() -> Vec<ProtocolEntry> {
 /// offline checker's verdict on the workload's profiles (§3.1, §4.2),
 /// computed once per deployment; none when `merge` is off or the workload
 /// does not describe itself.
-fn rococo(spec: &BenchSpec, name: &str, merge: bool) -> Result<(RococoConfig, BenchSpec), SpecError> {
+fn rococo(
+    spec: &BenchSpec,
+    name: &str,
+    merge: bool,
+) -> Result<(RococoConfig, BenchSpec), SpecError> {
     unreplicated(spec, name)?;
     only_knobs(spec, name, &[])?;
     let merges = match crate::run::check_workload(&spec.workload) {

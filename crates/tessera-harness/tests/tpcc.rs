@@ -188,7 +188,10 @@ fn seeds_pass(protocol: &str, what: &str, n: u64, spec_for: impl Fn(u64, bool) -
     // end in doubt (and dynamic pieces' writes are known by placeholder).
     // 1% of NewOrders name an unused item and must roll back (clause
     // 2.4.2.3) under every protocol, Rococo included (a no-op commit).
-    assert!(user_aborts > 0, "{protocol} {what}: no NewOrder rolled back");
+    assert!(
+        user_aborts > 0,
+        "{protocol} {what}: no NewOrder rolled back"
+    );
     if n >= 4 {
         assert!(
             in_doubt_runs > 0,

@@ -43,9 +43,7 @@ use std::sync::Arc;
 use tessera_core::ids::{NodeId, ShardId, Time, TxnId};
 use tessera_core::node::Ctx;
 use tessera_core::topology::Topology;
-use tessera_core::txn::{
-    participants, AbortReason, PieceKind, Procedure, Txn, TxnOutcome, Value,
-};
+use tessera_core::txn::{participants, AbortReason, PieceKind, Procedure, Txn, TxnOutcome, Value};
 use tessera_core::FastMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -285,9 +283,9 @@ impl Driver {
             .filter(|&i| self.merged[i] && !self.received[i])
             .collect();
         let stopped = self.exec_stopped();
-        let ready = todo.iter().all(|&i| {
-            self.tentative[i].is_some() || (stopped && !self.exec_sent[i])
-        });
+        let ready = todo
+            .iter()
+            .all(|&i| self.tentative[i].is_some() || (stopped && !self.exec_sent[i]));
         let go: Vec<usize> = todo
             .into_iter()
             .filter(|&i| self.tentative[i].is_some())
@@ -328,8 +326,7 @@ impl Driver {
 
     /// Tentative outputs of merged pieces (OCC execute phase).
     pub fn on_occ_execute_ok(&mut self, ctx: &mut Ctx<Msg>, results: Vec<PieceReply>) {
-        if self.phase != Phase::Start || self.occ_commit.is_some() || self.occ_retry_at.is_some()
-        {
+        if self.phase != Phase::Start || self.occ_commit.is_some() || self.occ_retry_at.is_some() {
             return;
         }
         for r in results {

@@ -129,12 +129,13 @@ impl MergeSet {
     }
 
     /// Per piece of `proc`: does it run merged? `None` when none does (the
-    /// common case costs one name comparison per merged transaction type).
+    /// common case costs one name comparison per merged transaction type),
+    /// or only one piece would: a piece alone is atomic already.
     pub fn pieces(&self, proc: &dyn Procedure) -> Option<Vec<bool>> {
         let (_, merged) = self.by_txn.iter().find(|(n, _)| n == proc.name())?;
         let profile = TxnProfile::of(proc);
         let out: Vec<bool> = profile.pieces.iter().map(|p| merged.contains(p)).collect();
-        out.iter().any(|m| *m).then_some(out)
+        (out.iter().filter(|m| **m).count() >= 2).then_some(out)
     }
 }
 
@@ -587,6 +588,72 @@ mod tests {
         let names: Vec<&str> = v.merges.iter().map(|m| m.txn.as_str()).collect();
         assert_eq!(names, ["w0", "w1"]);
         assert_eq!(v.graph.txns.len(), 2);
+    }
+
+    /// A runtime transaction of the profile's shape, to match against a
+    /// verdict.
+    #[derive(Debug)]
+    struct Shaped(Vec<tessera_core::txn::PieceSpec>);
+
+    impl Procedure for Shaped {
+        fn name(&self) -> &'static str {
+            "new-order"
+        }
+        fn pieces(&self) -> &[tessera_core::txn::PieceSpec] {
+            &self.0
+        }
+        fn execute(
+            &self,
+            _: usize,
+            _: &[Option<&tessera_core::txn::Value>],
+            _: &[tessera_core::txn::Value],
+        ) -> tessera_core::txn::PieceResult {
+            tessera_core::txn::PieceResult::default()
+        }
+    }
+
+    fn shaped(stock: PieceKind, stock_pieces: u32) -> Shaped {
+        use tessera_core::ids::{Key, ShardId};
+        use tessera_core::txn::{Access, PieceSpec};
+        let p = |table: TableId, kind, inputs: Vec<u16>, shard| PieceSpec {
+            shard: ShardId(shard),
+            reads: if table == ORDER_LINE {
+                Vec::new()
+            } else {
+                vec![Access::all(Key::new(table.0, shard.into()))]
+            },
+            writes: vec![Access::all(Key::new(table.0, shard.into()))],
+            kind,
+            inputs,
+            dynamic: false,
+        };
+        let mut pieces = vec![p(DISTRICT, PieceKind::Immediate, vec![], 0)];
+        pieces.extend((0..stock_pieces).map(|s| p(STOCK, stock, vec![], s)));
+        pieces.push(p(ORDER_LINE, PieceKind::Deferrable, vec![0], 0));
+        Shaped(pieces)
+    }
+
+    /// The merge set matches runtime pieces by profile: every shape of the
+    /// transaction (one to three stock pieces here) has its home and stock
+    /// pieces merged, never its deferrable insert; a workload that needs no
+    /// merge merges nothing.
+    #[test]
+    fn merge_set_matches_pieces_by_profile() {
+        let sample = shaped(PieceKind::Immediate, 2);
+        let v = check(&[TxnProfile::of(&sample)]).unwrap();
+        assert_eq!(v.merges.len(), 1);
+        let set = MergeSet::of(&v);
+        for n in 1..=3 {
+            assert_eq!(
+                set.pieces(&shaped(PieceKind::Immediate, n)),
+                Some((0..n + 2).map(|i| i <= n).collect())
+            );
+        }
+        let other = shaped(PieceKind::Deferrable, 2);
+        assert_eq!(set.pieces(&other), None, "deferrable stock pieces differ");
+        let none = MergeSet::of(&check(&[TxnProfile::of(&other)]).unwrap());
+        assert!(none.is_empty());
+        assert_eq!(none.pieces(&sample), None);
     }
 
     #[test]

@@ -269,7 +269,13 @@ impl RococoServer {
     ) {
         let txn = req.txn;
         let ok = self.occ_validate(ctx.now(), attempt, &req, &outputs);
-        tracing::trace!(shard = self.shard.0, ?txn, attempt, ok, "merged pieces prepared");
+        tracing::trace!(
+            shard = self.shard.0,
+            ?txn,
+            attempt,
+            ok,
+            "merged pieces prepared"
+        );
         ctx.send(from, Msg::OccVote { txn, attempt, ok });
         self.occ_unpark(ctx);
     }
@@ -374,7 +380,13 @@ impl RococoServer {
         let Some(l) = self.occ.leading.get_mut(&txn) else {
             return;
         };
-        tracing::trace!(shard = self.shard.0, ?txn, attempt = l.attempt, commit, "merged pieces decided");
+        tracing::trace!(
+            shard = self.shard.0,
+            ?txn,
+            attempt = l.attempt,
+            commit,
+            "merged pieces decided"
+        );
         l.decided = Some(commit);
         l.sent_at = ctx.now();
         l.tries = 0;
@@ -402,7 +414,12 @@ impl RococoServer {
             self.occ.unlock(txn);
             self.on_start(ctx, reply_to, req, true);
         } else {
-            if self.occ.prepared.get(&txn).is_some_and(|(a, _)| *a == attempt) {
+            if self
+                .occ
+                .prepared
+                .get(&txn)
+                .is_some_and(|(a, _)| *a == attempt)
+            {
                 self.occ.unlock(txn);
             }
             // A prepare of this attempt still in flight must not lock.
