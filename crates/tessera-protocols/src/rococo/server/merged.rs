@@ -6,8 +6,8 @@
 //! * **Prepare** ([`Msg::OccPrepare`], sent by the 2PC leader: the server
 //!   of the lowest shard among the merged pieces'): run the pieces again
 //!   and compare their outputs with the execution's; if they agree and no
-//!   key they touch is locked by another transaction, lock those keys and
-//!   vote yes. A prepare of an attempt older than one seen votes no.
+//!   key they touch is locked against them by another transaction, lock
+//!   those keys (shared to read, exclusive to write) and vote yes. A prepare of an attempt older than one seen votes no.
 //! * **Commit** ([`Msg::OccDecide`]): unlock and run the pieces as an
 //!   ordinary start request — edges, dependency graph, `StartOk` to the
 //!   transaction's driver (§4.2: "each server will then add appropriate
@@ -56,12 +56,28 @@ struct Lead {
     tries: u32,
 }
 
+/// The locks of prepared merged pieces on one key: a writer excludes
+/// everyone, readers exclude writers only.
+#[derive(Default)]
+struct Lock {
+    writer: Option<TxnId>,
+    readers: Vec<TxnId>,
+}
+
+impl Lock {
+    /// May `txn` access the key (`write`: to write it)?
+    fn allows(&self, txn: TxnId, write: bool) -> bool {
+        self.writer.is_none_or(|w| w == txn) && (!write || self.readers.iter().all(|r| *r == txn))
+    }
+}
+
 /// A server's merged-piece state.
 #[derive(Default)]
 pub(super) struct Occ {
-    locks: FastMap<Key, TxnId>,
-    /// Per transaction prepared here: its attempt and the keys it locked.
-    prepared: FastMap<TxnId, (u32, Vec<Key>)>,
+    locks: FastMap<Key, Lock>,
+    /// Per transaction prepared here: its attempt and the keys it locked,
+    /// each with whether it writes it.
+    prepared: FastMap<TxnId, (u32, Vec<(Key, bool)>)>,
     /// The lowest attempt still acceptable per transaction, and when it
     /// was last touched.
     seen: FastMap<TxnId, (u32, Time)>,
@@ -70,9 +86,24 @@ pub(super) struct Occ {
     leading: FastMap<TxnId, Lead>,
 }
 
+/// The keys a piece touches, each with whether it writes it.
+fn accesses(spec: &PieceSpec) -> impl Iterator<Item = (Key, bool)> + '_ {
+    let writes = spec.writes.iter().map(|a| (a.key, true));
+    let reads = spec
+        .reads
+        .iter()
+        .filter(|a| !spec.writes.iter().any(|w| w.key == a.key))
+        .map(|a| (a.key, false));
+    writes.chain(reads)
+}
+
 impl Occ {
-    /// Does `req` run an immediate piece on a key locked by another
-    /// transaction's merged pieces?
+    fn allows(&self, txn: TxnId, key: Key, write: bool) -> bool {
+        self.locks.get(&key).is_none_or(|l| l.allows(txn, write))
+    }
+
+    /// Does `req` run an immediate piece on a key locked against it by
+    /// another transaction's merged pieces?
     pub(super) fn blocks(
         &self,
         shard: ShardId,
@@ -92,11 +123,7 @@ impl Occ {
             let spec = req.proc.resolve(piece as usize, inputs);
             spec.shard == shard
                 && spec.kind == PieceKind::Immediate
-                && spec
-                    .reads
-                    .iter()
-                    .chain(&spec.writes)
-                    .any(|a| self.locks.get(&a.key).is_some_and(|t| *t != req.txn))
+                && accesses(&spec).any(|(k, w)| !self.allows(req.txn, k, w))
         })
     }
 
@@ -104,10 +131,29 @@ impl Occ {
         self.parked.push((from, req));
     }
 
+    fn lock(&mut self, txn: TxnId, attempt: u32, keys: Vec<(Key, bool)>) {
+        for &(k, write) in &keys {
+            let l = self.locks.entry(k).or_default();
+            if write {
+                l.writer = Some(txn);
+            } else {
+                l.readers.push(txn);
+            }
+        }
+        self.prepared.insert(txn, (attempt, keys));
+    }
+
     fn unlock(&mut self, txn: TxnId) {
-        if let Some((_, keys)) = self.prepared.remove(&txn) {
-            for k in keys {
-                if self.locks.get(&k) == Some(&txn) {
+        let Some((_, keys)) = self.prepared.remove(&txn) else {
+            return;
+        };
+        for (k, _) in keys {
+            if let Some(l) = self.locks.get_mut(&k) {
+                if l.writer == Some(txn) {
+                    l.writer = None;
+                }
+                l.readers.retain(|r| *r != txn);
+                if l.writer.is_none() && l.readers.is_empty() {
                     self.locks.remove(&k);
                 }
             }
@@ -301,27 +347,25 @@ impl RococoServer {
             Some(_) => self.occ.unlock(txn),
             None => {}
         }
-        let mut keys: Vec<Key> = Vec::new();
+        let mut keys: Vec<(Key, bool)> = Vec::new();
         for ((&piece, inputs), expected) in req.pieces.iter().zip(&req.inputs).zip(outputs) {
             let Some(spec) = self.resolve_here(&req.proc, piece, inputs) else {
                 return false;
             };
-            for a in spec.reads.iter().chain(&spec.writes) {
-                if self.occ.locks.get(&a.key).is_some_and(|t| *t != txn) {
+            for (k, write) in accesses(&spec) {
+                if !self.occ.allows(txn, k, write) {
                     return false;
                 }
-                if !keys.contains(&a.key) {
-                    keys.push(a.key);
+                match keys.iter_mut().find(|(x, _)| *x == k) {
+                    Some(slot) => slot.1 |= write,
+                    None => keys.push((k, write)),
                 }
             }
             if dry_run(&self.store, &req.proc, &spec, piece, inputs).output != *expected {
                 return false;
             }
         }
-        for &k in &keys {
-            self.occ.locks.insert(k, txn);
-        }
-        self.occ.prepared.insert(txn, (attempt, keys));
+        self.occ.lock(txn, attempt, keys);
         true
     }
 
