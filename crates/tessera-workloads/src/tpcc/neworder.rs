@@ -19,7 +19,9 @@
 //! piece is immediate: its `o_id` keys the insert piece (the paper's p1).
 //! The stock pieces are deferrable (the paper's p2): their outputs feed
 //! nothing, and two instances' immediate stock pieces would close an I–I
-//! SC-cycle with the district pieces (§4.2's example of a needed merge).
+//! SC-cycle with the district pieces (§4.2's example of a needed merge;
+//! [`NewOrder::with_immediate_stock`] builds that variant, and Rococo then
+//! runs the home and stock pieces merged).
 //! The insert piece is deferrable (p3) and takes inputs from the immediate
 //! home piece only. The customer's `C_DISCOUNT` is read by the insert piece
 //! rather than immediately, because Payment and Delivery update the
