@@ -34,7 +34,7 @@ fn not_for(workload: &str, flags: &[(&str, bool)], applies_to: &str) -> Result<(
 }
 
 /// The TPC-C flags that are set.
-fn tpcc_flags(a: &RunArgs) -> [(&'static str, bool); 8] {
+fn tpcc_flags(a: &RunArgs) -> [(&'static str, bool); 9] {
     [
         ("--warehouses", a.warehouses.is_some()),
         ("--districts", a.districts.is_some()),
@@ -44,6 +44,7 @@ fn tpcc_flags(a: &RunArgs) -> [(&'static str, bool); 8] {
         ("--partition", a.partition.is_some()),
         ("--remote-neworder", a.remote_neworder.is_some()),
         ("--remote-payment", a.remote_payment.is_some()),
+        ("--immediate-stock", a.immediate_stock),
     ]
 }
 
@@ -91,6 +92,7 @@ fn tpcc_of(a: &RunArgs) -> Result<TpccConfig> {
         })?;
     }
     c.remote_payment = a.remote_payment.unwrap_or(c.remote_payment);
+    c.immediate_stock = a.immediate_stock;
     Ok(c)
 }
 
@@ -714,6 +716,7 @@ pub fn default_comparison() -> Result<()> {
         partition: None,
         remote_neworder: None,
         remote_payment: None,
+        immediate_stock: false,
         check: false,
         history: None,
         out: None,

@@ -227,6 +227,10 @@ pub struct RunArgs {
     /// 15 with several warehouses).
     #[arg(long, allow_negative_numbers = true)]
     remote_payment: Option<f64>,
+    /// TPC-C: NewOrder's stock pieces immediate (Rococo §4.2's example of a
+    /// workload that needs merged pieces; `check-workload` reports them).
+    #[arg(long)]
+    immediate_stock: bool,
     /// Record the history and check strict serializability (and, for
     /// TPC-C, the consistency conditions of clause 3.3.2).
     #[arg(long)]

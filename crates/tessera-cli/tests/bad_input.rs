@@ -316,6 +316,25 @@ fn check_workload_tpcc_needs_no_merge() {
     }
 }
 
+/// Rococo §4.2's example: NewOrder's stock pieces made immediate
+/// (`--immediate-stock`) need merging with its home piece: exit 1 and the
+/// pieces named. The flag belongs to TPC-C only (exit 2 elsewhere).
+#[test]
+fn check_workload_immediate_stock_needs_a_merge() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["check-workload", "--workload", "tpcc", "--immediate-stock"])
+        .output()
+        .expect("tessera runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("merge needed"), "{stdout}");
+    assert!(stdout.contains("neworder: merge p0 + p1"), "{stdout}");
+    rejects(
+        &["check-workload", "--workload", "micro", "--immediate-stock"],
+        "--immediate-stock",
+    );
+}
+
 /// OOCC's Lease Manager and drift knobs: bounds only with adaptation,
 /// around the starting lease; adaptation needs leases; `--drift-node`
 /// names an existing node and a positive clock rate.

@@ -20,6 +20,7 @@ use tessera_protocols::nocc::{Nocc, NoccConfig};
 use tessera_protocols::occ::{OccConfig, OccProtocol};
 use tessera_protocols::oocc::{AdaptConfig, Oocc, OoccConfig};
 use tessera_protocols::paxos::PaxosConfig;
+use tessera_protocols::rococo::offline::MergeSet;
 use tessera_protocols::rococo::{Rococo, RococoConfig};
 use tessera_protocols::tapir::{Tapir, TapirConfig};
 use tessera_protocols::twopc::{Timeouts, TwoPcConfig};
@@ -210,11 +211,17 @@ pub fn registry() -> Vec<ProtocolEntry> {
             occ(true),
         )
         .with_tcp::<OccProtocol>(occ(true)),
-        ProtocolEntry::new::<Rococo>(
+        ProtocolEntry::configured::<Rococo>(
             "rococo",
             "Rococo: dependency tracking, deferred pieces reordered at commit, no aborts (OSDI '14)",
-            RococoConfig::default(),
+            |spec| rococo(spec, "rococo", true),
         ),
+        ProtocolEntry::configured::<Rococo>(
+            "rococo-nomerge",
+            "Rococo without merged pieces (§4.2) whatever the offline checker says: broken on purpose where it asks for merges, for tests",
+            |spec| rococo(spec, "rococo-nomerge", false),
+        )
+        .hidden(),
         ProtocolEntry::configured::<Janus>(
             "janus",
             "Janus: PreAccept/Accept/Commit over replica groups (3 by default), fast path on identical dependencies, no aborts for conflicts (OSDI '16)",
@@ -335,6 +342,28 @@ pub fn registry() -> Vec<ProtocolEntry> {
 }
 
 /// Refuse `--replicas` other than 1 for a protocol that does not replicate.
+/// Rococo's configuration for `spec`: the pieces to merge come from the
+/// offline checker's verdict on the workload's profiles (§3.1, §4.2),
+/// computed once per deployment; none when `merge` is off or the workload
+/// does not describe itself.
+fn rococo(
+    spec: &BenchSpec,
+    name: &str,
+    merge: bool,
+) -> Result<(RococoConfig, BenchSpec), SpecError> {
+    unreplicated(spec, name)?;
+    only_knobs(spec, name, &[])?;
+    let merges = match crate::run::check_workload(&spec.workload) {
+        Ok(v) if merge => MergeSet::of(&v),
+        _ => MergeSet::default(),
+    };
+    let config = RococoConfig {
+        merges: Arc::new(merges),
+        ..RococoConfig::default()
+    };
+    Ok((config, spec.clone()))
+}
+
 fn unreplicated(spec: &BenchSpec, name: &str) -> Result<(), SpecError> {
     match spec.replicas.filter(|r| *r != 1) {
         Some(r) => Err(SpecError::Invalid {

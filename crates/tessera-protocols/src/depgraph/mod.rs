@@ -152,3 +152,21 @@ pub(crate) fn run_piece(
         user_abort: res.user_abort,
     }
 }
+
+/// Run one piece on the current data without installing its writes: the
+/// execute and validate steps of Rococo's merged pieces (§4.2), which run
+/// optimistically and install only at the commit of their OCC+2PC.
+pub(crate) fn dry_run(
+    store: &Store,
+    proc: &Txn,
+    spec: &PieceSpec,
+    piece: u16,
+    inputs: &[Value],
+) -> tessera_core::txn::PieceResult {
+    let values: Vec<Option<&Value>> = spec
+        .reads
+        .iter()
+        .map(|a| store.get(a.key).map(|r| &r.value))
+        .collect();
+    proc.execute(piece as usize, &values, inputs)
+}

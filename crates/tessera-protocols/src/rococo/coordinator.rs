@@ -173,7 +173,14 @@ impl RococoCoordinator {
             // Hot keys keep changing between rounds: order the reads in the
             // dependency graph instead, where nothing waits in vain.
             let ro = self.ro.remove(&txn).expect("present");
-            let mut d = Driver::new(txn, ro.proc, &self.topology, ctx.now(), self.cfg.retransmit);
+            let mut d = Driver::new(
+                txn,
+                ro.proc,
+                &self.topology,
+                &self.cfg.merges,
+                ctx.now(),
+                self.cfg.retransmit,
+            );
             d.begin(ctx);
             self.rw.insert(txn, d);
             return;
@@ -247,7 +254,14 @@ impl Coordinator<Msg> for RococoCoordinator {
             ro.dispatch(ctx, txn, false);
             self.ro.insert(txn, ro);
         } else {
-            let mut d = Driver::new(txn, proc, &self.topology, now, self.cfg.retransmit);
+            let mut d = Driver::new(
+                txn,
+                proc,
+                &self.topology,
+                &self.cfg.merges,
+                now,
+                self.cfg.retransmit,
+            );
             d.begin(ctx);
             self.rw.insert(txn, d);
         }
@@ -287,7 +301,23 @@ impl Node<Msg> for RococoCoordinator {
                 round,
                 results,
             } => self.on_ro_read_ok(ctx, txn, round, results),
-            Msg::Start(_)
+            Msg::OccExecuteOk { txn, results } => {
+                if let Some(d) = self.rw.get_mut(&txn) {
+                    d.on_occ_execute_ok(ctx, results);
+                }
+            }
+            Msg::OccRetry { txn } => {
+                if let Some(d) = self.rw.get_mut(&txn) {
+                    d.on_occ_retry(ctx);
+                }
+            }
+            Msg::OccExecute(_)
+            | Msg::OccCommit { .. }
+            | Msg::OccPrepare { .. }
+            | Msg::OccVote { .. }
+            | Msg::OccDecide { .. }
+            | Msg::OccDecideOk { .. }
+            | Msg::Start(_)
             | Msg::Commit { .. }
             | Msg::Committed { .. }
             | Msg::Inquire { .. }

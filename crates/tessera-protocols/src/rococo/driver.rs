@@ -21,13 +21,29 @@
 //! a deferrable piece already sent, or an immediate one that wrote — it
 //! cannot be undone and runs to its commit, as the paper requires. Both
 //! drivers of one transaction see the same replies and decide alike.
+//!
+//! **Merged pieces** (§4.2): the pieces the offline checker merged
+//! ([`super::offline::MergeSet`]) do not go out as start requests. In the
+//! start phase the driver runs them by OCC+2PC: *execute* (each server runs
+//! its merged pieces on the current data, installing nothing, and returns
+//! their outputs, which feed the merged pieces that take them as inputs),
+//! then one *commit* request to the 2PC leader (the server of the lowest
+//! merged shard), which prepares (validate and lock) at every merged
+//! server and decides. On commit each server runs the pieces as a start
+//! request of this driver's and replies `StartOk` as usual, so the
+//! transaction joins the dependency graph like any other; on a failed
+//! validation the leader says `OccRetry` and the driver executes the
+//! merged pieces again after a random pause. Pieces that are not merged go
+//! out as usual, those fed by a merged piece once its committed reply came.
 
 use super::msg::{Msg, PieceReply, Start, Vertex};
+use super::offline::MergeSet;
+use rand::Rng;
 use std::sync::Arc;
 use tessera_core::ids::{NodeId, ShardId, Time, TxnId};
 use tessera_core::node::Ctx;
 use tessera_core::topology::Topology;
-use tessera_core::txn::{participants, AbortReason, PieceKind, Procedure, Txn, TxnOutcome};
+use tessera_core::txn::{participants, AbortReason, PieceKind, Procedure, Txn, TxnOutcome, Value};
 use tessera_core::FastMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +76,18 @@ pub(crate) struct Driver {
     stopping: bool,
     /// The abort is honoured: the transaction commits as a no-op.
     aborted: bool,
+    /// Per piece: runs merged, by OCC+2PC (§4.2); empty when none does.
+    merged: Vec<bool>,
+    /// The 2PC leader of the merged pieces.
+    leader: Option<NodeId>,
+    /// Merged pieces: execute request sent? Their tentative outputs.
+    exec_sent: Vec<bool>,
+    tentative: Vec<Option<PieceReply>>,
+    /// The OCC commit request sent to the leader (resent until the start
+    /// replies of its pieces come).
+    occ_commit: Option<(Start, Vec<Value>)>,
+    /// After a failed validation: execute the merged pieces again then.
+    occ_retry_at: Option<Time>,
 }
 
 /// A procedure Rococo can run: a piece whose output feeds another must be
@@ -97,8 +125,24 @@ fn aggregate(deps: &mut FastMap<TxnId, Vertex>, v: Vertex) {
 }
 
 impl Driver {
-    pub fn new(txn: TxnId, proc: Txn, topology: &Topology, now: Time, rto: Time) -> Self {
+    pub fn new(
+        txn: TxnId,
+        proc: Txn,
+        topology: &Topology,
+        merges: &MergeSet,
+        now: Time,
+        rto: Time,
+    ) -> Self {
         let n = proc.pieces().len();
+        let merged = merges.pieces(proc.as_ref()).unwrap_or_default();
+        let leader = proc
+            .pieces()
+            .iter()
+            .zip(&merged)
+            .filter(|(_, m)| **m)
+            .map(|(p, _)| p.shard)
+            .min()
+            .map(|s| topology.leader(s));
         let shards: Vec<(ShardId, NodeId)> = participants(proc.as_ref())
             .into_iter()
             .map(|s| (s, topology.leader(s)))
@@ -121,7 +165,22 @@ impl Driver {
             base_rto: rto,
             stopping: false,
             aborted: false,
+            exec_sent: vec![false; merged.len()],
+            tentative: vec![None; merged.len()],
+            merged,
+            leader,
+            occ_commit: None,
+            occ_retry_at: None,
         }
+    }
+
+    fn is_merged(&self, i: usize) -> bool {
+        self.merged.get(i).copied().unwrap_or(false)
+    }
+
+    /// A merged piece's tentative output asked to abort: execute no more.
+    fn exec_stopped(&self) -> bool {
+        self.tentative.iter().flatten().any(|r| r.user_abort)
     }
 
     /// Some piece of `shard` was sent: the shard takes part in the commit.
@@ -146,36 +205,158 @@ impl Driver {
     }
 
     /// Send every piece whose inputs are ready (`resend`: those sent and not
-    /// yet acknowledged), one request per server.
+    /// yet acknowledged), one request per server; merged pieces go out as
+    /// OCC execute requests, then as one commit request to the leader.
     fn dispatch(&mut self, ctx: &mut Ctx<Msg>, resend: bool) {
         let pieces = self.proc.pieces();
+        let executing = self.occ_commit.is_none() && self.occ_retry_at.is_none();
+        let exec_stopped = self.exec_stopped();
         for &(shard, node) in &self.shards {
-            let mut ids = Vec::new();
-            let mut inputs = Vec::new();
+            let (mut ids, mut inputs) = (Vec::new(), Vec::new());
+            let (mut xids, mut xinputs) = (Vec::new(), Vec::new());
             for (i, p) in pieces.iter().enumerate() {
-                if p.shard != shard || self.received[i] || self.sent[i] != resend {
+                if p.shard != shard || self.received[i] {
                     continue;
                 }
-                let replies = &self.replies;
-                let Some(ins) = p.gather_inputs(|j| replies[j].as_ref().map(|r| &r.output)) else {
+                let merged = self.is_merged(i);
+                if merged {
+                    if !executing
+                        || exec_stopped
+                        || self.tentative[i].is_some()
+                        || self.exec_sent[i] != resend
+                    {
+                        continue;
+                    }
+                } else if self.sent[i] != resend {
+                    continue;
+                }
+                let (replies, tentative) = (&self.replies, &self.tentative);
+                // A merged piece takes its merged inputs from their
+                // execution; every other input is a committed reply.
+                let Some(ins) = p.gather_inputs(|j| {
+                    let t = tentative.get(j).and_then(|t| t.as_ref()).filter(|_| merged);
+                    t.or(replies[j].as_ref()).map(|r| &r.output)
+                }) else {
                     continue;
                 };
-                self.sent[i] = true;
-                ids.push(i as u16);
-                inputs.push(ins);
+                if merged {
+                    self.exec_sent[i] = true;
+                    xids.push(i as u16);
+                    xinputs.push(ins);
+                } else {
+                    self.sent[i] = true;
+                    ids.push(i as u16);
+                    inputs.push(ins);
+                }
             }
             if !ids.is_empty() {
-                ctx.send(
-                    node,
-                    Msg::Start(Start {
-                        txn: self.txn,
-                        proc: self.proc.clone(),
-                        pieces: ids,
-                        inputs,
-                    }),
-                );
+                ctx.send(node, Msg::Start(self.start(ids, inputs)));
+            }
+            if !xids.is_empty() {
+                tracing::trace!(txn = ?self.txn, pieces = ?xids, resend, "merged pieces: execute");
+                ctx.send(node, Msg::OccExecute(self.start(xids, xinputs)));
             }
         }
+        self.occ_commit(ctx);
+    }
+
+    fn start(&self, pieces: Vec<u16>, inputs: Vec<Vec<Value>>) -> Start {
+        Start {
+            txn: self.txn,
+            proc: self.proc.clone(),
+            pieces,
+            inputs,
+        }
+    }
+
+    /// Every merged piece still to commit has its tentative output (or a
+    /// tentative output asked to abort and the rest were never executed):
+    /// ask the leader to commit them (§4.2's OCC+2PC).
+    fn occ_commit(&mut self, ctx: &mut Ctx<Msg>) {
+        let Some(leader) = self.leader else {
+            return;
+        };
+        if self.occ_commit.is_some() || self.occ_retry_at.is_some() || self.stopping {
+            return;
+        }
+        let todo: Vec<usize> = (0..self.merged.len())
+            .filter(|&i| self.merged[i] && !self.received[i])
+            .collect();
+        let stopped = self.exec_stopped();
+        let ready = todo
+            .iter()
+            .all(|&i| self.tentative[i].is_some() || (stopped && !self.exec_sent[i]));
+        let go: Vec<usize> = todo
+            .into_iter()
+            .filter(|&i| self.tentative[i].is_some())
+            .collect();
+        if !ready || go.is_empty() {
+            return;
+        }
+        let pieces = self.proc.pieces();
+        let (replies, tentative) = (&self.replies, &self.tentative);
+        let mut inputs = Vec::with_capacity(go.len());
+        for &i in &go {
+            let ins = pieces[i].gather_inputs(|j| {
+                tentative[j]
+                    .as_ref()
+                    .or(replies[j].as_ref())
+                    .map(|r| &r.output)
+            });
+            inputs.push(ins.expect("executed with these inputs"));
+        }
+        let outputs = go
+            .iter()
+            .map(|&i| self.tentative[i].as_ref().expect("ready").output.clone())
+            .collect();
+        for &i in &go {
+            self.sent[i] = true;
+        }
+        let req = self.start(go.iter().map(|&i| i as u16).collect(), inputs);
+        tracing::trace!(txn = ?self.txn, pieces = ?req.pieces, now = ctx.now(), "merged pieces: commit");
+        ctx.send(
+            leader,
+            Msg::OccCommit {
+                req: req.clone(),
+                outputs: Vec::clone(&outputs),
+            },
+        );
+        self.occ_commit = Some((req, outputs));
+    }
+
+    /// Tentative outputs of merged pieces (OCC execute phase).
+    pub fn on_occ_execute_ok(&mut self, ctx: &mut Ctx<Msg>, results: Vec<PieceReply>) {
+        if self.phase != Phase::Start || self.occ_commit.is_some() || self.occ_retry_at.is_some() {
+            return;
+        }
+        for r in results {
+            let i = r.piece as usize;
+            if self.is_merged(i) && self.exec_sent[i] && self.tentative[i].is_none() {
+                self.tentative[i] = Some(r);
+            }
+        }
+        if !self.stopping {
+            self.dispatch(ctx, false);
+        }
+    }
+
+    /// The leader's validation failed: execute the merged pieces again
+    /// after a random pause (two transactions that failed each other's
+    /// validation would otherwise collide again).
+    pub fn on_occ_retry(&mut self, ctx: &mut Ctx<Msg>) {
+        if self.phase != Phase::Start || self.occ_commit.is_none() {
+            return;
+        }
+        self.occ_commit = None;
+        for i in 0..self.merged.len() {
+            if self.merged[i] && !self.received[i] {
+                self.sent[i] = false;
+                self.exec_sent[i] = false;
+                self.tentative[i] = None;
+            }
+        }
+        let pause = ctx.rng().random_range(0..=self.base_rto / 2);
+        self.occ_retry_at = Some(ctx.now() + pause);
     }
 
     fn send_commit(&self, ctx: &mut Ctx<Msg>) {
@@ -315,11 +496,29 @@ impl Driver {
     /// Resend what is unanswered past its deadline (backing off to `cap`).
     pub fn tick(&mut self, ctx: &mut Ctx<Msg>, cap: Time) {
         let now = ctx.now();
+        if self.occ_retry_at.is_some_and(|t| t <= now) {
+            self.occ_retry_at = None;
+            self.dispatch(ctx, false);
+        }
         if self.retransmit_at > now {
             return;
         }
         match self.phase {
-            Phase::Start => self.dispatch(ctx, true),
+            Phase::Start => {
+                self.dispatch(ctx, true);
+                if let (Some((req, outputs)), Some(leader)) = (&self.occ_commit, self.leader) {
+                    let all_in = req.pieces.iter().all(|&p| self.received[p as usize]);
+                    if !all_in {
+                        ctx.send(
+                            leader,
+                            Msg::OccCommit {
+                                req: req.clone(),
+                                outputs: outputs.clone(),
+                            },
+                        );
+                    }
+                }
+            }
             Phase::Commit => self.send_commit(ctx),
         }
         self.rto = (self.rto * 2).min(cap);

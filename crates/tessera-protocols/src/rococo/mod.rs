@@ -25,6 +25,16 @@
 //!    runs the deferred pieces in that order. The coordinator reports the
 //!    commit once every participant has replied.
 //!
+//! **Merged pieces** (§4.2): the pieces the offline checker merges
+//! ([`offline::MergeSet`], computed once from the workload's profiles when
+//! the deployment is built, [`RococoConfig::merges`]) run by OCC+2PC in the
+//! start phase — *execute* at their servers without installing anything,
+//! then *prepare* (validate and lock) and *commit* led by the server of
+//! their lowest shard; a failed validation makes the coordinator execute
+//! them again. Their commit is an ordinary start request at each server, so
+//! the transaction then joins the dependency graph as usual. See
+//! [`driver`] and `server::merged`.
+//!
 //! **Read-only transactions** (§4.1, Figs. 9–10): rounds of reads, each
 //! waiting at the server for the conflicting writers it knows of to finish,
 //! repeated until two rounds in a row read the same versions (with a
@@ -49,8 +59,19 @@
 //!   every server has the transaction's procedure from its start request.
 //!   Its client sees the attempt as in doubt (it crashed with it).
 //! * Server crashes are not handled yet (servers keep no log).
-//! * Merged pieces (§4.2) are not implemented: [`offline`] reports the
-//!   pieces a workload would need to merge.
+//! * Merged pieces (§4.2): the paper has the coordinator run OCC+2PC;
+//!   here the coordinator runs the execute phase and a server (the lowest
+//!   merged shard's) leads prepare and commit, so a crashed client never
+//!   leaves keys locked (servers do not crash here). Validation compares
+//!   each piece's output on re-execution (not read versions: rows are
+//!   shared with deferrable pieces on other columns, whose writes would
+//!   fail row versions for nothing), and a piece commits by running again
+//!   under the locks. Consequently merged pieces of one transaction at one
+//!   server must not read each other's writes (execution installs nothing;
+//!   TPC-C's home and stock pieces touch disjoint tables). Start requests
+//!   whose immediate pieces touch a locked key wait for the decision. Only
+//!   pieces declared immediate are merged, and only when two or more of a
+//!   transaction are.
 //! * User aborts (§3.1 allows only those that need no undo): honoured when
 //!   they come from an immediate piece before anything was written and
 //!   before any deferrable piece was sent — the transaction then commits
@@ -70,6 +91,7 @@ pub use coordinator::RococoCoordinator;
 pub use msg::Msg;
 pub use server::RococoServer;
 
+use std::sync::Arc;
 use tessera_core::ids::{Time, MS};
 use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
 
@@ -91,6 +113,10 @@ pub struct RococoConfig {
     /// Rounds after which a read-only transaction of deferrable pieces runs
     /// as a read-write one (see [`coordinator`]); `u32::MAX` never does.
     pub ro_rounds: u32,
+    /// The pieces to run merged, with OCC+2PC in the start phase (§4.2):
+    /// the offline checker's verdict on the deployment's workload
+    /// ([`offline::MergeSet::of`]); empty when it needs no merge.
+    pub merges: Arc<offline::MergeSet>,
 }
 
 impl Default for RococoConfig {
@@ -102,6 +128,7 @@ impl Default for RococoConfig {
             forget_after: 1000 * MS,
             sweep: 5 * MS,
             ro_rounds: 4,
+            merges: Arc::default(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! and the dependency information they carry.
 
 use std::sync::Arc;
-use tessera_core::ids::TxnId;
+use tessera_core::ids::{NodeId, TxnId};
 use tessera_core::node::WireSize;
 use tessera_core::txn::{Txn, Value};
 
@@ -81,6 +81,52 @@ pub enum Msg {
         round: u32,
         results: Vec<PieceReply>,
     },
+    // ---- merged pieces: OCC+2PC in the start phase (§4.2) ----
+    /// Coordinator → server: the OCC *execute* phase of merged pieces: run
+    /// them on the current data without installing anything.
+    OccExecute(Start),
+    /// Their tentative outputs (reads and writes left empty).
+    OccExecuteOk {
+        txn: TxnId,
+        results: Vec<PieceReply>,
+    },
+    /// Coordinator → the 2PC leader (the server of the lowest shard among
+    /// the merged pieces'): commit every merged piece, with the inputs and
+    /// the outputs its execution saw.
+    OccCommit {
+        req: Start,
+        outputs: Vec<Value>,
+    },
+    /// Leader → server: *prepare* attempt `attempt`: validate that the
+    /// pieces still give `outputs`, lock their keys, vote.
+    OccPrepare {
+        attempt: u32,
+        req: Start,
+        outputs: Vec<Value>,
+    },
+    OccVote {
+        txn: TxnId,
+        attempt: u32,
+        ok: bool,
+    },
+    /// Leader → server: the decision on `attempt`. On commit the server
+    /// unlocks and runs the pieces as a start request of `reply_to`'s
+    /// (its dependency information goes there in a `StartOk`).
+    OccDecide {
+        attempt: u32,
+        commit: bool,
+        reply_to: NodeId,
+        req: Start,
+    },
+    OccDecideOk {
+        txn: TxnId,
+        attempt: u32,
+    },
+    /// Leader → coordinator: validation failed; execute the merged pieces
+    /// again.
+    OccRetry {
+        txn: TxnId,
+    },
 }
 
 fn inputs_size(pieces: &[u16], inputs: &[Vec<Value>]) -> usize {
@@ -113,6 +159,16 @@ impl WireSize for Msg {
                 Msg::InquireOk { deps, .. } => vertices_size(deps),
                 Msg::RoRead { pieces, inputs, .. } => 4 + inputs_size(pieces, inputs),
                 Msg::RoReadOk { results, .. } => 4 + replies_size(results),
+                Msg::OccExecute(s) => inputs_size(&s.pieces, &s.inputs),
+                Msg::OccExecuteOk { results, .. } => replies_size(results),
+                Msg::OccCommit { req, outputs } | Msg::OccPrepare { req, outputs, .. } => {
+                    4 + inputs_size(&req.pieces, &req.inputs)
+                        + outputs.iter().map(|v| 4 + v.len()).sum::<usize>()
+                }
+                Msg::OccVote { .. } => 5,
+                Msg::OccDecide { req, .. } => 9 + inputs_size(&req.pieces, &req.inputs),
+                Msg::OccDecideOk { .. } => 4,
+                Msg::OccRetry { .. } => 0,
             }
     }
 }

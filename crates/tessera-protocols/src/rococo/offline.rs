@@ -24,7 +24,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use tessera_core::ids::TableId;
-use tessera_core::txn::{Columns, PieceKind};
+use tessera_core::txn::{Columns, PieceKind, Procedure};
 use tessera_core::workload::{PieceProfile, TxnProfile};
 use thiserror::Error;
 
@@ -81,7 +81,62 @@ pub struct ScGraph {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Merge {
     pub txn: String,
+    /// The profile's index in [`ScGraph::txns`] (a workload may list
+    /// several shapes under one name).
+    pub profile: usize,
     pub pieces: Vec<usize>,
+}
+
+/// The pieces a deployment runs merged (§4.2), from the checker's verdict:
+/// a runtime piece is merged when its transaction's name and its own
+/// profile (tables, columns, kind, inputs) match a merged piece of the
+/// verdict. Matching by profile rather than index covers every shape of a
+/// transaction type (NewOrder has one stock piece per supplying shard, all
+/// alike). Only pieces declared immediate are merged: §4.2 notes a merged
+/// piece holds immediate pieces only; one made immediate by the checker's
+/// propagation alone would still conflict I–D at runtime, which Rococo's
+/// tracker already reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MergeSet {
+    by_txn: Vec<(String, Vec<PieceProfile>)>,
+}
+
+impl MergeSet {
+    /// The merged pieces of a verdict.
+    pub fn of(v: &Verdict) -> Self {
+        let mut by_txn: Vec<(String, Vec<PieceProfile>)> = Vec::new();
+        for m in &v.merges {
+            let t = &v.graph.txns[m.profile];
+            let slot = match by_txn.iter().position(|(n, _)| *n == t.name) {
+                Some(i) => i,
+                None => {
+                    by_txn.push((t.name.clone(), Vec::new()));
+                    by_txn.len() - 1
+                }
+            };
+            for &p in &m.pieces {
+                let piece = &t.pieces[p];
+                if piece.kind == PieceKind::Immediate && !by_txn[slot].1.contains(piece) {
+                    by_txn[slot].1.push(piece.clone());
+                }
+            }
+        }
+        MergeSet { by_txn }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_txn.is_empty()
+    }
+
+    /// Per piece of `proc`: does it run merged? `None` when none does (the
+    /// common case costs one name comparison per merged transaction type),
+    /// or only one piece would: a piece alone is atomic already.
+    pub fn pieces(&self, proc: &dyn Procedure) -> Option<Vec<bool>> {
+        let (_, merged) = self.by_txn.iter().find(|(n, _)| n == proc.name())?;
+        let profile = TxnProfile::of(proc);
+        let out: Vec<bool> = profile.pieces.iter().map(|p| merged.contains(p)).collect();
+        (out.iter().filter(|m| **m).count() >= 2).then_some(out)
+    }
 }
 
 /// The checker's verdict.
@@ -281,6 +336,7 @@ fn unreorderable(g: &ScGraph) -> Vec<Merge> {
         for grp in groups.into_iter().filter(|g| g.len() > 1) {
             out.push(Merge {
                 txn: g.txns[t].name.clone(),
+                profile: t,
                 pieces: grp,
             });
         }
@@ -468,6 +524,7 @@ mod tests {
             v.merges,
             [Merge {
                 txn: "new-order".into(),
+                profile: 0,
                 pieces: vec![0, 1, 2]
             }]
         );
@@ -501,6 +558,7 @@ mod tests {
             v.merges,
             [Merge {
                 txn: "t".into(),
+                profile: 0,
                 pieces: vec![0, 1]
             }]
         );
@@ -530,6 +588,72 @@ mod tests {
         let names: Vec<&str> = v.merges.iter().map(|m| m.txn.as_str()).collect();
         assert_eq!(names, ["w0", "w1"]);
         assert_eq!(v.graph.txns.len(), 2);
+    }
+
+    /// A runtime transaction of the profile's shape, to match against a
+    /// verdict.
+    #[derive(Debug)]
+    struct Shaped(Vec<tessera_core::txn::PieceSpec>);
+
+    impl Procedure for Shaped {
+        fn name(&self) -> &'static str {
+            "new-order"
+        }
+        fn pieces(&self) -> &[tessera_core::txn::PieceSpec] {
+            &self.0
+        }
+        fn execute(
+            &self,
+            _: usize,
+            _: &[Option<&tessera_core::txn::Value>],
+            _: &[tessera_core::txn::Value],
+        ) -> tessera_core::txn::PieceResult {
+            tessera_core::txn::PieceResult::default()
+        }
+    }
+
+    fn shaped(stock: PieceKind, stock_pieces: u32) -> Shaped {
+        use tessera_core::ids::{Key, ShardId};
+        use tessera_core::txn::{Access, PieceSpec};
+        let p = |table: TableId, kind, inputs: Vec<u16>, shard| PieceSpec {
+            shard: ShardId(shard),
+            reads: if table == ORDER_LINE {
+                Vec::new()
+            } else {
+                vec![Access::all(Key::new(table.0, shard.into()))]
+            },
+            writes: vec![Access::all(Key::new(table.0, shard.into()))],
+            kind,
+            inputs,
+            dynamic: false,
+        };
+        let mut pieces = vec![p(DISTRICT, PieceKind::Immediate, vec![], 0)];
+        pieces.extend((0..stock_pieces).map(|s| p(STOCK, stock, vec![], s)));
+        pieces.push(p(ORDER_LINE, PieceKind::Deferrable, vec![0], 0));
+        Shaped(pieces)
+    }
+
+    /// The merge set matches runtime pieces by profile: every shape of the
+    /// transaction (one to three stock pieces here) has its home and stock
+    /// pieces merged, never its deferrable insert; a workload that needs no
+    /// merge merges nothing.
+    #[test]
+    fn merge_set_matches_pieces_by_profile() {
+        let sample = shaped(PieceKind::Immediate, 2);
+        let v = check(&[TxnProfile::of(&sample)]).unwrap();
+        assert_eq!(v.merges.len(), 1);
+        let set = MergeSet::of(&v);
+        for n in 1..=3 {
+            assert_eq!(
+                set.pieces(&shaped(PieceKind::Immediate, n)),
+                Some((0..n + 2).map(|i| i <= n).collect())
+            );
+        }
+        let other = shaped(PieceKind::Deferrable, 2);
+        assert_eq!(set.pieces(&other), None, "deferrable stock pieces differ");
+        let none = MergeSet::of(&check(&[TxnProfile::of(&other)]).unwrap());
+        assert!(none.is_empty());
+        assert_eq!(none.pieces(&sample), None);
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! replies (the pieces are not run again), a repeated commit request gets
 //! the same deferred results once they exist.
 
+mod merged;
+
 use super::driver::{well_formed, Driver};
 use super::msg::{Edge, Msg, PieceReply, Start, Status, Vertex};
 use super::tracker::Tracker;
@@ -97,6 +99,8 @@ pub struct RococoServer {
     /// Local transactions collected, with the epoch they went and their
     /// component: late duplicates are ignored and status requests answered.
     gone: FastMap<TxnId, (u64, Option<Component>)>,
+    /// Merged pieces' OCC+2PC (§4.2), see [`merged`].
+    occ: merged::Occ,
 }
 
 impl RococoServer {
@@ -117,6 +121,7 @@ impl RococoServer {
             recovering: tessera_core::fast_map(),
             epoch: 0,
             gone: tessera_core::fast_map(),
+            occ: merged::Occ::default(),
         }
     }
 
@@ -133,16 +138,24 @@ impl RococoServer {
 
     // ---- start phase (Fig. 6) ----
 
-    fn on_start(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, req: Start) {
+    /// A start request. `merged`: the commit of merged pieces (§4.2), run
+    /// under their own locks; any other request whose immediate pieces
+    /// touch a key locked by merged pieces waits for their decision.
+    fn on_start(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, req: Start, merged: bool) {
+        if self.gone.contains_key(&req.txn) {
+            return; // a late duplicate of a transaction long finished
+        }
+        if !merged && self.occ.blocks(self.shard, &req, &self.locals) {
+            tracing::trace!(shard = self.shard.0, txn = ?req.txn, "start waits for merged pieces' locks");
+            self.occ.park(from, req);
+            return;
+        }
         let Start {
             txn,
             proc,
             pieces,
             inputs,
         } = req;
-        if self.gone.contains_key(&txn) {
-            return; // a late duplicate of a transaction long finished
-        }
         if !self.locals.contains_key(&txn) {
             if !well_formed(proc.as_ref()) {
                 tracing::error!(
@@ -623,10 +636,18 @@ impl RococoServer {
         for t in silent {
             tracing::debug!(txn = ?t, "recovering a transaction of a silent coordinator");
             let proc = self.locals[&t].proc.clone();
-            let mut d = Driver::new(t, proc, &self.topology, now, self.cfg.retransmit);
+            let mut d = Driver::new(
+                t,
+                proc,
+                &self.topology,
+                &self.cfg.merges,
+                now,
+                self.cfg.retransmit,
+            );
             d.begin(ctx);
             self.recovering.insert(t, d);
         }
+        self.occ_sweep(ctx, now);
         let cap = self.cfg.retransmit * 8;
         let mut ids: Vec<TxnId> = self.recovering.keys().copied().collect();
         ids.sort_unstable();
@@ -680,7 +701,33 @@ impl Node<Msg> for RococoServer {
 
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
         match msg {
-            Msg::Start(req) => self.on_start(ctx, from, req),
+            Msg::Start(req) => self.on_start(ctx, from, req, false),
+            Msg::OccExecute(req) => self.on_occ_execute(ctx, from, req),
+            Msg::OccCommit { req, outputs } => self.on_occ_commit(ctx, from, req, outputs),
+            Msg::OccPrepare {
+                attempt,
+                req,
+                outputs,
+            } => self.on_occ_prepare(ctx, from, attempt, req, outputs),
+            Msg::OccVote { txn, attempt, ok } => self.on_occ_vote(ctx, from, txn, attempt, ok),
+            Msg::OccDecide {
+                attempt,
+                commit,
+                reply_to,
+                req,
+            } => self.on_occ_decide(ctx, from, attempt, commit, reply_to, req),
+            Msg::OccDecideOk { txn, attempt } => self.on_occ_decide_ok(from, txn, attempt),
+            // Replies to this server's own recovery drivers.
+            Msg::OccExecuteOk { txn, results } => {
+                if let Some(d) = self.recovering.get_mut(&txn) {
+                    d.on_occ_execute_ok(ctx, results);
+                }
+            }
+            Msg::OccRetry { txn } => {
+                if let Some(d) = self.recovering.get_mut(&txn) {
+                    d.on_occ_retry(ctx);
+                }
+            }
             Msg::Commit { txn, deps } => self.on_commit(ctx, from, txn, &deps),
             Msg::Committed { txn } => {
                 if let Some(l) = self.locals.get_mut(&txn) {

@@ -119,7 +119,15 @@ impl Reader<'_, '_> {
             });
         }
         let date = get_u64(self.buf, "tpcc date")?;
-        Ok(NewOrder::new(*self.l, w, d, c, lines, date))
+        let n = NewOrder::new(*self.l, w, d, c, lines, date);
+        match get_u8(self.buf, "tpcc immediate stock")? {
+            0 => Ok(n),
+            1 => Ok(n.with_immediate_stock()),
+            t => Err(DecodeError::UnknownTag {
+                what: "tpcc immediate stock",
+                tag: u64::from(t),
+            }),
+        }
     }
 
     fn payment(&mut self) -> Result<Payment, DecodeError> {

@@ -255,6 +255,10 @@ pub struct TpccConfig {
     /// depend on a lookup's output, which Janus refuses (§4: keys must be
     /// known before execution), so its TPC-C experiment sets 0.
     pub by_name: u32,
+    /// NewOrder's stock pieces immediate instead of deferrable: the
+    /// variant of Rococo §4.2's example, which needs merged pieces
+    /// (`--immediate-stock`; see [`neworder::NewOrder::with_immediate_stock`]).
+    pub immediate_stock: bool,
 }
 
 impl Default for TpccConfig {
@@ -271,6 +275,7 @@ impl Default for TpccConfig {
             remote_neworder: RemoteNewOrder::PerLine(0.0),
             remote_payment: 0.0,
             by_name: 60,
+            immediate_stock: false,
         }
     }
 }
@@ -635,7 +640,12 @@ impl TpccGenerator {
             });
         }
         let date = self.tick();
-        neworder::NewOrder::new(l, w, d, c, lines, date)
+        let n = neworder::NewOrder::new(l, w, d, c, lines, date);
+        if self.cfg.immediate_stock {
+            n.with_immediate_stock()
+        } else {
+            n
+        }
     }
 
     /// How a customer is selected (clause 2.5.1.2 / 2.6.1.2): by last name

@@ -19,7 +19,9 @@
 //! piece is immediate: its `o_id` keys the insert piece (the paper's p1).
 //! The stock pieces are deferrable (the paper's p2): their outputs feed
 //! nothing, and two instances' immediate stock pieces would close an I–I
-//! SC-cycle with the district pieces (§4.2's example of a needed merge).
+//! SC-cycle with the district pieces (§4.2's example of a needed merge;
+//! [`NewOrder::with_immediate_stock`] builds that variant, and Rococo then
+//! runs the home and stock pieces merged).
 //! The insert piece is deferrable (p3) and takes inputs from the immediate
 //! home piece only. The customer's `C_DISCOUNT` is read by the insert piece
 //! rather than immediately, because Payment and Delivery update the
@@ -209,6 +211,26 @@ impl NewOrder {
 
     pub fn lines(&self) -> &[Line] {
         &self.lines
+    }
+
+    /// The variant of Rococo §4.2's example: the stock pieces made
+    /// immediate. Two instances' district and stock pieces then close an
+    /// SC-cycle of I–I conflicts, which Rococo's runtime cannot reorder:
+    /// the offline checker asks to merge them (`--immediate-stock`).
+    pub fn with_immediate_stock(mut self) -> Self {
+        let stock = P_STOCK..self.insert_piece();
+        for p in &mut self.pieces[stock] {
+            p.kind = PieceKind::Immediate;
+        }
+        self
+    }
+
+    /// True when the stock pieces are immediate
+    /// ([`Self::with_immediate_stock`]).
+    pub fn immediate_stock(&self) -> bool {
+        self.pieces[P_STOCK..self.insert_piece()]
+            .iter()
+            .any(|p| p.kind == PieceKind::Immediate)
     }
 
     /// The home (warehouse, district).
@@ -410,6 +432,7 @@ impl Procedure for NewOrder {
             out.put_u8(l.quantity);
         }
         out.put_u64_le(self.date);
+        out.put_u8(u8::from(self.immediate_stock()));
         Ok(())
     }
 

@@ -596,3 +596,42 @@ fn static_specs_list_placeholders_of_the_right_tables() {
         }
     }
 }
+
+/// `--immediate-stock` (Rococo §4.2's example): every stock piece of every
+/// NewOrder is immediate, the home piece too, the insert piece stays
+/// deferrable; the variant survives the wire codec; other transactions and
+/// the plain configuration are untouched.
+#[test]
+fn immediate_stock_makes_the_stock_pieces_immediate_and_round_trips() {
+    use tessera_core::txn::PieceKind::{Deferrable, Immediate};
+    let cfg = TpccConfig {
+        immediate_stock: true,
+        ..small(Partition::District, 1, 3)
+    };
+    let wl = Tpcc::new(cfg).unwrap();
+    let plain = Tpcc::new(small(Partition::District, 1, 3)).unwrap();
+    let mut g = wl.tpcc_generator(client(0, 3));
+    let mut rng = SmallRng::seed_from_u64(7);
+    for _ in 0..50 {
+        let n = g.new_order(&mut rng);
+        let kinds: Vec<_> = n.pieces().iter().map(|p| p.kind).collect();
+        let last = kinds.len() - 1;
+        assert!(kinds[..last].iter().all(|k| *k == Immediate), "{kinds:?}");
+        assert_eq!(kinds[last], Deferrable);
+        assert!(n.immediate_stock());
+        let mut params = bytes::BytesMut::new();
+        n.encode_params(&mut params).unwrap();
+        let d = wl.decode_txn(NEWORDER, &params).unwrap();
+        assert_eq!(format!("{:?}", d.pieces()), format!("{:?}", n.pieces()));
+        let p = plain.decode_txn(NEWORDER, &params).unwrap();
+        assert_eq!(
+            p.pieces()[1].kind,
+            Immediate,
+            "the flag travels with the txn"
+        );
+    }
+    let mut g = plain.tpcc_generator(client(0, 3));
+    let n = g.new_order(&mut rng);
+    assert!(!n.immediate_stock());
+    assert!(n.pieces()[1..].iter().all(|p| p.kind == Deferrable));
+}
