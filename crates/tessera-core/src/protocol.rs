@@ -26,6 +26,9 @@ pub struct ServerEnv {
     pub recovered: Vec<Bytes>,
     /// Whether persisted records survive a crash ([`crate::runtime::Restart::durable`]).
     pub durable: bool,
+    /// Decodes procedures from `recovered` (their workload), for protocols
+    /// that log requests rather than writes (Rococo, §3.5).
+    pub codec: crate::codec::DecodeCx,
 }
 
 /// Where a coordinator starts.

@@ -153,6 +153,7 @@ pub fn deployment<P: Protocol>(
                             store,
                             recovered: restart.recovered,
                             durable: restart.durable,
+                            codec: tessera_core::codec::DecodeCx::new(wl.clone()),
                         },
                     )) as Box<dyn Node<P::Msg>>
                 }));

@@ -9,6 +9,7 @@
 //! replies (the pieces are not run again), a repeated commit request gets
 //! the same deferred results once they exist.
 
+mod log;
 mod merged;
 
 use super::driver::{well_formed, Driver};
@@ -101,6 +102,13 @@ pub struct RococoServer {
     gone: FastMap<TxnId, (u64, Option<Component>)>,
     /// Merged pieces' OCC+2PC (§4.2), see [`merged`].
     occ: merged::Occ,
+    /// The durable log and the replies waiting for it (§3.5), see [`log`].
+    log: log::Pending,
+    /// The records of the log before a crash, replayed at start.
+    recovered: Vec<bytes::Bytes>,
+    codec: tessera_core::codec::DecodeCx,
+    /// Set while replaying: nothing is logged or sent.
+    replaying: bool,
 }
 
 impl RococoServer {
@@ -122,7 +130,49 @@ impl RococoServer {
             epoch: 0,
             gone: tessera_core::fast_map(),
             occ: merged::Occ::default(),
+            log: log::Pending::new(env.durable),
+            recovered: env.recovered,
+            codec: env.codec,
+            replaying: false,
         }
+    }
+
+    /// Rebuild the graph and the store from the log (§3.5): start requests
+    /// and finishes again, in their order, with nothing logged or sent.
+    /// Transactions left DECIDED and unfinished run once the replay is over;
+    /// those left STARTED wait for their coordinator's resent commit request
+    /// or are recovered like a silent coordinator's (`sweep`).
+    fn replay(&mut self, ctx: &mut Ctx<Msg>) {
+        let records = std::mem::take(&mut self.recovered);
+        if records.is_empty() {
+            return;
+        }
+        self.epoch = ctx.now() / self.cfg.epoch.max(1);
+        self.replaying = true;
+        let me = ctx.me();
+        for (i, bytes) in records.iter().enumerate() {
+            match log::Record::decode(bytes, &self.codec) {
+                Ok(log::Record::Start(req)) => self.on_start(ctx, me, req, true),
+                Ok(log::Record::Finish { txn, members }) => {
+                    let mut rose = Vec::new();
+                    self.graph.mark_decided(&members, self.epoch, &mut rose);
+                    self.on_rose(ctx, rose);
+                    if self.graph.get(txn).is_some_and(|n| n.local && !n.finished) {
+                        self.finish(ctx, txn);
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(shard = self.shard.0, record = i, %e, "unreadable log record");
+                }
+            }
+        }
+        self.replaying = false;
+        tracing::debug!(
+            shard = self.shard.0,
+            records = records.len(),
+            "server replayed its log"
+        );
+        self.drain(ctx);
     }
 
     /// Vertices in the dependency graph (for tests and statistics).
@@ -187,6 +237,12 @@ impl RococoServer {
         tracing::trace!(shard = self.shard.0, ?txn, ?pieces, ?from, "start");
         let mut immediate = Vec::new();
         let mut parents: Vec<(TxnId, Edge)> = Vec::new();
+        let mut added = Start {
+            txn,
+            proc: proc.clone(),
+            pieces: Vec::new(),
+            inputs: Vec::new(),
+        };
         for (piece, inputs) in pieces.iter().copied().zip(inputs) {
             if let Some(r) = local.pieces.iter().find(|r| r.piece == piece) {
                 immediate.extend(r.reply.clone());
@@ -218,6 +274,8 @@ impl RococoServer {
                 )
             });
             immediate.extend(reply.clone());
+            added.pieces.push(piece);
+            added.inputs.push(inputs.clone());
             local.pieces.push(Received {
                 piece,
                 inputs,
@@ -226,8 +284,15 @@ impl RococoServer {
             });
         }
         self.graph.add_parents(txn, &parents);
+        if self.replaying {
+            return;
+        }
+        if !added.pieces.is_empty() {
+            self.log.append(ctx, &log::Record::Start(added));
+        }
         let deps = self.graph.export(txn);
-        ctx.send(
+        self.log.reply(
+            ctx,
             from,
             Msg::StartOk {
                 txn,
@@ -253,13 +318,11 @@ impl RococoServer {
         local.last_heard = ctx.now();
         tracing::trace!(shard = self.shard.0, ?txn, ?from, "commit");
         if let Some(results) = &local.deferred {
-            ctx.send(
-                from,
-                Msg::CommitOk {
-                    txn,
-                    deferred: results.clone(),
-                },
-            );
+            let msg = Msg::CommitOk {
+                txn,
+                deferred: results.clone(),
+            };
+            self.log.reply(ctx, from, msg);
         } else if !local.commit_waiters.contains(&from) {
             local.commit_waiters.push(from);
         }
@@ -420,17 +483,21 @@ impl RococoServer {
                 &r.inputs,
             ));
         }
-        for w in local.commit_waiters.drain(..) {
-            ctx.send(
-                w,
-                Msg::CommitOk {
-                    txn: t,
-                    deferred: replies.clone(),
-                },
-            );
-        }
+        let waiters = std::mem::take(&mut local.commit_waiters);
+        local.deferred = Some(replies.clone());
         tracing::trace!(shard = self.shard.0, txn = ?t, "finished");
-        local.deferred = Some(replies);
+        if !self.replaying {
+            let members = self.graph.members(t);
+            self.log
+                .append(ctx, &log::Record::Finish { txn: t, members });
+        }
+        for w in waiters {
+            let msg = Msg::CommitOk {
+                txn: t,
+                deferred: replies.clone(),
+            };
+            self.log.reply(ctx, w, msg);
+        }
         if let Some(n) = self.graph.get_mut(t) {
             n.finished = true;
             n.epoch = self.epoch;
@@ -696,7 +763,12 @@ impl RococoServer {
 
 impl Node<Msg> for RococoServer {
     fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
+        self.replay(ctx);
         ctx.set_timer(self.cfg.sweep, SWEEP);
+    }
+
+    fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
+        self.log.persisted(ctx, token);
     }
 
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {

@@ -2,10 +2,12 @@
 //! to replay the paper's interleavings exactly.
 
 use super::{Msg, RococoConfig, RococoCoordinator, RococoServer};
+use bytes::{Bytes, BytesMut};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::borrow::Cow;
 use std::sync::Arc;
+use tessera_core::codec::{DecodeCx, DecodeError, EncodeError};
 use tessera_core::ids::{Key, NodeId, ShardId, TxnId, Version};
 use tessera_core::node::{Ctx, Effect, Node};
 use tessera_core::protocol::{Coordinator, CoordinatorEnv, ServerEnv};
@@ -14,6 +16,7 @@ use tessera_core::topology::Topology;
 use tessera_core::txn::{
     Access, Attempt, PieceKind, PieceResult, PieceSpec, Procedure, TxnOutcome, Value,
 };
+use tessera_core::workload::{ClientSlot, TxnGenerator, Workload};
 
 fn enc(x: u64) -> Value {
     Value::copy_from_slice(&x.to_le_bytes())
@@ -116,6 +119,9 @@ impl Procedure for NewOrder {
     fn name(&self) -> &'static str {
         "new-order"
     }
+    fn encode_params(&self, _: &mut BytesMut) -> Result<(), EncodeError> {
+        Ok(())
+    }
     fn pieces(&self) -> &[PieceSpec] {
         &self.pieces
     }
@@ -150,6 +156,45 @@ impl Procedure for NewOrder {
     }
 }
 
+/// The workload of these tests, as far as a restarted server needs it: it
+/// rebuilds the logged [`NewOrder`]s (§3.5), and generates them.
+struct Fig3 {
+    load: Vec<(Key, u64, u32)>,
+}
+
+impl Workload for Fig3 {
+    fn name(&self) -> &'static str {
+        "fig3"
+    }
+    fn shards(&self) -> u32 {
+        2
+    }
+    fn load(&self, shard: ShardId, store: &mut Store) {
+        for &(k, v, s) in &self.load {
+            if ShardId(s) == shard {
+                store.load(k, enc(v));
+            }
+        }
+    }
+    fn generator(&self, _: ClientSlot) -> Box<dyn TxnGenerator> {
+        Box::new(Fig3Gen)
+    }
+    fn decode_txn(&self, name: &str, params: &[u8]) -> Result<Arc<dyn Procedure>, DecodeError> {
+        match (name, params) {
+            ("new-order", []) => Ok(Arc::new(NewOrder::new())),
+            _ => Err(DecodeError::invalid("procedure", name)),
+        }
+    }
+}
+
+struct Fig3Gen;
+
+impl TxnGenerator for Fig3Gen {
+    fn next(&mut self, _: &mut SmallRng) -> Arc<dyn Procedure> {
+        Arc::new(NewOrder::new())
+    }
+}
+
 /// Two servers (shards 0 and 1: nodes 0, 1) and two coordinators (nodes 2,
 /// 3); messages wait in `queue` until a test delivers them.
 struct Cluster {
@@ -159,20 +204,25 @@ struct Cluster {
     done: Vec<(TxnId, TxnOutcome)>,
     rng: SmallRng,
     seq: u32,
+    workload: Arc<Fig3>,
+    topology: Arc<Topology>,
+    /// Each server's durable records; a record is durable as soon as it is
+    /// appended.
+    disks: Vec<Vec<Bytes>>,
+    flushed: Vec<(NodeId, u64)>,
 }
 
 impl Cluster {
     fn new(load: &[(Key, u64, u32)]) -> Self {
+        let workload = Arc::new(Fig3 {
+            load: load.to_vec(),
+        });
         let topology = Arc::new(Topology::new(2, 1, 2));
         let cfg = RococoConfig::default();
         let servers = (0..2)
             .map(|s| {
                 let mut store = Store::new();
-                for &(k, v, shard) in load {
-                    if shard == s {
-                        store.load(k, enc(v));
-                    }
-                }
+                workload.load(ShardId(s), &mut store);
                 RococoServer::new(
                     cfg.clone(),
                     ServerEnv {
@@ -183,6 +233,7 @@ impl Cluster {
                         store,
                         recovered: Vec::new(),
                         durable: true,
+                        codec: DecodeCx::new(workload.clone()),
                     },
                 )
             })
@@ -207,7 +258,36 @@ impl Cluster {
             done: Vec::new(),
             rng: SmallRng::seed_from_u64(1),
             seq: 0,
+            workload,
+            topology,
+            disks: vec![Vec::new(); 2],
+            flushed: Vec::new(),
         }
+    }
+
+    /// Crash server `s` and restart it on its durable records (§3.5).
+    fn restart(&mut self, s: u32) {
+        let mut store = Store::new();
+        self.workload.load(ShardId(s), &mut store);
+        let topology = self.topology.clone();
+        self.servers[s as usize] = RococoServer::new(
+            RococoConfig::default(),
+            ServerEnv {
+                me: NodeId(s),
+                shard: ShardId(s),
+                replica: 0,
+                topology,
+                store,
+                recovered: self.disks[s as usize].clone(),
+                durable: true,
+                codec: DecodeCx::new(self.workload.clone()),
+            },
+        );
+        self.queue.retain(|(_, to, _)| to.0 != s);
+        let mut effects = Vec::new();
+        let mut ctx = Ctx::new(0, NodeId(s), &mut self.rng, &mut effects);
+        Node::on_start(&mut self.servers[s as usize], &mut ctx);
+        self.collect(NodeId(s), effects);
     }
 
     fn collect(&mut self, me: NodeId, effects: Vec<Effect<Msg>>) {
@@ -215,10 +295,11 @@ impl Cluster {
             match e {
                 Effect::Send { to, msg } => self.queue.push((me, to, msg)),
                 Effect::Done { txn, outcome } => self.done.push((txn, outcome)),
-                Effect::Timer { .. }
-                | Effect::Persist { .. }
-                | Effect::Charge { .. }
-                | Effect::Finished { .. } => {}
+                Effect::Persist { token, record } => {
+                    self.disks[me.0 as usize].push(record);
+                    self.flushed.push((me, token));
+                }
+                Effect::Timer { .. } | Effect::Charge { .. } | Effect::Finished { .. } => {}
             }
         }
     }
@@ -251,6 +332,12 @@ impl Cluster {
             n => self.coords[n as usize - 2].on_message(&mut ctx, from, msg),
         }
         self.collect(to, effects);
+        while let Some((node, token)) = self.flushed.pop() {
+            let mut effects = Vec::new();
+            let mut ctx = Ctx::new(0, node, &mut self.rng, &mut effects);
+            self.servers[node.0 as usize].on_persisted(&mut ctx, token);
+            self.collect(node, effects);
+        }
     }
 
     /// Deliver the first queued start request of `txn` to server `to`.
@@ -381,4 +468,88 @@ fn duplicate_requests_are_answered_not_reexecuted() {
         dec(Some(&c.servers[0].store_ref().get(a).unwrap().value)),
         9
     );
+}
+
+/// §3.5: a server logs start requests in arrival order and the finishes of
+/// deferred pieces; restarted, it replays them into the same store and
+/// graph, answers a re-sent start request with the same immediate outputs,
+/// and the transaction it held STARTED commits once its coordinator's
+/// commit request comes.
+#[test]
+fn restarted_server_replays_its_log_and_answers_a_resent_start_alike() {
+    let mut c = Cluster::new(&[(DISTRICT, 10, 0), (STOCK, 50, 1)]);
+    let t1 = c.submit(0, Arc::new(NewOrder::new()));
+    c.run();
+    assert_eq!(c.outputs(t1), [10, 50, 0]);
+    let stock = |c: &Cluster| dec(Some(&c.servers[1].store_ref().get(STOCK).unwrap().value));
+    let district = |c: &Cluster| dec(Some(&c.servers[0].store_ref().get(DISTRICT).unwrap().value));
+    // S2 ran T1's deferred pieces: restarted, it runs them again from its log.
+    c.restart(1);
+    assert_eq!(stock(&c), 49);
+    let line = c.servers[1].store_ref().get(Key::new(ORDER_LINE, 10));
+    assert!(line.is_some(), "T1's order line survives the restart");
+
+    let t2 = c.submit(1, Arc::new(NewOrder::new()));
+    let start = |c: &Cluster| {
+        c.queue
+            .iter()
+            .find(|(_, to, m)| to.0 == 0 && matches!(m, Msg::Start(s) if s.txn == t2))
+            .cloned()
+            .expect("T2's start request to S1")
+    };
+    let resent = start(&c);
+    c.deliver_start(t2, 0);
+    let first_reply = c
+        .queue
+        .iter()
+        .position(|(from, _, m)| from.0 == 0 && matches!(m, Msg::StartOk { txn, .. } if *txn == t2))
+        .expect("S1 answered");
+    let first = c.queue.remove(first_reply).2;
+    assert_eq!(district(&c), 12);
+    c.restart(0);
+    assert_eq!(
+        district(&c),
+        12,
+        "both immediate pieces replayed, once each"
+    );
+    assert_eq!(c.servers[0].graph_len(), 2);
+    c.queue.push(resent);
+    let n = c.queue.len();
+    c.step(n - 1);
+    let again = c.queue.last().expect("S1 answered again").2.clone();
+    match (&first, &again) {
+        (
+            Msg::StartOk {
+                immediate: a,
+                received: ra,
+                ..
+            },
+            Msg::StartOk {
+                immediate: b,
+                received: rb,
+                ..
+            },
+        ) => {
+            assert_eq!(a.len(), 1);
+            assert_eq!(dec(Some(&a[0].output)), 11);
+            assert_eq!(
+                a.iter().map(|r| (r.piece, &r.output)).collect::<Vec<_>>(),
+                b.iter().map(|r| (r.piece, &r.output)).collect::<Vec<_>>(),
+                "a re-sent start request gets the same result"
+            );
+            assert_eq!(ra, rb);
+        }
+        other => panic!("not start replies: {other:?}"),
+    }
+    assert_eq!(district(&c), 12, "the re-sent start ran nothing");
+    c.run();
+    assert_eq!(c.outputs(t2), [11, 49, 0]);
+    assert_eq!(stock(&c), 48);
+    // Restarted after T2 finished, S2 replays both in their committed order.
+    c.restart(1);
+    assert_eq!(stock(&c), 48);
+    assert!(c.servers[1]
+        .store_ref()
+        .get(Key::new(ORDER_LINE, 11))
+        .is_some());
 }

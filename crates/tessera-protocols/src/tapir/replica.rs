@@ -1054,6 +1054,7 @@ mod tests {
                 store: Store::new(),
                 recovered: recovered.clone(),
                 durable: true,
+                codec: Default::default(),
             };
             let mut one = One {
                 r: TapirReplica::new(&TapirConfig::default(), env),

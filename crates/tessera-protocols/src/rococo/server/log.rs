@@ -1,0 +1,244 @@
+//! A server's durable log (§3.5): start requests in arrival order, and the
+//! points at which deferred pieces ran, so that a restarted server rebuilds
+//! its dependency graph and its store by running the same pieces in the
+//! same order.
+//!
+//! Records:
+//! * **Start** — a start request's transaction, procedure and the pieces it
+//!   added here with their inputs, appended before the `StartOk` leaves
+//!   (§3.5: "servers log start requests in arrival order"). Replaying them
+//!   in order re-runs the immediate pieces on the same data, so they give
+//!   the same outputs, and re-records the same one-hop edges.
+//! * **Finish** — a transaction's deferred pieces ran here, with its
+//!   component (the members in execution order), appended before the
+//!   `CommitOk` leaves. Replayed at its place among the start requests, it
+//!   re-runs the deferred pieces in the committed order. The paper's
+//!   servers log the commit decision instead and re-derive the order; the
+//!   component in the record is that decision, and its place in the log
+//!   is the order.
+//!
+//! Records are durable in the order they were appended (the simulator's
+//! disk and the WAL are logs), so a crash loses a suffix: a lost start
+//! request was never answered, and a lost finish never reported, so no
+//! one saw what a crash took back. Replies therefore wait for the last
+//! record appended before them ([`Pending`]).
+//!
+//! Commit requests are not logged: after a restart a transaction whose
+//! finish is not in the log is STARTED again, and its coordinator's resent
+//! commit request, or the recovery of a silent coordinator's transaction
+//! (§3.5, [`super::super::driver`]), which asks every server of the
+//! transaction again, brings it to its decision.
+//!
+//! Ids: records start with [`RECORD_TAG`], and persist tokens carry it in
+//! their top byte.
+
+use super::super::msg::{Msg, Start};
+use bytes::{BufMut, Bytes, BytesMut};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use tessera_core::codec::{
+    decode_txn, encode_txn, get_len, get_txn_id, get_u8, get_value, get_varint, put_bytes,
+    put_txn_id, put_varint, DecodeCx, DecodeError, EncodeError,
+};
+use tessera_core::ids::{NodeId, TxnId};
+use tessera_core::node::Ctx;
+
+/// First byte of every record of a Rococo server, and top byte of its
+/// persist tokens: `'R'`.
+pub const RECORD_TAG: u8 = 0x52;
+const START: u8 = 1;
+const FINISH: u8 = 2;
+
+/// One logged event.
+#[derive(Debug)]
+pub(super) enum Record {
+    Start(Start),
+    /// The deferred pieces of `txn` ran here; `members` is its component
+    /// in execution order (just `txn` when alone).
+    Finish {
+        txn: TxnId,
+        members: Arc<[TxnId]>,
+    },
+}
+
+impl Record {
+    pub fn encode(&self) -> Result<Bytes, EncodeError> {
+        let mut out = BytesMut::new();
+        out.put_u8(RECORD_TAG);
+        match self {
+            Record::Start(s) => {
+                out.put_u8(START);
+                put_txn_id(&mut out, s.txn);
+                encode_txn(s.proc.as_ref(), &mut out)?;
+                put_varint(&mut out, s.pieces.len() as u64);
+                for (&p, inputs) in s.pieces.iter().zip(&s.inputs) {
+                    put_varint(&mut out, p as u64);
+                    put_varint(&mut out, inputs.len() as u64);
+                    for v in inputs {
+                        put_bytes(&mut out, v);
+                    }
+                }
+            }
+            Record::Finish { txn, members } => {
+                out.put_u8(FINISH);
+                put_txn_id(&mut out, *txn);
+                put_varint(&mut out, members.len() as u64);
+                for &m in members.iter() {
+                    put_txn_id(&mut out, m);
+                }
+            }
+        }
+        Ok(out.freeze())
+    }
+
+    pub fn decode(mut buf: &[u8], cx: &DecodeCx) -> Result<Record, DecodeError> {
+        let buf = &mut buf;
+        let tag = get_u8(buf, "record tag")?;
+        if tag != RECORD_TAG {
+            return Err(DecodeError::UnknownTag {
+                what: "rococo record",
+                tag: tag as u64,
+            });
+        }
+        let rec = match get_u8(buf, "record kind")? {
+            START => {
+                let txn = get_txn_id(buf)?;
+                let proc = decode_txn(buf, cx)?;
+                let n = get_len(buf, 2, "pieces")?;
+                let mut pieces = Vec::with_capacity(n);
+                let mut inputs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let p = get_varint(buf, "piece")?;
+                    let p = u16::try_from(p)
+                        .map_err(|_| DecodeError::invalid("piece", p.to_string()))?;
+                    let k = get_len(buf, 1, "inputs")?;
+                    let mut v = Vec::with_capacity(k);
+                    for _ in 0..k {
+                        v.push(get_value(buf, "input")?);
+                    }
+                    pieces.push(p);
+                    inputs.push(v);
+                }
+                Record::Start(Start {
+                    txn,
+                    proc,
+                    pieces,
+                    inputs,
+                })
+            }
+            FINISH => {
+                let txn = get_txn_id(buf)?;
+                let n = get_len(buf, 8, "members")?;
+                let mut members = Vec::with_capacity(n);
+                for _ in 0..n {
+                    members.push(get_txn_id(buf)?);
+                }
+                Record::Finish {
+                    txn,
+                    members: members.into(),
+                }
+            }
+            k => {
+                return Err(DecodeError::UnknownTag {
+                    what: "rococo record kind",
+                    tag: k as u64,
+                })
+            }
+        };
+        if !buf.is_empty() {
+            return Err(DecodeError::Trailing(buf.len()));
+        }
+        Ok(rec)
+    }
+}
+
+/// Records appended and not yet durable, with the replies that wait for
+/// them. A reply waits for the last record appended before it, whether it
+/// is about that record's transaction or not: what it reports may rest on
+/// any earlier record (an immediate piece that read another's write).
+#[derive(Default)]
+pub(super) struct Pending {
+    durable: bool,
+    next: u64,
+    waiting: VecDeque<(u64, Vec<(NodeId, Msg)>)>,
+}
+
+impl Pending {
+    /// `durable`: whether records survive a crash here
+    /// ([`tessera_core::protocol::ServerEnv::durable`]); when not, nothing
+    /// is written and replies leave at once.
+    pub fn new(durable: bool) -> Self {
+        Pending {
+            durable,
+            ..Pending::default()
+        }
+    }
+
+    /// Append `rec` to the log.
+    pub fn append(&mut self, ctx: &mut Ctx<Msg>, rec: &Record) {
+        if !self.durable {
+            return;
+        }
+        match rec.encode() {
+            Ok(bytes) => {
+                self.next += 1;
+                let token = ((RECORD_TAG as u64) << 56) | self.next;
+                ctx.persist(token, bytes);
+                self.waiting.push_back((token, Vec::new()));
+            }
+            Err(e) => {
+                // The procedure has no codec: the record cannot be logged,
+                // so this server cannot survive a crash with it.
+                tracing::error!(%e, "rococo server cannot log a start request");
+            }
+        }
+    }
+
+    /// Send `msg` once every record appended so far is durable.
+    pub fn reply(&mut self, ctx: &mut Ctx<Msg>, to: NodeId, msg: Msg) {
+        match self.waiting.back_mut() {
+            Some((_, replies)) => replies.push((to, msg)),
+            None => ctx.send(to, msg),
+        }
+    }
+
+    /// The record of `token` (and so every earlier one) is durable.
+    pub fn persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
+        while self.waiting.front().is_some_and(|(t, _)| *t <= token) {
+            let (_, replies) = self.waiting.pop_front().expect("checked");
+            for (to, msg) in replies {
+                ctx.send(to, msg);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finish_records_round_trip_and_bad_bytes_are_refused() {
+        let t = TxnId::new(NodeId(2), 0, 7);
+        let u = TxnId::new(NodeId(3), 1, 9);
+        let rec = Record::Finish {
+            txn: t,
+            members: Arc::from([u, t]),
+        };
+        let bytes = rec.encode().expect("encodable");
+        let cx = DecodeCx::default();
+        match Record::decode(&bytes, &cx).expect("decodes") {
+            Record::Finish { txn, members } => {
+                assert_eq!(txn, t);
+                assert_eq!(&members[..], &[u, t]);
+            }
+            other => panic!("{other:?}"),
+        }
+        for cut in 0..bytes.len() {
+            assert!(Record::decode(&bytes[..cut], &cx).is_err(), "cut at {cut}");
+        }
+        let mut other_tag = bytes.to_vec();
+        other_tag[0] = 0x57;
+        assert!(Record::decode(&other_tag, &cx).is_err());
+    }
+}
