@@ -50,12 +50,7 @@ impl RandomFaults {
 /// A fault plan for `topology` over a run of `duration`, drawn from `seed`.
 pub fn random_plan(seed: u64, topology: &Topology, duration: Time) -> SimConfig {
     let mut rng = SmallRng::seed_from_u64(seed ^ 0xFA17_FA17);
-    let servers: Vec<_> = topology
-        .nodes
-        .iter()
-        .filter(|n| matches!(n.role, Role::Server { .. }))
-        .map(|n| n.id)
-        .collect();
+    let servers = servers(topology);
     let clients: Vec<_> = topology.client_hosts().map(|n| n.id).collect();
     let mut cfg = SimConfig {
         loss: rng.random_range(0.0..0.02),
@@ -81,6 +76,43 @@ pub fn random_plan(seed: u64, topology: &Topology, duration: Time) -> SimConfig 
             at: rng.random_range(duration / 5..duration / 2),
             restart_after: Some(rng.random_range(10 * MS..100 * MS)),
         });
+    }
+    cfg
+}
+
+fn servers(topology: &Topology) -> Vec<NodeId> {
+    topology
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.role, Role::Server { .. }))
+        .map(|n| n.id)
+        .collect()
+}
+
+/// [`random_plan`] plus crashes of servers, one at a time, each restarted
+/// 5–40 ms later on its durable records, the last one back by `until`: for
+/// protocols whose unreplicated servers recover from their own log
+/// (Rococo, §3.5). While a server is down its shard is unavailable.
+pub fn server_crash_plan(seed: u64, topology: &Topology, duration: Time, until: Time) -> SimConfig {
+    let mut cfg = random_plan(seed, topology, duration);
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x5E2F_C2A5);
+    let servers = servers(topology);
+    if servers.is_empty() {
+        return cfg;
+    }
+    let mut t = until / 10;
+    loop {
+        let at = t + rng.random_range(5 * MS..40 * MS);
+        let down = rng.random_range(5 * MS..40 * MS);
+        if at + down > until {
+            break;
+        }
+        cfg.crashes.push(Crash {
+            node: servers[rng.random_range(0..servers.len())],
+            at,
+            restart_after: Some(down),
+        });
+        t = at + down;
     }
     cfg
 }
@@ -194,6 +226,25 @@ mod tests {
                     c.node
                 );
             }
+        }
+    }
+
+    #[test]
+    fn server_crashes_come_one_at_a_time_and_end_in_time() {
+        let topo = Topology::new(3, 1, 2);
+        for seed in 0..50 {
+            let cfg = server_crash_plan(seed, &topo, 300 * MS, 200 * MS);
+            let servers: Vec<_> = cfg
+                .crashes
+                .iter()
+                .filter(|c| matches!(topo.nodes[c.node.0 as usize].role, Role::Server { .. }))
+                .collect();
+            assert!(!servers.is_empty(), "seed {seed}: no server crash");
+            for w in servers.windows(2) {
+                assert!(w[0].at + w[0].restart_after.unwrap() <= w[1].at);
+            }
+            let last = servers.last().unwrap();
+            assert!(last.at + last.restart_after.unwrap() <= 200 * MS);
         }
     }
 

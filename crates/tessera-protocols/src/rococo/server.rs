@@ -140,8 +140,8 @@ impl RococoServer {
     /// Rebuild the graph and the store from the log (§3.5): start requests
     /// and finishes again, in their order, with nothing logged or sent.
     /// Transactions left DECIDED and unfinished run once the replay is over;
-    /// those left STARTED wait for their coordinator's resent commit request
-    /// or are recovered like a silent coordinator's (`sweep`).
+    /// those left STARTED are driven to their decision from here at once,
+    /// as a silent coordinator's are (`recover`).
     fn replay(&mut self, ctx: &mut Ctx<Msg>) {
         let records = std::mem::take(&mut self.recovered);
         if records.is_empty() {
@@ -173,6 +173,15 @@ impl RococoServer {
             "server replayed its log"
         );
         self.drain(ctx);
+        // The commit requests of the transactions left STARTED were lost
+        // with the crash, and their coordinators resend them only after a
+        // backed-off timeout (or have crashed too): ask their servers for
+        // the decision now, as for a silent coordinator.
+        let mut open: Vec<TxnId> = self.started.iter().copied().collect();
+        open.sort_unstable();
+        for t in open {
+            self.recover(ctx, t);
+        }
     }
 
     /// Vertices in the dependency graph (for tests and statistics).
@@ -702,17 +711,7 @@ impl RococoServer {
         silent.sort_unstable();
         for t in silent {
             tracing::debug!(txn = ?t, "recovering a transaction of a silent coordinator");
-            let proc = self.locals[&t].proc.clone();
-            let mut d = Driver::new(
-                t,
-                proc,
-                &self.topology,
-                &self.cfg.merges,
-                now,
-                self.cfg.retransmit,
-            );
-            d.begin(ctx);
-            self.recovering.insert(t, d);
+            self.recover(ctx, t);
         }
         self.occ_sweep(ctx, now);
         let cap = self.cfg.retransmit * 8;
@@ -724,6 +723,24 @@ impl RococoServer {
             }
         }
         ctx.set_timer(self.cfg.sweep, SWEEP);
+    }
+
+    /// Drive `t` to commit from here with the coordinator's logic (§3.5):
+    /// ask every server of `t` for its start replies again, then send them
+    /// the commit request. Idempotent at the servers, so it is safe while
+    /// the real coordinator is merely slow.
+    fn recover(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) {
+        let proc = self.locals[&t].proc.clone();
+        let mut d = Driver::new(
+            t,
+            proc,
+            &self.topology,
+            &self.cfg.merges,
+            ctx.now(),
+            self.cfg.retransmit,
+        );
+        d.begin(ctx);
+        self.recovering.insert(t, d);
     }
 
     /// Epoch garbage collection (§3.4): forget transactions committed two
