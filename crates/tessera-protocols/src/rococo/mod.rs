@@ -43,11 +43,27 @@
 //! **Garbage collection** (§3.4): servers tag vertices with an epoch that
 //! advances with time and drop what was finished two epochs ago.
 //!
-//! **Faults**: requests are resent until answered and handlers are
+//! **Faults** (§3.5): requests are resent until answered and handlers are
 //! idempotent. A server that holds a STARTED transaction whose coordinator
 //! has been silent for [`RococoConfig::recover_after`] drives it to commit
 //! itself with the coordinator's own logic ([`driver`]); re-sent start
-//! requests get the same results (§3.5).
+//! requests get the same results.
+//!
+//! **Server crashes** (§3.5, `server::log`): a server logs each start
+//! request (the pieces it adds) in arrival order, and each finish of
+//! deferred pieces with the transaction's component, and answers
+//! (`StartOk`, `CommitOk`) only once the record is durable. A restarted
+//! server replays the log in order: immediate pieces re-run on the same
+//! data give the same outputs, the tracker re-records the same edges, and
+//! deferred pieces re-run at their logged place, i.e. in the committed
+//! order. A re-sent start request then gets the same reply, without
+//! running anything again. The decisions it does not know (transactions
+//! left STARTED: their commit requests are not logged) it asks for at once,
+//! by driving each to commit as for a silent coordinator: the start
+//! requests go to every server of the transaction again (answered
+//! idempotently, with their dependencies) and the commit request follows;
+//! status requests (**Inquire**) about their ancestors go to peers as
+//! usual. A crash loses only a suffix of the log, whose replies never left.
 //!
 //! **Deviations from the paper**, each a choice:
 //! * Epochs advance on each server's own clock instead of by agreement
@@ -58,12 +74,23 @@
 //!   servers finish it instead, which needs no coordinator log at all, since
 //!   every server has the transaction's procedure from its start request.
 //!   Its client sees the attempt as in doubt (it crashed with it).
-//! * Server crashes are not handled yet (servers keep no log).
+//! * Servers log the finish of deferred pieces (with the component and at
+//!   its place in the log) rather than the paper's commit decision; the
+//!   place is the committed order, so replay needs no re-decision.
+//! * The log is never truncated (no checkpoint): a restart replays
+//!   everything since the first start, and replayed transactions are
+//!   collected again only after [`RococoConfig::forget_after`].
+//! * The OCC+2PC state of merged pieces (§4.2: validation locks, votes) is
+//!   not logged, so server crashes are supported only for workloads that
+//!   need no merge; their commit, an ordinary start request, is logged.
+//! * A crashed coordinator's request is not logged (see above); neither
+//!   is a read-only transaction's (it is simply retried).
 //! * Merged pieces (§4.2): the paper has the coordinator run OCC+2PC;
 //!   here the coordinator runs the execute phase and a server (the lowest
 //!   merged shard's) leads prepare and commit, so a crashed client never
-//!   leaves keys locked (servers do not crash here). Validation compares
-//!   each piece's output on re-execution (not read versions: rows are
+//!   leaves keys locked (server crashes with merged pieces are not
+//!   supported, see above). Validation compares each piece's output on
+//!   re-execution (not read versions: rows are
 //!   shared with deferrable pieces on other columns, whose writes would
 //!   fail row versions for nothing), and a piece commits by running again
 //!   under the locks. Consequently merged pieces of one transaction at one
