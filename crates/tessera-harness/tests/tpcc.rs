@@ -10,7 +10,7 @@
 use tessera_core::history::Outcome;
 use tessera_core::ids::MS;
 use tessera_harness::deploy::topology;
-use tessera_harness::faults::random_plan;
+use tessera_harness::faults::{random_plan, server_crash_plan};
 use tessera_harness::{run_bench, BenchSpec, RuntimeKind, WorkloadSpec};
 use tessera_workloads::tpcc::{Mix, Partition, RemoteNewOrder};
 use tessera_workloads::TpccConfig;
@@ -221,6 +221,22 @@ seeds_test!(occ_tiny, "occ", Partition::Tiny);
 seeds_test!(rococo_warehouse, "rococo", Partition::Warehouse);
 seeds_test!(rococo_district, "rococo", Partition::District);
 seeds_test!(rococo_tiny, "rococo", Partition::Tiny);
+
+/// Rococo's servers crash one at a time and restart on their logs (§3.5)
+/// in contended TPC-C (one warehouse split by district): on every faulty
+/// seed, servers crash too, and both checks still hold.
+#[test]
+fn rococo_district_survives_server_crashes() {
+    let n = (seeds() / 4).max(2);
+    seeds_pass("rococo", "district, server crashes", n, |seed, faults| {
+        let mut s = spec("rococo", Partition::District, seed, faults);
+        if faults {
+            let until = s.duration * 2 / 3;
+            s.sim = server_crash_plan(seed, &topology(&s), s.duration, until);
+        }
+        s
+    });
+}
 
 /// Rococo §4.2's example: NewOrder with its stock pieces immediate. Two
 /// instances' district and stock pieces form an SC-cycle of I–I conflicts
