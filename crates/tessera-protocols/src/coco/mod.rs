@@ -48,6 +48,7 @@
 mod coordinator;
 pub mod epoch;
 mod msg;
+pub mod redo;
 mod server;
 pub mod tid;
 pub mod undo;
@@ -151,6 +152,9 @@ pub struct CocoConfig {
     pub tombstone: Time,
     /// An epoch whose prepare is unanswered this long aborts (§3.2).
     pub epoch_timeout: Time,
+    /// A server checkpoints every this many committed epochs (§6.2), so
+    /// that recovery replays only the log after it (`epoch` mode).
+    pub checkpoint_every: u64,
 }
 
 impl CocoConfig {
@@ -164,6 +168,7 @@ impl CocoConfig {
             inquire: 50 * MS,
             tombstone: 2000 * MS,
             epoch_timeout: 50 * MS,
+            checkpoint_every: 20,
         }
     }
 
