@@ -28,7 +28,7 @@
 use super::undo::Saved;
 use bytes::{BufMut, Bytes, BytesMut};
 use tessera_core::codec::{
-    get_key, get_len, get_u64, get_u8, get_value, put_bytes, put_key, DecodeError,
+    get_key, get_len, get_u64, get_u8, get_value, put_bytes, put_key, put_varint, DecodeError,
 };
 use tessera_core::ids::{Key, Version};
 use tessera_core::storage::Store;
@@ -108,7 +108,7 @@ pub fn checkpoint_record(
     let mut out = BytesMut::new();
     out.put_u8(CHECKPOINT);
     out.put_u64_le(committed);
-    out.put_u64_le(aborted.len() as u64);
+    put_varint(&mut out, aborted.len() as u64);
     for &(a, b) in aborted {
         out.put_u64_le(a);
         out.put_u64_le(b);
@@ -127,7 +127,7 @@ pub fn checkpoint_record(
         })
         .filter(|(_, s)| s.wts > 0)
         .collect();
-    out.put_u64_le(image.len() as u64);
+    put_varint(&mut out, image.len() as u64);
     for (k, s) in &image {
         put_key(&mut out, *k);
         out.put_u64_le(s.wts);
