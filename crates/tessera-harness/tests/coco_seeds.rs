@@ -523,6 +523,14 @@ fn crash_at_failure_points(protocol: &str, points: std::ops::RangeInclusive<usiz
     let mut m = Measured::default();
     for seed in 0..seeds() {
         let mut s = spec(protocol, "epoch", seed);
+        // Long enough that epochs commit again after a restart even when
+        // the first epoch after it stalls for an epoch timeout (a lost
+        // Abort leaves a lock until the primary's inquiry, 50 ms).
+        // Clients stop 100 ms before the end, so that an epoch stalled
+        // then (by a lost message) has aborted everywhere by the end and
+        // the replicas can be compared.
+        s.duration = 300 * MS;
+        s.cooldown = 100 * MS;
         s.clients = 8;
         s.sim.loss = 0.01;
         s.sim.duplicate = 0.01;
@@ -534,14 +542,12 @@ fn crash_at_failure_points(protocol: &str, points: std::ops::RangeInclusive<usiz
             .flat_map(|g| g.replicas.iter().map(|r| r.0))
             .collect();
         let manager = topo.shards[0].replicas[0].0;
-        let (_, probe) = traced(&s);
+        let (probe_out, probe) = traced(&s);
+        let probe_diverged = probe_out.row.counters.get("replica_divergent_keys").copied();
         // An epoch prepared after a checkpoint or two (every 10 epochs).
         let after = 55 * MS + (seed % 20) * MS;
-        let e = probe
-            .iter()
-            .filter(|p| p.phase == "prepare_sent" && p.at >= after)
-            .map(|p| p.epoch)
-            .min()
+        let e = (1..)
+            .find(|&e| first(&probe, "prepare_sent", e, None).is_none_or(|t| t >= after))
             .expect("epochs are prepared");
         for point in points.clone() {
             let Some((at, victim)) = failure_point(point, seed, &probe, e, manager, &servers)
@@ -558,7 +564,7 @@ fn crash_at_failure_points(protocol: &str, points: std::ops::RangeInclusive<usiz
             let why = format!(
                 "{protocol} seed {seed} point {point}: node {victim} crashed at {at} ns \
                  (epoch {e}), restarted after {restart} ns\nreplay: {} \
-                 --loss 0.01 --duplicate 0.01 --reorder 0.05 --clients 8",
+                 --loss 0.01 --duplicate 0.01 --reorder 0.05 --clients 8 --duration 300ms --cooldown 100ms",
                 replay(&c, false)
             );
             let (out, tr) = traced(&c);
@@ -568,11 +574,22 @@ fn crash_at_failure_points(protocol: &str, points: std::ops::RangeInclusive<usiz
             let h = out.history.as_ref().expect("recorded");
             let lost = tessera_harness::run::lost_writes(h, &out.raw.stores);
             assert!(lost.is_empty(), "{why}: lost {lost:?}");
-            assert_eq!(
-                out.row.counters.get("replica_divergent_keys"),
-                Some(&0),
-                "{why}: replicas diverged"
-            );
+            if out.row.counters.get("replica_divergent_keys") != Some(&0) {
+                let mut diff = Vec::new();
+                for (shard, reps) in out.raw.replica_stores.iter().enumerate() {
+                    for (k, r) in reps[0].records_sorted() {
+                        let others: Vec<_> = reps[1..]
+                            .iter()
+                            .map(|o| o.get(k).map(|o| (o.meta.version, o.meta.wts)))
+                            .collect();
+                        if others.iter().any(|o| o.map(|o| o.0) != Some(r.meta.version)) {
+                            diff.push((shard, k, (r.meta.version, r.meta.wts), others));
+                        }
+                    }
+                }
+                diff.truncate(5);
+                panic!("{why}: replicas diverged: {diff:?} (crash-free: {probe_diverged:?})\ntrace: {tr:?}");
+            }
             let committed = first(&tr, "commit_durable", e, None).is_some();
             let aborted = tr
                 .iter()
@@ -596,7 +613,10 @@ fn crash_at_failure_points(protocol: &str, points: std::ops::RangeInclusive<usiz
                 .filter(|p| p.phase == "commit_durable" && p.at > rejoined)
                 .map(|p| p.at)
                 .min()
-                .unwrap_or_else(|| panic!("{why}: no epoch committed after the rejoin"));
+                .unwrap_or_else(|| {
+                    let tail: Vec<_> = tr.iter().filter(|p| p.at == 0 || p.at >= at).collect();
+                    panic!("{why}: no epoch committed after the rejoin; trace since the crash: {tail:?}")
+                });
             m.rejoin.push(rejoined - (at + restart));
             m.outage.push(resumed - at);
             let get = |k: &str| out.row.counters.get(k).copied().unwrap_or(0);

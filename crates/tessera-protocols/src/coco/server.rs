@@ -287,7 +287,13 @@ impl CocoServer {
                     self.persist(ctx, record, AfterPersist::EpochCommit(e));
                 }
                 Action::PersistAbort(e, next) => {
-                    tracing::debug!(target: "coco_epoch", phase = "abort", epoch = e, next);
+                    tracing::debug!(
+                        target: "coco_epoch",
+                        phase = "abort",
+                        epoch = e,
+                        next,
+                        at = ctx.observed_now()
+                    );
                     let record = redo::abort_record(e, next);
                     self.persist(ctx, record, AfterPersist::EpochAbort(e, next));
                 }
