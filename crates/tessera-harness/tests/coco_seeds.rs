@@ -503,7 +503,8 @@ fn failure_point(
 #[derive(Default)]
 struct Measured {
     crashes: u64,
-    /// Restart to rejoined (log replayed, status learned), ns.
+    /// A participant's restart to its rejoin (log read, status learned,
+    /// committed epochs replayed), ns.
     rejoin: Vec<u64>,
     /// Crash to the next epoch commit, ns.
     outage: Vec<u64>,
@@ -546,14 +547,18 @@ fn crash_at_failure_points(protocol: &str, points: std::ops::RangeInclusive<usiz
         let probe_diverged = probe_out.row.counters.get("replica_divergent_keys").copied();
         // An epoch prepared after a checkpoint or two (every 10 epochs).
         let after = 55 * MS + (seed % 20) * MS;
-        let e = (1..)
-            .find(|&e| first(&probe, "prepare_sent", e, None).is_none_or(|t| t >= after))
-            .expect("epochs are prepared");
+        // The first epoch prepared from then on that committed, with a next
+        // one prepared (loss can make an epoch abort even without a crash).
+        let e = (1..200)
+            .find(|&e| {
+                first(&probe, "prepare_sent", e, None).is_some_and(|t| t >= after)
+                    && first(&probe, "commit_durable", e, None).is_some()
+                    && first(&probe, "prepare_sent", e + 1, None).is_some()
+            })
+            .unwrap_or_else(|| panic!("{protocol} seed {seed}: no epoch committed"));
         for point in points.clone() {
-            let Some((at, victim)) = failure_point(point, seed, &probe, e, manager, &servers)
-            else {
-                continue;
-            };
+            let (at, victim) = failure_point(point, seed, &probe, e, manager, &servers)
+                .unwrap_or_else(|| panic!("{protocol} seed {seed}: point {point} not in the trace"));
             let restart = (5 + (seed * 7 + point as u64) % 40) * MS;
             let mut c = s.clone();
             c.sim.crashes.push(tessera_sim::Crash {
@@ -617,7 +622,9 @@ fn crash_at_failure_points(protocol: &str, points: std::ops::RangeInclusive<usiz
                     let tail: Vec<_> = tr.iter().filter(|p| p.at == 0 || p.at >= at).collect();
                     panic!("{why}: no epoch committed after the rejoin; trace since the crash: {tail:?}")
                 });
-            m.rejoin.push(rejoined - (at + restart));
+            if victim != manager {
+                m.rejoin.push(rejoined - (at + restart));
+            }
             m.outage.push(resumed - at);
             let get = |k: &str| out.row.counters.get(k).copied().unwrap_or(0);
             m.recoveries += get("server_recoveries");
@@ -625,13 +632,14 @@ fn crash_at_failure_points(protocol: &str, points: std::ops::RangeInclusive<usiz
             m.redo_entries_replayed += get("redo_entries_replayed");
         }
     }
+    assert_eq!(m.crashes, seeds() * points.clone().count() as u64);
     assert!(m.recoveries >= m.crashes, "every crashed server recovers");
     let med = |v: &mut Vec<u64>| {
         v.sort_unstable();
         v.get(v.len() / 2).copied().unwrap_or(0) as f64 / MS as f64
     };
     eprintln!(
-        "{protocol} points {points:?}: {} crashes; restart to rejoin median {:.2} ms, \
+        "{protocol} points {points:?}: {} crashes; participant restart to rejoin median {:.2} ms, \
          crash to next commit median {:.1} ms; redo read {} B, {} entries replayed per recovery",
         m.crashes,
         med(&mut m.rejoin),
