@@ -511,6 +511,7 @@ struct Measured {
     redo_bytes_read: u64,
     redo_entries_replayed: u64,
     recoveries: u64,
+    from_checkpoint: u64,
 }
 
 /// Crash a server at each of `points` of Fig. 1 (§3.2) across the seeds,
@@ -544,9 +545,14 @@ fn crash_at_failure_points(protocol: &str, points: std::ops::RangeInclusive<usiz
             .collect();
         let manager = topo.shards[0].replicas[0].0;
         let (probe_out, probe) = traced(&s);
-        let probe_diverged = probe_out.row.counters.get("replica_divergent_keys").copied();
-        // An epoch prepared after a checkpoint or two (every 10 epochs).
-        let after = 55 * MS + (seed % 20) * MS;
+        let probe_diverged = probe_out
+            .row
+            .counters
+            .get("replica_divergent_keys")
+            .copied();
+        // An epoch prepared before or after the first checkpoints (every
+        // 5 committed epochs), so recovery starts at either.
+        let after = 55 * MS + (seed % 60) * MS;
         // The first epoch prepared from then on that committed, with a next
         // one prepared (loss can make an epoch abort even without a crash).
         let e = (1..200)
@@ -558,7 +564,9 @@ fn crash_at_failure_points(protocol: &str, points: std::ops::RangeInclusive<usiz
             .unwrap_or_else(|| panic!("{protocol} seed {seed}: no epoch committed"));
         for point in points.clone() {
             let (at, victim) = failure_point(point, seed, &probe, e, manager, &servers)
-                .unwrap_or_else(|| panic!("{protocol} seed {seed}: point {point} not in the trace"));
+                .unwrap_or_else(|| {
+                    panic!("{protocol} seed {seed}: point {point} not in the trace")
+                });
             let restart = (5 + (seed * 7 + point as u64) % 40) * MS;
             let mut c = s.clone();
             c.sim.crashes.push(tessera_sim::Crash {
@@ -587,7 +595,10 @@ fn crash_at_failure_points(protocol: &str, points: std::ops::RangeInclusive<usiz
                             .iter()
                             .map(|o| o.get(k).map(|o| (o.meta.version, o.meta.wts)))
                             .collect();
-                        if others.iter().any(|o| o.map(|o| o.0) != Some(r.meta.version)) {
+                        if others
+                            .iter()
+                            .any(|o| o.map(|o| o.0) != Some(r.meta.version))
+                        {
                             diff.push((shard, k, (r.meta.version, r.meta.wts), others));
                         }
                     }
@@ -599,13 +610,22 @@ fn crash_at_failure_points(protocol: &str, points: std::ops::RangeInclusive<usiz
             let aborted = tr
                 .iter()
                 .any(|p| p.phase == "abort" && (p.epoch..p.next).contains(&e));
-            assert!(committed != aborted, "{why}: committed {committed}, aborted {aborted}");
+            assert!(
+                committed != aborted,
+                "{why}: committed {committed}, aborted {aborted}"
+            );
             let c_dur = first(&probe, "commit_durable", e, None).expect("probe committed");
             let voted = first(&probe, "prepared", e, Some(victim)).expect("probe voted");
             if at > c_dur {
-                assert!(committed, "{why}: crashed after the commit record, epoch aborted");
+                assert!(
+                    committed,
+                    "{why}: crashed after the commit record, epoch aborted"
+                );
             } else if victim == manager || at < voted {
-                assert!(aborted, "{why}: crashed before the decision, epoch committed");
+                assert!(
+                    aborted,
+                    "{why}: crashed before the decision, epoch committed"
+                );
             }
             let rejoined = tr
                 .iter()
@@ -628,24 +648,29 @@ fn crash_at_failure_points(protocol: &str, points: std::ops::RangeInclusive<usiz
             m.outage.push(resumed - at);
             let get = |k: &str| out.row.counters.get(k).copied().unwrap_or(0);
             m.recoveries += get("server_recoveries");
+            m.from_checkpoint += get("recoveries_from_checkpoint");
             m.redo_bytes_read += get("redo_bytes_read");
             m.redo_entries_replayed += get("redo_entries_replayed");
         }
     }
     assert_eq!(m.crashes, seeds() * points.clone().count() as u64);
     assert!(m.recoveries >= m.crashes, "every crashed server recovers");
+    assert!(m.from_checkpoint > 0, "no recovery started at a checkpoint");
     let med = |v: &mut Vec<u64>| {
         v.sort_unstable();
         v.get(v.len() / 2).copied().unwrap_or(0) as f64 / MS as f64
     };
     eprintln!(
         "{protocol} points {points:?}: {} crashes; participant restart to rejoin median {:.2} ms, \
-         crash to next commit median {:.1} ms; redo read {} B, {} entries replayed per recovery",
+         crash to next commit median {:.1} ms; per recovery {} B of log read, {} entries \
+         replayed; {} of {} recoveries from a checkpoint",
         m.crashes,
         med(&mut m.rejoin),
         med(&mut m.outage),
         m.redo_bytes_read / m.recoveries.max(1),
         m.redo_entries_replayed / m.recoveries.max(1),
+        m.from_checkpoint,
+        m.recoveries,
     );
     m
 }

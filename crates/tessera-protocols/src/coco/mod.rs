@@ -168,7 +168,7 @@ impl CocoConfig {
             inquire: 50 * MS,
             tombstone: 2000 * MS,
             epoch_timeout: 50 * MS,
-            checkpoint_every: 10,
+            checkpoint_every: 5,
         }
     }
 

@@ -180,10 +180,10 @@ impl WireSize for Msg {
                 Msg::EpochAbort { .. } | Msg::EpochAborted { .. } => 16,
                 Msg::WriteBack { .. } => 16,
                 Msg::Replicate { writes, .. } => 32 + kv_size(writes),
-                Msg::Replicated { .. }
-                | Msg::EpochPrepare { .. }
-                | Msg::EpochPrepared { .. } => 8,
-                Msg::WrittenBack { .. } | Msg::Abort { .. } | Msg::Inquire { .. } | Msg::Rejoin => 0,
+                Msg::Replicated { .. } | Msg::EpochPrepare { .. } | Msg::EpochPrepared { .. } => 8,
+                Msg::WrittenBack { .. } | Msg::Abort { .. } | Msg::Inquire { .. } | Msg::Rejoin => {
+                    0
+                }
             }
     }
 }

@@ -94,15 +94,14 @@ pub fn abort_record(epoch: u64, next: u64) -> Bytes {
     out.freeze()
 }
 
-/// A checkpoint as of committed epoch `committed`: `store` with every
-/// record an open epoch wrote put back to its `committed` version
-/// (`saved`), only records written since the load (wts > 0), plus the
-/// redo entries of the open epochs.
+/// A checkpoint as of committed epoch `committed`: `image`, every record
+/// written since the load as that epoch left it (see
+/// [`super::undo::Undo::oldest`]), plus the redo entries of the open
+/// epochs.
 pub fn checkpoint_record(
     committed: u64,
     aborted: &[(u64, u64)],
-    store: &Store,
-    saved: impl Fn(Key) -> Option<Saved>,
+    image: &[(Key, Saved)],
     open: &[Entry],
 ) -> Bytes {
     let mut out = BytesMut::new();
@@ -113,22 +112,8 @@ pub fn checkpoint_record(
         out.put_u64_le(a);
         out.put_u64_le(b);
     }
-    let image: Vec<(Key, Saved)> = store
-        .records_sorted()
-        .into_iter()
-        .map(|(k, r)| {
-            let s = saved(k).unwrap_or_else(|| Saved {
-                value: r.value.clone(),
-                version: r.meta.version,
-                wts: r.meta.wts,
-                rts: r.meta.rts,
-            });
-            (k, s)
-        })
-        .filter(|(_, s)| s.wts > 0)
-        .collect();
     put_varint(&mut out, image.len() as u64);
-    for (k, s) in &image {
+    for (k, s) in image {
         put_key(&mut out, *k);
         out.put_u64_le(s.wts);
         out.put_u64_le(s.version.0);
@@ -158,6 +143,8 @@ pub struct Recovered {
     /// Records and bytes read (the checkpoint and everything after it).
     pub records: usize,
     pub bytes: usize,
+    /// Whether recovery started at a checkpoint (not the log's start).
+    pub from_checkpoint: bool,
 }
 
 impl Recovered {
@@ -230,6 +217,7 @@ pub fn recover(records: &[Bytes]) -> Result<Recovered, DecodeError> {
                 out.aborted.push((a, b));
             }
             CHECKPOINT => {
+                out.from_checkpoint = true;
                 out.committed = get_u64(&mut buf, "checkpoint epoch")?;
                 out.prepared = out.prepared.max(out.committed);
                 let n = get_len(&mut buf, 16, "aborted ranges")?;
@@ -304,12 +292,18 @@ mod tests {
     /// newest timestamp wins, as the Thomas write rule had it.
     #[test]
     fn replay_keeps_the_newest_write() {
-        let log = vec![redo(&[entry(2, 1, 21, b"new"), entry(2, 1, 20, b"old")], Some(2))];
+        let log = vec![redo(
+            &[entry(2, 1, 21, b"new"), entry(2, 1, 20, b"old")],
+            Some(2),
+        )];
         let r = recover(&log).unwrap();
         let mut store = Store::new();
         r.replay(&mut store, 2, &[], true);
         let rec = store.get(Key::new(0, 1)).unwrap();
-        assert_eq!((&rec.value[..], rec.meta.wts, rec.meta.rts), (&b"new"[..], 21, 21));
+        assert_eq!(
+            (&rec.value[..], rec.meta.wts, rec.meta.rts),
+            (&b"new"[..], 21, 21)
+        );
     }
 
     /// Recovery reads from the last checkpoint: its image is the committed
@@ -318,9 +312,6 @@ mod tests {
     #[test]
     fn recovery_starts_at_the_last_checkpoint() {
         let k = Key::new(0, 1);
-        let mut store = Store::new();
-        store.install(k, Value::from_static(b"open"), Version(40));
-        store.get_mut(k).unwrap().meta.wts = 40;
         let committed = Saved {
             value: Value::from_static(b"committed"),
             version: Version(30),
@@ -330,11 +321,12 @@ mod tests {
         let open = [entry(4, 1, 40, b"open")];
         let log = vec![
             redo(&[entry(1, 9, 10, b"old")], Some(1)),
-            checkpoint_record(3, &[(2, 3)], &store, |_| Some(committed.clone()), &open),
+            checkpoint_record(3, &[(2, 3)], &[(k, committed)], &open),
             redo(&[entry(5, 2, 50, b"five")], Some(4)),
         ];
         let r = recover(&log).unwrap();
         assert_eq!((r.records, r.committed, r.prepared), (2, 3, 4));
+        assert!(r.from_checkpoint);
         assert_eq!(r.aborted, vec![(2, 3)]);
         let mut s = Store::new();
         assert_eq!(r.replay(&mut s, 3, &r.aborted, false), 0);

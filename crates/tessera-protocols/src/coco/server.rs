@@ -6,7 +6,7 @@
 use super::epoch::{Action, EpochManager};
 use super::msg::{Msg, PieceReply, TsRead};
 use super::redo::{self, Entry, Recovered};
-use super::undo::Undo;
+use super::undo::{Saved, Undo};
 use super::{Cc, CocoConfig, CommitMode, Isolation};
 use crate::tombstones::Tombstones;
 use bytes::{Bytes, BytesMut};
@@ -76,6 +76,9 @@ pub struct CocoServer {
     /// Every redo entry of an epoch not yet committed, forced or not
     /// (`epoch` mode): a checkpoint carries them (see [`redo`]).
     open: Vec<Entry>,
+    /// Every key installed since the load (`epoch` mode): what a
+    /// checkpoint's image holds.
+    written: tessera_core::FastSet<Key>,
     /// The last epoch known committed, and the last one checkpointed.
     committed: u64,
     checkpointed: u64,
@@ -85,6 +88,7 @@ pub struct CocoServer {
     /// Restarts recovered, redo entries replayed and log bytes read
     /// (results counters).
     recoveries: u64,
+    from_checkpoint: u64,
     replayed: u64,
     replayed_bytes: u64,
     persists: FastMap<u64, AfterPersist>,
@@ -165,10 +169,12 @@ impl CocoServer {
             reverted: 0,
             aborts_reported: 0,
             open: Vec::new(),
+            written: Default::default(),
             committed: 0,
             checkpointed: 0,
             recovering: None,
             recoveries: 0,
+            from_checkpoint: 0,
             replayed: 0,
             replayed_bytes: 0,
         };
@@ -195,6 +201,8 @@ impl CocoServer {
     fn replay(&mut self, rec: Recovered, committed: u64, aborted: Vec<(u64, u64)>) {
         let lt_occ = self.config.cc == Cc::LtOcc;
         let applied = rec.replay(&mut self.store, committed, &aborted, lt_occ);
+        self.written.extend(rec.image.iter().map(|r| r.0));
+        self.written.extend(rec.entries.iter().map(|e| e.key));
         self.committed = committed;
         self.checkpointed = committed;
         self.prepared = rec.prepared;
@@ -202,6 +210,7 @@ impl CocoServer {
         self.epoch = self.floor.max(committed + 1);
         self.aborted = aborted;
         self.recoveries += 1;
+        self.from_checkpoint += rec.from_checkpoint as u64;
         self.replayed += applied as u64;
         self.replayed_bytes += rec.bytes as u64;
         tracing::debug!(
@@ -237,14 +246,17 @@ impl CocoServer {
             return;
         }
         self.checkpointed = self.committed;
-        let undo = &self.undo;
-        let record = redo::checkpoint_record(
-            self.committed,
-            &self.aborted,
-            &self.store,
-            |k| undo.oldest(k).cloned(),
-            &self.open,
-        );
+        let mut keys: Vec<Key> = self.written.iter().copied().collect();
+        keys.sort_unstable();
+        let image: Vec<(Key, Saved)> = keys
+            .into_iter()
+            .map(|k| {
+                let s = self.undo.oldest(k).cloned();
+                (k, s.unwrap_or_else(|| Saved::of(&self.store, k)))
+            })
+            .filter(|(_, s)| s.wts > 0)
+            .collect();
+        let record = redo::checkpoint_record(self.committed, &self.aborted, &image, &self.open);
         self.log.clear();
         self.next_token += 1;
         ctx.persist(self.next_token, record);
@@ -314,6 +326,7 @@ impl CocoServer {
             };
             e.encode(&mut self.log);
             if self.config.commit == CommitMode::Epoch {
+                self.written.insert(*k);
                 self.open.push(e);
             }
         }
@@ -950,6 +963,10 @@ impl Node<Msg> for CocoServer {
                 ("epoch_aborts", aborts),
                 ("tuples_reverted", std::mem::take(&mut self.reverted)),
                 ("server_recoveries", std::mem::take(&mut self.recoveries)),
+                (
+                    "recoveries_from_checkpoint",
+                    std::mem::take(&mut self.from_checkpoint),
+                ),
                 ("redo_entries_replayed", std::mem::take(&mut self.replayed)),
                 ("redo_bytes_read", std::mem::take(&mut self.replayed_bytes)),
             ],
