@@ -3,8 +3,9 @@
 //! host partition and a client host crash; every history checked for
 //! serializability (LT-OCC) or strict serializability (PT-OCC), or for
 //! snapshot isolation with `--isolation snapshot` (§5.3). A server
-//! cut off past the epoch timeout aborts epochs (§3.2); server crashes
-//! (recovery, backup takeover) are not built yet.
+//! cut off past the epoch timeout aborts epochs (§3.2); servers crashed at
+//! each of Fig. 1's nine failure points recover from their logs and
+//! rejoin (backup takeover is not built yet).
 //!
 //! In epoch mode the clients do not wait for results (§3.1, §4.2): every
 //! seed that commits must show clients that started transactions while
