@@ -38,7 +38,7 @@
 //! Crash recovery (§3.2, §6.2, `epoch` mode): every server logs its writes
 //! tagged with their epoch, forced at the end of each epoch before its
 //! prepared record, and checkpoints every `checkpoint_every` committed
-//! epochs ([`redo`]). A restarted server rebuilds its store from its last
+//! epochs once the log has grown by the last checkpoint's size ([`redo`]). A restarted server rebuilds its store from its last
 //! checkpoint and the log after it, asks the epoch manager to **Rejoin**
 //! (which aborts the open epochs, whose unforced writes it lost) and
 //! replays only the epochs the answer says committed; it serves nothing
@@ -169,8 +169,10 @@ pub struct CocoConfig {
     pub tombstone: Time,
     /// An epoch whose prepare is unanswered this long aborts (§3.2).
     pub epoch_timeout: Time,
-    /// A server checkpoints every this many committed epochs (§6.2), so
-    /// that recovery replays only the log after it (`epoch` mode).
+    /// A server checkpoints at most every this many committed epochs
+    /// (§6.2), and only once its log has grown by the last checkpoint's
+    /// size, so that recovery replays only the log after it (`epoch`
+    /// mode).
     pub checkpoint_every: u64,
 }
 

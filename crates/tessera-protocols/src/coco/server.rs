@@ -82,6 +82,10 @@ pub struct CocoServer {
     /// The last epoch known committed, and the last one checkpointed.
     committed: u64,
     checkpointed: u64,
+    /// Redo bytes logged since the last checkpoint, and that checkpoint's
+    /// size.
+    logged: usize,
+    checkpoint_bytes: usize,
     /// Restarted and waiting for the manager's [`Msg::EpochStatus`] to
     /// replay this log; nothing else is served meanwhile (§3.2).
     recovering: Option<Recovered>,
@@ -172,6 +176,8 @@ impl CocoServer {
             written: Default::default(),
             committed: 0,
             checkpointed: 0,
+            logged: 0,
+            checkpoint_bytes: 0,
             recovering: None,
             recoveries: 0,
             from_checkpoint: 0,
@@ -236,12 +242,16 @@ impl CocoServer {
         );
     }
 
-    /// Every `checkpoint_every` committed epochs, force a checkpoint as of
-    /// the last one (§6.2, see [`redo`]). The unforced redo buffer goes
-    /// with it: its entries are among the open ones.
+    /// Force a checkpoint as of the last committed epoch (§6.2, see
+    /// [`redo`]) once `checkpoint_every` epochs have committed since the
+    /// last one and the log has grown by at least that checkpoint's size:
+    /// recovery then reads at most about two images' worth, and the
+    /// checkpoints never take more disk than the log itself. The unforced
+    /// redo buffer goes with it: its entries are among the open ones.
     fn maybe_checkpoint(&mut self, ctx: &mut Ctx<Msg>) {
         if self.config.commit != CommitMode::Epoch
             || self.committed < self.checkpointed + self.config.checkpoint_every
+            || self.logged < self.checkpoint_bytes
         {
             return;
         }
@@ -258,6 +268,8 @@ impl CocoServer {
             .collect();
         let record = redo::checkpoint_record(self.committed, &self.aborted, &image, &self.open);
         self.log.clear();
+        self.logged = 0;
+        self.checkpoint_bytes = record.len();
         self.next_token += 1;
         ctx.persist(self.next_token, record);
     }
@@ -316,6 +328,7 @@ impl CocoServer {
     /// Append redo records of `writes` of `epoch` (§6.2: key, timestamp,
     /// value).
     fn log_writes(&mut self, epoch: u64, ts: u64, version: Version, writes: &[(Key, Value)]) {
+        let before = self.log.len();
         for (k, v) in writes {
             let e = Entry {
                 epoch,
@@ -330,6 +343,7 @@ impl CocoServer {
                 self.open.push(e);
             }
         }
+        self.logged += self.log.len() - before;
     }
 
     /// Run pieces on this replica's data (§4 execution phase).
