@@ -23,7 +23,7 @@
 //! missed the abort never releases a result of an aborted epoch.
 //!
 //! Crashes (§3.2, recovery in [`super::redo`]): the manager forces an
-//! abort record before it sends **EpochAbort**, and a commit record before
+//! abort record before it prepares again, and a commit record before
 //! **EpochCommit**. A restarted server lost the writes of the epochs it had
 //! not prepared, so it asks the manager to **Rejoin**: the manager aborts
 //! the open epochs (extending an abort in progress) and, once that abort
@@ -55,7 +55,7 @@ pub struct EpochManager {
     /// A prepare still unanswered this long aborts the epoch.
     timeout: Time,
     /// The abort in progress: its range, servers yet to acknowledge, and
-    /// whether its abort record is durable (nothing is sent before).
+    /// whether its abort record is durable (it ends with both).
     aborting: Option<(u64, u64, Vec<NodeId>, bool)>,
     /// Every range `[from, to)` of epochs aborted so far.
     aborted: Vec<(u64, u64)>,
@@ -98,11 +98,17 @@ impl EpochManager {
     /// Restarted from the log: `committed` is the last epoch with a
     /// durable commit record, `aborted` every durable abort. Call
     /// [`EpochManager::abort_open`] next.
+    ///
+    /// Every epoch after `committed` is aborted or open, and an abort in
+    /// progress at the crash may not have reached every server: the
+    /// restart's abort covers them all, from `committed + 1` on, as if it
+    /// extended that abort (reverting a range twice is a no-op).
     pub fn restart(&mut self, committed: u64, aborted: Vec<(u64, u64)>) {
         let floor = aborted.iter().map(|r| r.1).max().unwrap_or(0);
         self.epoch = (committed + 1).max(floor);
         self.committed = committed;
         self.aborted = aborted;
+        self.aborting = Some((committed + 1, self.epoch, Vec::new(), true));
     }
 
     /// The range [`EpochManager::abort_open`] aborts now.
@@ -161,7 +167,7 @@ impl EpochManager {
         if now.saturating_sub(self.sent_at) < rto {
             return;
         }
-        if let Some((epoch, next, waiting, true)) = &self.aborting {
+        if let Some((epoch, next, waiting, _)) = &self.aborting {
             self.sent_at = now;
             for &s in waiting {
                 out.push(Action::Send(
@@ -193,21 +199,26 @@ impl EpochManager {
         self.aborting = Some((epoch, next, self.servers.clone(), false));
         self.epoch = next;
         out.push(Action::PersistAbort(epoch, next));
+        for &n in self.servers.iter().chain(&self.clients) {
+            out.push(Action::Send(n, Msg::EpochAbort { epoch, next }));
+        }
     }
 
-    /// The abort record of `[epoch, next)` is durable: announce the abort,
-    /// and answer the servers that asked to rejoin.
-    pub fn abort_durable(&mut self, epoch: u64, next: u64, now: Time, out: &mut Vec<Action>) {
-        let Some((e, n, _, durable)) = &mut self.aborting else {
+    /// The abort record of `[epoch, next)` is durable: answer the servers
+    /// that asked to rejoin (they must never see an abort a restarted
+    /// manager could forget), and end the abort if all acknowledged it.
+    /// Until then no epoch is prepared, so a manager that crashes first
+    /// restarts in the very same range (see [`EpochManager::restart`]).
+    pub fn abort_durable(&mut self, epoch: u64, next: u64, out: &mut Vec<Action>) {
+        let Some((e, n, waiting, durable)) = &mut self.aborting else {
             return;
         };
         if (*e, *n) != (epoch, next) {
             return;
         }
         *durable = true;
-        self.sent_at = now;
-        for &s in self.servers.iter().chain(&self.clients) {
-            out.push(Action::Send(s, Msg::EpochAbort { epoch, next }));
+        if waiting.is_empty() {
+            self.aborting = None;
         }
         for s in std::mem::take(&mut self.rejoining) {
             let msg = Msg::EpochStatus {
@@ -219,10 +230,10 @@ impl EpochManager {
     }
 
     pub fn abort_acknowledged(&mut self, from: NodeId, epoch: u64, next: u64) {
-        if let Some((e, n, waiting, _)) = &mut self.aborting {
+        if let Some((e, n, waiting, durable)) = &mut self.aborting {
             if (*e, *n) == (epoch, next) {
                 waiting.retain(|n| *n != from);
-                if waiting.is_empty() {
+                if waiting.is_empty() && *durable {
                     self.aborting = None;
                 }
             }

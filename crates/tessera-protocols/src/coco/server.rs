@@ -957,8 +957,7 @@ impl Node<Msg> for CocoServer {
                 self.run_manager(ctx, |m, out| m.commit_durable(e, now, out))
             }
             Some(AfterPersist::EpochAbort(e, next)) => {
-                let now = ctx.now();
-                self.run_manager(ctx, |m, out| m.abort_durable(e, next, now, out))
+                self.run_manager(ctx, |m, out| m.abort_durable(e, next, out))
             }
             None => {}
         }
