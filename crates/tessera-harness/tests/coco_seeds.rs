@@ -297,7 +297,10 @@ fn assert_converged(out: &tessera_harness::BenchOutcome, why: &str) {
                 .iter()
                 .map(|o| o.get(k).map(|o| (o.meta.version, o.meta.wts)))
                 .collect();
-            if others.iter().any(|o| o.map(|o| o.0) != Some(r.meta.version)) {
+            if others
+                .iter()
+                .any(|o| o.map(|o| o.0) != Some(r.meta.version))
+            {
                 diff.push((shard, k, (r.meta.version, r.meta.wts), others));
             }
         }
