@@ -70,6 +70,7 @@
 
 mod coordinator;
 mod driver;
+mod gc;
 pub mod msg;
 pub mod quorum;
 pub mod recovery;
@@ -144,6 +145,12 @@ pub struct JanusConfig {
     pub announce: Time,
     /// Period of the server's timer.
     pub sweep: Time,
+    /// Length of a garbage-collection epoch ([`gc`]): a transaction
+    /// executed at every replica is forgotten after two epochs untouched.
+    pub epoch: Time,
+    /// Epochs a forgotten transaction's tombstone is kept, answering late
+    /// messages about it ([`gc`]).
+    pub forget_epochs: u64,
 }
 
 impl Default for JanusConfig {
@@ -154,6 +161,8 @@ impl Default for JanusConfig {
             recover_after: 150 * MS,
             announce: 20 * MS,
             sweep: 5 * MS,
+            epoch: 50 * MS,
+            forget_epochs: 40,
         }
     }
 }
