@@ -44,6 +44,14 @@ pub(crate) enum Decision {
     Scc(Vec<TxnId>),
 }
 
+/// A vertex [`DepGraph::collect`] dropped: what a tombstone keeps of it.
+pub(crate) struct Dropped {
+    pub txn: TxnId,
+    pub local: bool,
+    /// Its component when of two or more members, in execution order.
+    pub scc: Option<Arc<[TxnId]>>,
+}
+
 #[derive(Default)]
 pub(crate) struct DepGraph {
     nodes: FastMap<TxnId, Node>,
@@ -380,11 +388,7 @@ impl DepGraph {
     /// holds only once the whole component is done here.
     /// Returns each dropped vertex with whether it was local and its
     /// component (for the protocol's tombstone).
-    pub fn collect(
-        &mut self,
-        epoch: u64,
-        may_drop: impl Fn(TxnId, &Node) -> bool,
-    ) -> Vec<(TxnId, bool, Option<Arc<[TxnId]>>)> {
+    pub fn collect(&mut self, epoch: u64, may_drop: impl Fn(TxnId, &Node) -> bool) -> Vec<Dropped> {
         let nodes = &self.nodes;
         let unfinished = |m: &TxnId| nodes.get(m).is_some_and(|n| n.local && !n.finished);
         let doomed: Vec<TxnId> = nodes
@@ -401,7 +405,11 @@ impl DepGraph {
             .into_iter()
             .map(|t| {
                 let n = self.nodes.remove(&t).expect("listed");
-                (t, n.local, n.scc)
+                Dropped {
+                    txn: t,
+                    local: n.local,
+                    scc: n.scc,
+                }
             })
             .collect()
     }

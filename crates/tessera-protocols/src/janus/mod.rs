@@ -62,8 +62,17 @@
 //!   not rolled back: the transaction commits with its writes. Procedures
 //!   whose keys depend on values read are refused ([`Refused`]); TPC-C's
 //!   Payment by last name is one, so Janus's TPC-C selects customers by id.
-//! * No garbage collection of the dependency graph yet; executed
-//!   ancestors are marked DECIDED when a descendant is decided
+//! * Graph garbage collection ([`gc`]; the paper's prototype truncates
+//!   the graph "as transactions finish", §5, without the rules): on
+//!   Rococo's epochs (the shared
+//!   [`crate::depgraph::graph::DepGraph::collect`]), a replica forgets a
+//!   transaction two epochs after it executed once every replica of every
+//!   shard it involves announced executing it ([`msg::Msg::Executed`]),
+//!   leaving a tombstone of ids (abandon flag, component) that answers late
+//!   Commit, PreAccept, Accept, Prepare and Inquire messages
+//!   ([`msg::Msg::Forgotten`]); a dependency on a forgotten transaction is
+//!   a DECIDED cut-off, never a vertex to wait for. Executed ancestors are
+//!   also marked DECIDED when a descendant is decided
 //!   ([`crate::depgraph::graph::DepGraph::settle`]) so walks stay short.
 //! * The client's answer comes from the first replica of each shard to
 //!   reply, not the nearest by site.

@@ -1170,7 +1170,7 @@ impl JanusServer {
                         .filter(|r| *r != me),
                 )
         });
-        for (t, _, scc) in dropped {
+        for crate::depgraph::graph::Dropped { txn: t, scc, .. } in dropped {
             let abandon = self.committed.remove(&t).is_some_and(|i| i.abandon);
             if let Some(l) = self.locals.remove(&t) {
                 let (reads, writes) = self.keys(&l.proc);

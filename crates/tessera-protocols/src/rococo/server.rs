@@ -647,7 +647,7 @@ impl RococoServer {
         let mut gone = Vec::new();
         let (wakeups, asking, locals) = (&self.wakeups, &self.asking, &self.locals);
         let forget_after = self.cfg.forget_after;
-        for (t, local, scc) in self.graph.collect(epoch, |t, n| {
+        for d in self.graph.collect(epoch, |t, n| {
             if n.local {
                 locals
                     .get(&t)
@@ -656,8 +656,8 @@ impl RococoServer {
                 !wakeups.awaited(t) && !asking.contains_key(&t)
             }
         }) {
-            if local {
-                gone.push((t, scc));
+            if d.local {
+                gone.push((d.txn, d.scc));
             }
         }
         for (t, scc) in gone {
