@@ -134,15 +134,22 @@ impl Region {
                 let s = &mut self.slots[*addr as usize];
                 match data {
                     SlotWrite::Lock(l) => s.lock = *l,
-                    SlotWrite::Data { value, version } => {
+                    SlotWrite::Data {
+                        key,
+                        value,
+                        version,
+                    } => {
+                        s.key = Some(*key);
                         s.value = Some(value.clone());
                         s.version = *version;
                     }
                     SlotWrite::DataAndLock {
+                        key,
                         value,
                         version,
                         lock,
                     } => {
+                        s.key = Some(*key);
                         s.value = Some(value.clone());
                         s.version = *version;
                         s.lock = *lock;
@@ -259,6 +266,7 @@ mod tests {
         reg.apply(&Verb::Write {
             addr: a,
             data: SlotWrite::DataAndLock {
+                key: Key::new(0, 2),
                 value: Value::from_static(b"new"),
                 version: Version(42),
                 lock: 0,
