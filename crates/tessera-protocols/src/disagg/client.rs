@@ -583,3 +583,192 @@ impl<L: Default> Exec<L> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::disagg::region::Region;
+    use std::sync::Arc;
+    use tessera_core::storage::Store;
+    use tessera_core::txn::{Access, PieceKind, PieceResult, Procedure};
+
+    /// One piece that reads `key` and writes `value` to it: an insert when
+    /// `key` is absent.
+    #[derive(Debug)]
+    struct Upsert(Vec<PieceSpec>);
+
+    impl Procedure for Upsert {
+        fn name(&self) -> &'static str {
+            "upsert"
+        }
+        fn pieces(&self) -> &[PieceSpec] {
+            &self.0
+        }
+        fn execute(&self, _: usize, reads: &[Option<&Value>], _: &[Value]) -> PieceResult {
+            assert!(reads[0].is_none(), "the key is absent: it reads as missing");
+            PieceResult {
+                writes: vec![(self.0[0].writes[0].key, Value::from_static(b"new"))],
+                ..PieceResult::default()
+            }
+        }
+    }
+
+    fn exec(key: Key, seq: u32) -> Exec<()> {
+        let access = vec![Access::all(key)];
+        let txn = Arc::new(Upsert(vec![PieceSpec {
+            shard: ShardId(0),
+            reads: access.clone(),
+            writes: access,
+            kind: PieceKind::Immediate,
+            inputs: Vec::new(),
+            dynamic: false,
+        }]));
+        let id = TxnId::new(NodeId(1), 0, seq);
+        Exec::new(Attempt { id, txn, since: 0 })
+    }
+
+    /// A region of `n` records (rows 0..n of table 0) and a connected
+    /// endpoint.
+    fn setup(n: u64) -> (Region, Endpoint<()>) {
+        let mut store = Store::new();
+        for r in 0..n {
+            store.load(Key::new(0, r), Value::from_static(b"old"));
+        }
+        let region = Region::load(&store, 4);
+        let topology = Arc::new(Topology::new(1, 1, 1));
+        let env = CoordinatorEnv {
+            me: NodeId(1),
+            topology: topology.clone(),
+            incarnation: 0,
+            recovered: Vec::new(),
+        };
+        let mut net = Endpoint::new(&env, 1);
+        let leader = topology.leader(ShardId(0));
+        assert!(matches!(
+            net.on_message(leader, Msg::Connected(region.geometry())),
+            Incoming::Start(_)
+        ));
+        (region, net)
+    }
+
+    /// Run one round against the region: every verb's result, in order.
+    fn run(region: &mut Region, round: Round<()>) -> Vec<VerbResult> {
+        round
+            .into_values()
+            .flat_map(|(verbs, _)| verbs)
+            .map(|v| region.apply(&v))
+            .collect()
+    }
+
+    /// Locate `key` for `x`, probing bucket after bucket as a coordinator
+    /// does.
+    fn locate(region: &mut Region, net: &mut Endpoint<()>, x: &mut Exec<()>, key: Key) {
+        loop {
+            let Step::Need(need) = x.step(|_| false) else {
+                panic!("the piece needs its key")
+            };
+            let mut round = Round::new();
+            if !net.locate(x, &need, &mut round, |_, _| ()) {
+                return;
+            }
+            let probe = x.probe.get(&key).copied().unwrap_or(0);
+            for r in run(region, round) {
+                let VerbResult::Read(imgs) = r else { panic!() };
+                net.on_located(x, key, probe, &imgs);
+            }
+            if x.failed.is_some() {
+                return;
+            }
+        }
+    }
+
+    fn read(region: &mut Region, addr: Addr) -> Vec<SlotImage> {
+        let VerbResult::Read(imgs) = region.apply(&Verb::Read { addr, len: 1 }) else {
+            panic!()
+        };
+        imgs
+    }
+
+    #[test]
+    fn an_insert_claims_the_first_free_slot_and_its_commit_publishes_the_key() {
+        let (mut region, mut net) = setup(40);
+        let key = Key::new(0, 1_000);
+        let mut x = exec(key, 1);
+        locate(&mut region, &mut net, &mut x, key);
+        let slot = net
+            .addr(&x.vacant, key)
+            .expect("vacant keys have an insert slot");
+        // The first free slot of the key's probe path.
+        let g = region.geometry();
+        let first_free = (0..g.slots())
+            .map(|i| (g.bucket_start(g.bucket_of(key)) + i) % g.slots())
+            .find(|&a| region.key_at(a).is_none())
+            .unwrap();
+        assert_eq!(slot, first_free);
+        // The free slot stands for the key: it reads as missing, version 0.
+        let imgs = read(&mut region, slot);
+        let img = net.image(&mut x, key, &imgs).expect("the free insert slot");
+        assert_eq!((img.value.clone(), img.version), (None, Version::INITIAL));
+        x.take(key, &imgs[0]);
+        assert_eq!(x.step(|_| true), Step::Done);
+        // The commit WRITE carries the key: a later bucket READ finds it.
+        let txn = x.attempt.id;
+        let round = net.write_back(&x, txn, |_| true, Some(0), || ());
+        assert_eq!(run(&mut region, round), vec![VerbResult::Written]);
+        assert_eq!(region.key_at(slot), Some(key));
+        let mut y = exec(key, 2);
+        locate(&mut region, &mut net, &mut y, key);
+        assert!(y.vacant.is_empty());
+        assert_eq!(net.addr(&y.vacant, key), Some(slot));
+    }
+
+    #[test]
+    fn an_insert_slot_taken_by_another_key_is_refused_and_by_the_same_key_cached() {
+        let (mut region, mut net) = setup(40);
+        let key = Key::new(0, 1_000);
+        let mut x = exec(key, 1);
+        locate(&mut region, &mut net, &mut x, key);
+        let slot = net.addr(&x.vacant, key).unwrap();
+        let publish = |region: &mut Region, k: Key| {
+            let data = SlotWrite::Data {
+                key: k,
+                value: Value::from_static(b"v"),
+                version: Version(9),
+            };
+            region.apply(&Verb::Write { addr: slot, data });
+        };
+        // Another key's insert took the slot: the image does not stand for
+        // `key`.
+        let mut taken = setup(40).0;
+        publish(&mut taken, Key::new(0, 2_000));
+        assert!(net.image(&mut x, key, &read(&mut taken, slot)).is_none());
+        // The key itself was inserted there meanwhile: it is present now.
+        publish(&mut region, key);
+        let imgs = read(&mut region, slot);
+        let img = net.image(&mut x, key, &imgs).expect("the key's own slot");
+        assert_eq!(img.version, Version(9));
+        assert!(x.vacant.is_empty());
+        assert_eq!(net.addr(&x.vacant, key), Some(slot));
+    }
+
+    #[test]
+    fn a_full_region_fails_the_insert_instead_of_probing_forever() {
+        let (mut region, mut net) = setup(8);
+        let g = region.geometry();
+        for a in 0..g.slots() {
+            if region.key_at(a).is_none() {
+                let data = SlotWrite::Data {
+                    key: Key::new(1, a as u64),
+                    value: Value::from_static(b"v"),
+                    version: Version(1),
+                };
+                region.apply(&Verb::Write { addr: a, data });
+            }
+        }
+        let key = Key::new(0, 1_000);
+        let mut x = exec(key, 1);
+        locate(&mut region, &mut net, &mut x, key);
+        assert_eq!(x.failed, Some(AbortReason::Timeout));
+        assert!(x.vacant.is_empty());
+    }
+}

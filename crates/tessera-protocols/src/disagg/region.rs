@@ -10,7 +10,13 @@
 //!
 //! Values are stored as they come (the slot's value bytes are its capacity
 //! in the paper; we keep the value's own length so that workloads with
-//! different value sizes need no configuration).
+//! different value sizes need no configuration, and a value that grows —
+//! TPC-C's `C_DATA` — needs no bigger slot).
+//!
+//! The region has twice as many slots as the records loaded: the free half
+//! is where inserts go (see [`super::client`] on inserts). A key whose
+//! whole probe path is full cannot be inserted: the coordinator fails the
+//! attempt with an error naming the memory node, never a panic.
 
 use super::verbs::{SlotImage, SlotWrite, Verb, VerbResult};
 use tessera_core::ids::{Key, Version};
