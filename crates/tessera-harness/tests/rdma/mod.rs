@@ -1,7 +1,8 @@
 //! The simulated deployment the memory-node seed tests share
-//! (`oocc_seeds.rs`, `oocc_workload_seeds.rs`): the RDMA preset with
-//! messages held back past the lease (5% by 30 µs) and clock drift within
-//! OOCC's bound (1000 ppm, §VII.B), 16 clients, every history checked.
+//! (`oocc_seeds.rs`, `oocc_workload_seeds.rs`, `oocc_tpcc_seeds.rs`): the
+//! RDMA preset with messages held back past the lease (5% by 30 µs) and
+//! clock drift within OOCC's bound (1000 ppm, §VII.B), 16 clients, every
+//! history checked.
 
 use tessera_core::ids::{Time, MS, US};
 use tessera_harness::{BenchSpec, RuntimeKind, SimConfig, WorkloadSpec};
