@@ -443,8 +443,18 @@ fn traced(s: &BenchSpec) -> (tessera_harness::BenchOutcome, Vec<Phase>) {
         m.target() == "coco_epoch"
     }));
     let sub = tracing_subscriber::registry().with(layer);
-    let out = tracing::subscriber::with_default(sub, || run_bench(s))
-        .unwrap_or_else(|e| panic!("seed {}: {e:#}", s.seed));
+    // One traced run at a time, with the callsites' cached interest rebuilt
+    // for this thread's subscriber: `tracing` caches per callsite whether
+    // any subscriber wants it, and under parallel tests (a subscriber of
+    // another thread set or dropped meanwhile) a probe run missed its
+    // events — "no epoch committed" on a seed that passes alone.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tracing::subscriber::with_default(sub, || {
+        tracing::callsite::rebuild_interest_cache();
+        run_bench(s)
+    })
+    .unwrap_or_else(|e| panic!("seed {}: {e:#}", s.seed));
     let phases = std::mem::take(&mut *log.lock().expect("not poisoned"));
     (out, phases)
 }
