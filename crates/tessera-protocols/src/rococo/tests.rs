@@ -423,12 +423,18 @@ fn a_reply_restarts_the_backoff_of_the_driver() {
     };
     let sent = at(&mut d, 0, &mut |d, ctx| d.begin(ctx));
     assert_eq!(starts(&sent), [(0, vec![0]), (1, vec![1])]);
-    // Nothing answers for a while: the resends back off to the cap.
-    let mut now = 0;
-    while now < 600 * MS {
+    // Nothing answers for a while: the resends back off to the cap (their
+    // gaps double: 20, 40, 80, 160, 160 ms). The replies come right after
+    // the last of them, so the next is a whole capped timeout away.
+    let (mut now, mut gaps, mut last) = (0, Vec::new(), 0);
+    while gaps.len() < 5 {
         now += MS;
-        at(&mut d, now, &mut |d, ctx| d.tick(ctx, cap));
+        if !starts(&at(&mut d, now, &mut |d, ctx| d.tick(ctx, cap))).is_empty() {
+            gaps.push(now - last);
+            last = now;
+        }
     }
+    assert_eq!(gaps.last(), Some(&cap));
     let reply = |piece| PieceReply {
         piece,
         reads: Vec::new(),
