@@ -28,7 +28,7 @@ use tessera_core::storage::Store;
 use tessera_core::txn::{Access, PieceKind, PieceResult, PieceSpec, Procedure, Txn, Value};
 use tessera_core::workload::{ClientSlot, TxnGenerator, Workload};
 use tessera_core::{Key, ShardId};
-use tessera_harness::{registry, run_bench, BenchSpec, WorkloadSpec};
+use tessera_harness::{registry, BenchSpec, WorkloadSpec};
 use tessera_workloads::tpcc::RemoteNewOrder;
 use tessera_workloads::{TpccConfig, YcsbConfig};
 
@@ -71,14 +71,7 @@ fn many_seeds(protocol: &str) {
     let mut new_orders = 0.0;
     for seed in 0..rdma::seeds(200) {
         let s = spec(protocol, seed);
-        let out = run_bench(&s)
-            .unwrap_or_else(|e| panic!("seed {seed}: {e:#}\nreplay: {}", replay(protocol, seed)));
-        let report = out.check.as_ref().expect("checked");
-        assert!(
-            report.ok,
-            "{protocol} seed {seed}: {report}\nreplay: {}",
-            replay(protocol, seed)
-        );
+        let out = rdma::run_checked(&s, &replay(protocol, seed));
         let violations = out.consistency.as_ref().expect("tpcc has conditions");
         assert!(
             violations.is_empty(),

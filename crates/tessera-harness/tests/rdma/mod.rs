@@ -5,7 +5,7 @@
 //! history checked.
 
 use tessera_core::ids::{Time, MS, US};
-use tessera_harness::{BenchSpec, RuntimeKind, SimConfig, WorkloadSpec};
+use tessera_harness::{run_bench, BenchOutcome, BenchSpec, RuntimeKind, SimConfig, WorkloadSpec};
 
 /// `TESSERA_SEEDS`, or `default`.
 pub fn seeds(default: u64) -> u64 {
@@ -31,4 +31,18 @@ pub fn spec(protocol: &str, workload: WorkloadSpec, seed: u64, duration: Time) -
         ..SimConfig::rdma()
     };
     s
+}
+
+/// Run `s`; it must run and pass the isolation checker (else panic with
+/// `replay`, the command that reproduces it).
+pub fn run_checked(s: &BenchSpec, replay: &str) -> BenchOutcome {
+    let out = run_bench(s)
+        .unwrap_or_else(|e| panic!("{} seed {}: {e:#}\nreplay: {replay}", s.protocol, s.seed));
+    let report = out.check.as_ref().expect("checked");
+    assert!(
+        report.ok,
+        "{} seed {}: {report}\nreplay: {replay}",
+        s.protocol, s.seed
+    );
+    out
 }
