@@ -29,6 +29,7 @@ fn seeds() -> u64 {
 }
 
 fn spec(protocol: &str, commit: &str, seed: u64) -> BenchSpec {
+    install_recorder();
     let workload = WorkloadSpec::Ycsb(YcsbConfig {
         partitions: 3,
         keys_per_partition: 500,
@@ -424,38 +425,61 @@ impl tracing::field::Visit for Phase {
     fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
 }
 
-struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<Phase>>>);
+thread_local! {
+    /// The phases traced on this thread while a `traced` run records.
+    static RECORDING: std::cell::RefCell<Option<Vec<Phase>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Appends `coco_epoch` events to the recording of the thread that
+/// emitted them. It is the process-wide default subscriber, installed
+/// once: a scoped subscriber per run (`with_default`) raced with the
+/// other tests' threads over `tracing`'s per-callsite interest cache — a
+/// callsite first hit on an untraced thread while no scoped subscriber
+/// lived was cached as "never", and a probe run then missed its events
+/// ("no epoch committed" on a seed that passes alone, CI 2026-11-25).
+/// With one global subscriber every callsite's interest includes it.
+struct Recorder;
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Recorder {
     fn on_event(&self, ev: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        let mut p = Phase::default();
-        ev.record(&mut p);
-        self.0.lock().expect("not poisoned").push(p);
+        RECORDING.with(|r| {
+            if let Some(log) = r.borrow_mut().as_mut() {
+                let mut p = Phase::default();
+                ev.record(&mut p);
+                log.push(p);
+            }
+        });
     }
 }
 
-/// Run `s` and return its outcome and the epoch phases the servers traced.
-fn traced(s: &BenchSpec) -> (tessera_harness::BenchOutcome, Vec<Phase>) {
+/// Install `Recorder` as the global subscriber, once. `spec` calls it, so
+/// that it is in place before any test's run first hits a callsite (a
+/// callsite registered concurrently with the install could still miss it).
+fn install_recorder() {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::Layer;
-    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let layer = Recorder(log.clone()).with_filter(tracing_subscriber::filter::filter_fn(|m| {
-        m.target() == "coco_epoch"
-    }));
-    let sub = tracing_subscriber::registry().with(layer);
-    // One traced run at a time, with the callsites' cached interest rebuilt
-    // for this thread's subscriber: `tracing` caches per callsite whether
-    // any subscriber wants it, and under parallel tests (a subscriber of
-    // another thread set or dropped meanwhile) a probe run missed its
-    // events — "no epoch committed" on a seed that passes alone.
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let out = tracing::subscriber::with_default(sub, || {
-        tracing::callsite::rebuild_interest_cache();
-        run_bench(s)
-    })
-    .unwrap_or_else(|e| panic!("seed {}: {e:#}", s.seed));
-    let phases = std::mem::take(&mut *log.lock().expect("not poisoned"));
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        let layer = Recorder.with_filter(tracing_subscriber::filter::filter_fn(|m| {
+            m.target() == "coco_epoch"
+        }));
+        tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
+            .expect("no other global subscriber in this test binary");
+    });
+}
+
+/// Run `s` and return its outcome and the epoch phases the servers traced.
+/// The simulator runs on the calling thread, so a thread-local recording
+/// holds exactly this run's events, and traced runs proceed in parallel.
+fn traced(s: &BenchSpec) -> (tessera_harness::BenchOutcome, Vec<Phase>) {
+    install_recorder();
+    RECORDING.with(|r| *r.borrow_mut() = Some(Vec::new()));
+    let out = run_bench(s);
+    let phases = RECORDING
+        .with(|r| r.borrow_mut().take())
+        .unwrap_or_default();
+    let out = out.unwrap_or_else(|e| panic!("seed {}: {e:#}", s.seed));
     (out, phases)
 }
 
