@@ -536,8 +536,7 @@ fn s2pl<X: Clone>(spec: &BenchSpec, config: X) -> Result<(X, BenchSpec), SpecErr
 
 /// OOCC's configuration: `base` with the ablation flags, the lease, its
 /// adaptation and the drift stop switch the spec sets. Only the OOCC knobs
-/// apply; memory nodes hold no inserted records, so TPC-C (which inserts)
-/// is refused.
+/// apply.
 fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), SpecError> {
     on_memory_nodes(
         spec,
@@ -663,21 +662,10 @@ fn lease_ns(spec: &BenchSpec) -> Result<Option<tessera_core::ids::Time>, SpecErr
 }
 
 /// What every protocol on memory nodes refuses: knobs other than `knobs`,
-/// replication, and workloads that insert.
+/// and replication.
 fn on_memory_nodes(spec: &BenchSpec, knobs: &[&'static str]) -> Result<(), SpecError> {
     only_knobs(spec, &spec.protocol, knobs)?;
-    unreplicated(spec, &spec.protocol)?;
-    if let crate::spec::WorkloadSpec::Tpcc(_) = spec.workload {
-        return Err(SpecError::Invalid {
-            flag: "--workload",
-            value: "tpcc".into(),
-            allowed: format!(
-                "workloads without inserts (micro, ycsb, counter, tatp, taobench): {} does not allocate slots yet",
-                spec.protocol
-            ),
-        });
-    }
-    Ok(())
+    unreplicated(spec, &spec.protocol)
 }
 
 /// NOCC's configuration from the spec's knobs; one switch unless told.

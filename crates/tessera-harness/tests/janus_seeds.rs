@@ -2,7 +2,8 @@
 //! message loss, duplication, reordering and partitions. Every history is
 //! checked for strict serializability, every run commits every attempt
 //! (Janus never aborts for conflicts, §3.2), and the replicas of each shard
-//! hold the same data at the end.
+//! hold the same data at the end; the servers' graph garbage collection
+//! runs throughout.
 //!
 //! `TESSERA_SEEDS` sets the number of seeds (default 200).
 
@@ -129,7 +130,7 @@ fn assert_converged(s: &BenchSpec, out: &BenchOutcome) {
 /// seed, under loss, duplication, reordering and a partition.
 #[test]
 fn janus_is_strictly_serializable_commits_everything_and_converges() {
-    let (mut fast, mut slow) = (0, 0);
+    let (mut fast, mut slow, mut forgotten) = (0, 0, 0);
     for seed in 0..seeds() {
         let s = spec(seed, false);
         let out =
@@ -169,9 +170,17 @@ fn janus_is_strictly_serializable_commits_everything_and_converges() {
             .get("janus_slow_path")
             .copied()
             .unwrap_or(0);
+        forgotten += out
+            .raw
+            .counters
+            .get("janus_forgotten")
+            .copied()
+            .unwrap_or(0);
     }
-    // Contention and faults exercise both paths.
+    // Contention and faults exercise both paths, and graph garbage
+    // collection (50 ms epochs) runs under them.
     assert!(fast > 0 && slow > 0, "fast {fast} slow {slow}");
+    assert!(forgotten > 0, "nothing was forgotten");
 }
 
 /// A client host crashes mid-run and restarts: the transactions its

@@ -70,14 +70,7 @@ fn seed_loop(protocol: &str) -> std::collections::BTreeMap<String, u64> {
     let mut counters = std::collections::BTreeMap::new();
     for seed in 0..seeds() {
         let s = spec(protocol, seed);
-        let out = run_bench(&s)
-            .unwrap_or_else(|e| panic!("seed {seed}: {e:#}\nreplay: {}", replay(protocol, seed)));
-        let report = out.check.as_ref().expect("checked");
-        assert!(
-            report.ok,
-            "seed {seed}: {report}\nreplay: {}",
-            replay(protocol, seed)
-        );
+        let out = rdma::run_checked(&s, &replay(protocol, seed));
         assert!(
             out.row.committed > 0,
             "seed {seed}: nothing committed\nreplay: {}",

@@ -11,7 +11,7 @@ mod rdma;
 
 use std::collections::BTreeSet;
 use tessera_core::ids::MS;
-use tessera_harness::{run_bench, BenchSpec, WorkloadSpec};
+use tessera_harness::{BenchSpec, WorkloadSpec};
 use tessera_workloads::{TaoBenchConfig, TatpConfig};
 
 fn seeds() -> u64 {
@@ -59,18 +59,7 @@ fn seed_loop(protocol: &str, workload: fn() -> WorkloadSpec) -> BTreeSet<String>
     for seed in 0..seeds() {
         let s = spec(protocol, workload(), seed);
         let name = s.workload.name();
-        let out = run_bench(&s).unwrap_or_else(|e| {
-            panic!(
-                "seed {seed}: {e:#}\nreplay: {}",
-                replay(protocol, name, seed)
-            )
-        });
-        let report = out.check.as_ref().expect("checked");
-        assert!(
-            report.ok,
-            "seed {seed}: {report}\nreplay: {}",
-            replay(protocol, name, seed)
-        );
+        let out = rdma::run_checked(&s, &replay(protocol, name, seed));
         assert!(
             out.row.committed > 100,
             "seed {seed}: {} committed\nreplay: {}",

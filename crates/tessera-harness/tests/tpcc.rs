@@ -284,6 +284,25 @@ fn rococo_merged_pieces_pass_immediate_stock_tpcc() {
     });
 }
 
+/// Seed 437 with faults: a NewOrder's start phase dragged on (failed
+/// validations, a partition) until its driver's resend timeout sat at the
+/// cap; its merged pieces then committed and the message that leads to the
+/// order insert was lost, and the run ended before the capped resend: the
+/// district's D_NEXT_O_ID counted an order that was never inserted. A reply
+/// now restarts the backoff (`rococo::driver`).
+#[test]
+fn rococo_merged_pieces_seed_437_inserts_every_counted_order() {
+    let s = immediate_stock("rococo", 437, true);
+    let out = run_bench(&s).unwrap();
+    let violations = out.consistency.as_ref().expect("tpcc has conditions");
+    assert!(
+        violations.is_empty(),
+        "{violations:#?}\nreplay: {}",
+        replay(&s)
+    );
+    assert!(out.check.as_ref().expect("checked").ok);
+}
+
 /// The conditions are real: OCC with validation switched off loses updates
 /// on a small, contended configuration (two warehouses, Payment only, every
 /// customer remote), and clause 3.3.2's conditions say so — as does the

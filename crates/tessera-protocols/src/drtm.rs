@@ -236,7 +236,7 @@ impl DrtmCoordinator {
         }
         let lease = word::lease(ctx.now() + self.cfg.lease_ns);
         for n in need {
-            let addr = self.net.addr(n.key).expect("located");
+            let addr = self.net.addr(&run.exec.vacant, n.key).expect("located");
             let l = &run.exec.recs[&n.key].lock;
             if n.write {
                 let expect = l.expect.unwrap_or(word::FREE);
@@ -273,7 +273,7 @@ impl DrtmCoordinator {
         let x = &run.exec;
         let expired = x.read_order.iter().any(|k| {
             let l = &x.recs[k].lock;
-            !l.write && !x.absent.contains(k) && l.lease_end <= valid_after
+            !l.write && l.lease_end <= valid_after
         });
         if expired {
             self.counters.lease_aborts += 1;
@@ -341,8 +341,9 @@ impl DrtmCoordinator {
                     }
                 }
                 (Purpose::Fetch { key, write }, VerbResult::Read(imgs)) => {
-                    let Some(img) = imgs.first().filter(|i| i.key == Some(key)) else {
-                        run.exec.fail(AbortReason::Timeout);
+                    let Some(img) = self.net.image(&mut run.exec, key, &imgs) else {
+                        // Another key's insert took this insert slot.
+                        run.exec.fail(AbortReason::LockConflict);
                         continue;
                     };
                     fetched(&mut run.exec, key, write, img, now + self.cfg.delta_ns);

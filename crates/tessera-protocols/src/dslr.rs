@@ -331,11 +331,15 @@ impl DslrCoordinator {
         };
         let drain = run.phase == Phase::Drain;
         let mut round = client::Round::new();
+        let vacant = &run.exec.vacant;
         for (key, r) in run.exec.recs.iter_mut() {
             let Some(t) = r.lock.ticket.as_mut() else {
                 continue;
             };
-            let addr = self.net.addr(*key).expect("ticketed keys are located");
+            let addr = self
+                .net
+                .addr(vacant, *key)
+                .expect("ticketed keys are located");
             let add = if t.void && !t.undone {
                 t.undone = true;
                 word::undo(word::acquire(t.exclusive))
@@ -433,7 +437,7 @@ impl DslrCoordinator {
                 run.exec.fail(AbortReason::LockConflict);
                 return self.settle(ctx, txn);
             }
-            let addr = self.net.addr(n.key).expect("located");
+            let addr = self.net.addr(&run.exec.vacant, n.key).expect("located");
             let add = word::acquire(n.write);
             let acquire = Purpose::Acquire {
                 key: n.key,
@@ -462,10 +466,14 @@ impl DslrCoordinator {
         let mut round = self
             .net
             .write_back(&run.exec, txn, held, None, || Purpose::Ack);
+        let vacant = &run.exec.vacant;
         for (key, r) in run.exec.recs.iter_mut() {
             if let Some(t) = r.lock.ticket.as_mut() {
                 t.released = true;
-                let addr = self.net.addr(*key).expect("ticketed keys are located");
+                let addr = self
+                    .net
+                    .addr(vacant, *key)
+                    .expect("ticketed keys are located");
                 let add = word::release(t.exclusive);
                 let p = Purpose::Faa {
                     addr,
@@ -498,7 +506,10 @@ impl DslrCoordinator {
         let mut round = client::Round::new();
         for (key, r) in &run.exec.recs {
             if r.lock.ticket.is_some_and(|t| t.waiting()) {
-                let addr = self.net.addr(*key).expect("ticketed keys are located");
+                let addr = self
+                    .net
+                    .addr(&run.exec.vacant, *key)
+                    .expect("ticketed keys are located");
                 let read = Verb::Read { addr, len: 1 };
                 client::push(&mut round, r.shard, read, Purpose::Fetch { key: *key });
                 self.counters.polls += 1;
@@ -544,7 +555,12 @@ impl DslrCoordinator {
                     r.lock.ticket = Some(t);
                 }
                 (Purpose::Fetch { key }, VerbResult::Read(imgs)) => {
-                    let Some(img) = imgs.first().filter(|i| i.key == Some(key)) else {
+                    let Some(img) = self.net.image(x, key, &imgs).or_else(|| {
+                        // Another key's insert took this insert slot: abort,
+                        // but follow the ticket on (it must be released).
+                        x.fail(AbortReason::LockConflict);
+                        imgs.first()
+                    }) else {
                         x.fail(AbortReason::Timeout);
                         continue;
                     };

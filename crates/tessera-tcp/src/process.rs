@@ -213,16 +213,30 @@ enum Local<M> {
     Persisted { to: usize, token: u64 },
 }
 
+/// A socket bound to `addr` (address reuse as `TcpListener::bind` sets
+/// it), not yet listening.
+fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpSocket> {
+    let sock = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    sock.set_reuseaddr(true)?;
+    sock.bind(addr)?;
+    Ok(sock)
+}
+
 async fn run<M: Codec + Send + 'static>(
     spec: ProcessSpec<M>,
 ) -> Result<ProcessOutput<M>, TcpError> {
     let origin = Instant::now();
-    let listener = match spec.listen {
-        Some(addr) => Some(
-            tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|source| TcpError::Bind { addr, source })?,
-        ),
+    // Bound now, so that a taken address fails at once, but listening only
+    // once every node is built (a server loads its shard in its factory,
+    // seconds for TPC-C): until then connections are refused, so `cluster
+    // up` and the dialers wait for a server that can answer instead of
+    // queueing seconds of requests (and retransmissions) in its backlog.
+    let socket = match spec.listen {
+        Some(addr) => Some(bind(addr).map_err(|source| TcpError::Bind { addr, source })?),
         None => None,
     };
     let (persisted_tx, mut persisted_rx) = mpsc::unbounded_channel::<(usize, Vec<u64>)>();
@@ -310,7 +324,10 @@ async fn run<M: Codec + Send + 'static>(
         }
         tokio::task::spawn_local(net::dial(shared.clone(), addr, nodes, rx));
     }
-    if let Some(l) = listener {
+    if let (Some(sock), Some(addr)) = (socket, spec.listen) {
+        let l = sock
+            .listen(1024)
+            .map_err(|source| TcpError::Bind { addr, source })?;
         tokio::task::spawn_local(net::accept(shared.clone(), l));
     }
 

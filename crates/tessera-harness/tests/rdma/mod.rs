@@ -1,10 +1,11 @@
 //! The simulated deployment the memory-node seed tests share
-//! (`oocc_seeds.rs`, `oocc_workload_seeds.rs`): the RDMA preset with
-//! messages held back past the lease (5% by 30 µs) and clock drift within
-//! OOCC's bound (1000 ppm, §VII.B), 16 clients, every history checked.
+//! (`oocc_seeds.rs`, `oocc_workload_seeds.rs`, `oocc_tpcc_seeds.rs`): the
+//! RDMA preset with messages held back past the lease (5% by 30 µs) and
+//! clock drift within OOCC's bound (1000 ppm, §VII.B), 16 clients, every
+//! history checked.
 
 use tessera_core::ids::{Time, MS, US};
-use tessera_harness::{BenchSpec, RuntimeKind, SimConfig, WorkloadSpec};
+use tessera_harness::{run_bench, BenchOutcome, BenchSpec, RuntimeKind, SimConfig, WorkloadSpec};
 
 /// `TESSERA_SEEDS`, or `default`.
 pub fn seeds(default: u64) -> u64 {
@@ -30,4 +31,18 @@ pub fn spec(protocol: &str, workload: WorkloadSpec, seed: u64, duration: Time) -
         ..SimConfig::rdma()
     };
     s
+}
+
+/// Run `s`; it must run and pass the isolation checker (else panic with
+/// `replay`, the command that reproduces it).
+pub fn run_checked(s: &BenchSpec, replay: &str) -> BenchOutcome {
+    let out = run_bench(s)
+        .unwrap_or_else(|e| panic!("{} seed {}: {e:#}\nreplay: {replay}", s.protocol, s.seed));
+    let report = out.check.as_ref().expect("checked");
+    assert!(
+        report.ok,
+        "{} seed {}: {report}\nreplay: {replay}",
+        s.protocol, s.seed
+    );
+    out
 }

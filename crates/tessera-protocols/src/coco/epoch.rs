@@ -22,6 +22,16 @@
 //! later **EpochCommit** lists the aborted ranges, so a client host that
 //! missed the abort never releases a result of an aborted epoch.
 //!
+//! Crashes (§3.2, recovery in [`super::redo`]): the manager forces an
+//! abort record before it prepares again, and a commit record before
+//! **EpochCommit**. A restarted server lost the writes of the epochs it had
+//! not prepared, so it asks the manager to **Rejoin**: the manager aborts
+//! the open epochs (extending an abort in progress) and, once that abort
+//! is durable, answers **EpochStatus** with the last committed epoch and
+//! every aborted range, from which the server replays its log. A restarted
+//! manager aborts the epoch after the last one it committed or aborted,
+//! and the one servers may have moved on to, before anything else.
+//!
 //! The manager lives on shard 0's first replica (the topology has no
 //! dedicated role for it); its messages to its own node are delivered
 //! locally by the server.
@@ -44,10 +54,15 @@ pub struct EpochManager {
     sent_at: Time,
     /// A prepare still unanswered this long aborts the epoch.
     timeout: Time,
-    /// The abort in progress: its range, and servers yet to acknowledge.
-    aborting: Option<(u64, u64, Vec<NodeId>)>,
+    /// The abort in progress: its range, servers yet to acknowledge, and
+    /// whether its abort record is durable (it ends with both).
+    aborting: Option<(u64, u64, Vec<NodeId>, bool)>,
     /// Every range `[from, to)` of epochs aborted so far.
     aborted: Vec<(u64, u64)>,
+    /// The last epoch whose commit record is durable.
+    committed: u64,
+    /// Restarted servers waiting for an [`Msg::EpochStatus`].
+    rejoining: Vec<NodeId>,
 }
 
 /// What the manager asks its host server to do.
@@ -56,6 +71,9 @@ pub enum Action {
     /// Force the commit record of `epoch`, then call
     /// [`EpochManager::commit_durable`].
     PersistCommit(u64),
+    /// Force the abort record of `[epoch, next)`, then call
+    /// [`EpochManager::abort_durable`].
+    PersistAbort(u64, u64),
 }
 
 impl EpochManager {
@@ -72,6 +90,50 @@ impl EpochManager {
             timeout,
             aborting: None,
             aborted: Vec::new(),
+            committed: 0,
+            rejoining: Vec::new(),
+        }
+    }
+
+    /// Restarted from the log: `committed` is the last epoch with a
+    /// durable commit record, `aborted` every durable abort. Call
+    /// [`EpochManager::abort_open`] next.
+    ///
+    /// Every epoch after `committed` is aborted or open, and an abort in
+    /// progress at the crash may not have reached every server: the
+    /// restart's abort covers them all, from `committed + 1` on, as if it
+    /// extended that abort (reverting a range twice is a no-op).
+    pub fn restart(&mut self, committed: u64, aborted: Vec<(u64, u64)>) {
+        let floor = aborted.iter().map(|r| r.1).max().unwrap_or(0);
+        self.epoch = (committed + 1).max(floor);
+        self.committed = committed;
+        self.aborted = aborted;
+        self.aborting = Some((committed + 1, self.epoch, Vec::new(), true));
+    }
+
+    /// The range [`EpochManager::abort_open`] aborts now.
+    pub fn open_range(&self) -> (u64, u64) {
+        match &self.aborting {
+            Some((from, ..)) => (*from, self.epoch + 2),
+            None => (self.epoch, self.epoch + 2),
+        }
+    }
+
+    /// Abort the epochs a crash may have left open (after a restart of
+    /// the manager itself).
+    pub fn abort_open(&mut self, now: Time, out: &mut Vec<Action>) {
+        self.abort(now, out);
+    }
+
+    /// A restarted server asks to rejoin (§3.2): abort the open epochs
+    /// (whose writes it lost) and answer once that abort is durable; a
+    /// commit being forced finishes first.
+    pub fn rejoin(&mut self, from: NodeId, now: Time, out: &mut Vec<Action>) {
+        if !self.rejoining.contains(&from) {
+            self.rejoining.push(from);
+        }
+        if !self.committing {
+            self.abort(now, out);
         }
     }
 
@@ -105,7 +167,7 @@ impl EpochManager {
         if now.saturating_sub(self.sent_at) < rto {
             return;
         }
-        if let Some((epoch, next, waiting)) = &self.aborting {
+        if let Some((epoch, next, waiting, _)) = &self.aborting {
             self.sent_at = now;
             for &s in waiting {
                 out.push(Action::Send(
@@ -124,26 +186,54 @@ impl EpochManager {
         }
     }
 
-    /// Abort the epoch being prepared and the one after it, which servers
-    /// entered when the prepare reached them.
+    /// Abort the epoch being prepared (or the open one) and the one after
+    /// it, which servers entered when the prepare reached them. An abort
+    /// in progress is extended: its range grows to cover the new epochs,
+    /// and every server must acknowledge the larger range.
     fn abort(&mut self, now: Time, out: &mut Vec<Action>) {
-        let (epoch, next) = (self.epoch, self.epoch + 2);
-        tracing::debug!(epoch, waiting = ?self.waiting, "epoch abort: prepare overdue");
+        let (epoch, next) = self.open_range();
+        tracing::debug!(epoch, next, waiting = ?self.waiting, "epoch abort");
         self.preparing = false;
         self.aborted.push((epoch, next));
         self.sent_at = now;
+        self.aborting = Some((epoch, next, self.servers.clone(), false));
+        self.epoch = next;
+        out.push(Action::PersistAbort(epoch, next));
         for &n in self.servers.iter().chain(&self.clients) {
             out.push(Action::Send(n, Msg::EpochAbort { epoch, next }));
         }
-        self.aborting = Some((epoch, next, self.servers.clone()));
-        self.epoch = next;
     }
 
-    pub fn abort_acknowledged(&mut self, from: NodeId, epoch: u64) {
-        if let Some((e, _, waiting)) = &mut self.aborting {
-            if *e == epoch {
+    /// The abort record of `[epoch, next)` is durable: answer the servers
+    /// that asked to rejoin (they must never see an abort a restarted
+    /// manager could forget), and end the abort if all acknowledged it.
+    /// Until then no epoch is prepared, so a manager that crashes first
+    /// restarts in the very same range (see [`EpochManager::restart`]).
+    pub fn abort_durable(&mut self, epoch: u64, next: u64, out: &mut Vec<Action>) {
+        let Some((e, n, waiting, durable)) = &mut self.aborting else {
+            return;
+        };
+        if (*e, *n) != (epoch, next) {
+            return;
+        }
+        *durable = true;
+        if waiting.is_empty() {
+            self.aborting = None;
+        }
+        for s in std::mem::take(&mut self.rejoining) {
+            let msg = Msg::EpochStatus {
+                committed: self.committed,
+                aborted: self.aborted.clone(),
+            };
+            out.push(Action::Send(s, msg));
+        }
+    }
+
+    pub fn abort_acknowledged(&mut self, from: NodeId, epoch: u64, next: u64) {
+        if let Some((e, n, waiting, durable)) = &mut self.aborting {
+            if (*e, *n) == (epoch, next) {
                 waiting.retain(|n| *n != from);
-                if waiting.is_empty() {
+                if waiting.is_empty() && *durable {
                     self.aborting = None;
                 }
             }
@@ -163,15 +253,19 @@ impl EpochManager {
     }
 
     /// The commit record of the epoch is durable: announce it.
-    pub fn commit_durable(&mut self, epoch: u64, out: &mut Vec<Action>) {
+    pub fn commit_durable(&mut self, epoch: u64, now: Time, out: &mut Vec<Action>) {
         if !self.committing || epoch != self.epoch {
             return;
         }
         self.committing = false;
+        self.committed = epoch;
         for &n in self.servers.iter().chain(&self.clients) {
             let aborted = self.aborted.clone();
             out.push(Action::Send(n, Msg::EpochCommit { epoch, aborted }));
         }
         self.epoch += 1;
+        if !self.rejoining.is_empty() {
+            self.abort(now, out);
+        }
     }
 }

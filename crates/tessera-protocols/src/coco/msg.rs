@@ -128,6 +128,17 @@ pub enum Msg {
     },
     EpochAborted {
         epoch: u64,
+        next: u64,
+    },
+    /// A restarted server → epoch manager: it lost what it had not
+    /// prepared; abort the open epochs and say what is committed (§3.2).
+    Rejoin,
+    /// Epoch manager → a rejoining server: epochs up to `committed` that
+    /// are in no `aborted` range are committed; replay those (see
+    /// [`super::redo`]).
+    EpochStatus {
+        committed: u64,
+        aborted: Vec<(u64, u64)>,
     },
 }
 
@@ -163,15 +174,16 @@ impl WireSize for Msg {
                     .sum(),
                 Msg::Prepare { writes, reads, .. } => 16 + kv_size(writes) + reads.len() * 20,
                 Msg::Prepared { .. } => 25,
-                Msg::EpochCommit { aborted, .. } => 8 + 16 * aborted.len(),
-                Msg::EpochAbort { .. } => 16,
+                Msg::EpochCommit { aborted, .. } | Msg::EpochStatus { aborted, .. } => {
+                    8 + 16 * aborted.len()
+                }
+                Msg::EpochAbort { .. } | Msg::EpochAborted { .. } => 16,
                 Msg::WriteBack { .. } => 16,
                 Msg::Replicate { writes, .. } => 32 + kv_size(writes),
-                Msg::Replicated { .. }
-                | Msg::EpochPrepare { .. }
-                | Msg::EpochPrepared { .. }
-                | Msg::EpochAborted { .. } => 8,
-                Msg::WrittenBack { .. } | Msg::Abort { .. } | Msg::Inquire { .. } => 0,
+                Msg::Replicated { .. } | Msg::EpochPrepare { .. } | Msg::EpochPrepared { .. } => 8,
+                Msg::WrittenBack { .. } | Msg::Abort { .. } | Msg::Inquire { .. } | Msg::Rejoin => {
+                    0
+                }
             }
     }
 }

@@ -5,10 +5,11 @@
 
 use super::epoch::{Action, EpochManager};
 use super::msg::{Msg, PieceReply, TsRead};
-use super::undo::Undo;
+use super::redo::{self, Entry, Recovered};
+use super::undo::{Saved, Undo};
 use super::{Cc, CocoConfig, CommitMode, Isolation};
 use crate::tombstones::Tombstones;
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use tessera_core::ids::{Key, NodeId, Time, TimerId, TxnId, Version};
@@ -46,6 +47,7 @@ enum AfterPersist {
     EpochPrepared(u64),
     ReplicaAck { to: NodeId, seq: u64 },
     EpochCommit(u64),
+    EpochAbort(u64, u64),
 }
 
 pub struct CocoServer {
@@ -71,6 +73,28 @@ pub struct CocoServer {
     flushing: bool,
     /// Redo records of writes not yet forced (§6.2).
     log: BytesMut,
+    /// Every redo entry of an epoch not yet committed, forced or not
+    /// (`epoch` mode): a checkpoint carries them (see [`redo`]).
+    open: Vec<Entry>,
+    /// Every key installed since the load (`epoch` mode): what a
+    /// checkpoint's image holds.
+    written: tessera_core::FastSet<Key>,
+    /// The last epoch known committed, and the last one checkpointed.
+    committed: u64,
+    checkpointed: u64,
+    /// Redo bytes logged since the last checkpoint, and that checkpoint's
+    /// size.
+    logged: usize,
+    checkpoint_bytes: usize,
+    /// Restarted and waiting for the manager's [`Msg::EpochStatus`] to
+    /// replay this log; nothing else is served meanwhile (§3.2).
+    recovering: Option<Recovered>,
+    /// Restarts recovered, redo entries replayed and log bytes read
+    /// (results counters).
+    recoveries: u64,
+    from_checkpoint: u64,
+    replayed: u64,
+    replayed_bytes: u64,
     persists: FastMap<u64, AfterPersist>,
     next_token: u64,
     manager: Option<EpochManager>,
@@ -105,7 +129,7 @@ impl CocoServer {
             Vec::new()
         };
         let manager_node = topo.shards[0].replicas[0];
-        let manager = (manager_node == env.me).then(|| {
+        let mut manager = (manager_node == env.me).then(|| {
             let servers = topo
                 .nodes
                 .iter()
@@ -122,7 +146,9 @@ impl CocoServer {
             };
             EpochManager::new(servers, clients, timeout)
         });
-        CocoServer {
+        let recovered = (config.commit == CommitMode::Epoch && !env.recovered.is_empty())
+            .then(|| redo::recover(&env.recovered).expect("a server's own log decodes"));
+        let mut server = CocoServer {
             me: env.me,
             ended: Tombstones::new(config.tombstone),
             config,
@@ -138,7 +164,7 @@ impl CocoServer {
             log: BytesMut::new(),
             persists: tessera_core::fast_map(),
             next_token: 0,
-            manager,
+            manager: None,
             manager_node,
             local: VecDeque::new(),
             undo: Undo::default(),
@@ -146,7 +172,106 @@ impl CocoServer {
             aborted: Vec::new(),
             reverted: 0,
             aborts_reported: 0,
+            open: Vec::new(),
+            written: Default::default(),
+            committed: 0,
+            checkpointed: 0,
+            logged: 0,
+            checkpoint_bytes: 0,
+            recovering: None,
+            recoveries: 0,
+            from_checkpoint: 0,
+            replayed: 0,
+            replayed_bytes: 0,
+        };
+        if let Some(rec) = recovered {
+            match manager.as_mut() {
+                // The manager's own log says what is decided; the open
+                // epochs abort as it starts (see [`EpochManager::restart`]).
+                Some(m) => {
+                    m.restart(rec.committed, rec.aborted.clone());
+                    let mut aborted = rec.aborted.clone();
+                    aborted.push(m.open_range());
+                    let committed = rec.committed;
+                    server.replay(rec, committed, aborted);
+                }
+                None => server.recovering = Some(rec),
+            }
         }
+        server.manager = manager;
+        server
+    }
+
+    /// Rebuild the store from the log as of the committed epochs (§3.2,
+    /// see [`redo`]) and take up the decided epochs.
+    fn replay(&mut self, rec: Recovered, committed: u64, aborted: Vec<(u64, u64)>) {
+        let lt_occ = self.config.cc == Cc::LtOcc;
+        let applied = rec.replay(&mut self.store, committed, &aborted, lt_occ);
+        self.written.extend(rec.image.iter().map(|r| r.0));
+        self.written.extend(rec.entries.iter().map(|e| e.key));
+        self.committed = committed;
+        self.checkpointed = committed;
+        self.prepared = rec.prepared;
+        self.floor = aborted.iter().map(|r| r.1).max().unwrap_or(0);
+        self.epoch = self.floor.max(committed + 1);
+        self.aborted = aborted;
+        self.recoveries += 1;
+        self.from_checkpoint += rec.from_checkpoint as u64;
+        self.replayed += applied as u64;
+        self.replayed_bytes += rec.bytes as u64;
+        tracing::debug!(
+            target: "coco_epoch",
+            phase = "recovered",
+            node = self.me.0,
+            epoch = committed,
+            entries = applied,
+            records = rec.records,
+            bytes = rec.bytes,
+        );
+    }
+
+    /// A phase of epoch commit (§3.1, Fig. 1), for tests that crash nodes
+    /// at a chosen point.
+    fn trace(ctx: &Ctx<Msg>, phase: &'static str, node: NodeId, epoch: u64) {
+        tracing::debug!(
+            target: "coco_epoch",
+            phase,
+            node = node.0,
+            epoch,
+            at = ctx.observed_now()
+        );
+    }
+
+    /// Force a checkpoint as of the last committed epoch (§6.2, see
+    /// [`redo`]) once `checkpoint_every` epochs have committed since the
+    /// last one and the log has grown by at least that checkpoint's size:
+    /// recovery then reads at most about two images' worth, and the
+    /// checkpoints never take more disk than the log itself. The unforced
+    /// redo buffer goes with it: its entries are among the open ones.
+    fn maybe_checkpoint(&mut self, ctx: &mut Ctx<Msg>) {
+        if self.config.commit != CommitMode::Epoch
+            || self.committed < self.checkpointed + self.config.checkpoint_every
+            || self.logged < self.checkpoint_bytes
+        {
+            return;
+        }
+        self.checkpointed = self.committed;
+        let mut keys: Vec<Key> = self.written.iter().copied().collect();
+        keys.sort_unstable();
+        let image: Vec<(Key, Saved)> = keys
+            .into_iter()
+            .map(|k| {
+                let s = self.undo.oldest(k).cloned();
+                (k, s.unwrap_or_else(|| Saved::of(&self.store, k)))
+            })
+            .filter(|(_, s)| s.wts > 0)
+            .collect();
+        let record = redo::checkpoint_record(self.committed, &self.aborted, &image, &self.open);
+        self.log.clear();
+        self.logged = 0;
+        self.checkpoint_bytes = record.len();
+        self.next_token += 1;
+        ctx.persist(self.next_token, record);
     }
 
     fn send(&mut self, ctx: &mut Ctx<Msg>, to: NodeId, msg: Msg) {
@@ -175,25 +300,50 @@ impl CocoServer {
         f(m, &mut out);
         for a in out {
             match a {
-                Action::Send(to, msg) => self.send(ctx, to, msg),
+                Action::Send(to, msg) => {
+                    if let Msg::EpochPrepare { epoch } = msg {
+                        Self::trace(ctx, "prepare_sent", to, epoch);
+                    }
+                    self.send(ctx, to, msg)
+                }
                 Action::PersistCommit(e) => {
-                    let record = Bytes::copy_from_slice(&e.to_le_bytes());
+                    let record = redo::commit_record(e);
                     self.persist(ctx, record, AfterPersist::EpochCommit(e));
+                }
+                Action::PersistAbort(e, next) => {
+                    tracing::debug!(
+                        target: "coco_epoch",
+                        phase = "abort",
+                        epoch = e,
+                        next,
+                        at = ctx.observed_now()
+                    );
+                    let record = redo::abort_record(e, next);
+                    self.persist(ctx, record, AfterPersist::EpochAbort(e, next));
                 }
             }
         }
     }
 
-    /// Append redo records of `writes` (§6.2: key, timestamp, value).
-    fn log_writes(&mut self, ts: u64, version: Version, writes: &[(Key, Value)]) {
+    /// Append redo records of `writes` of `epoch` (§6.2: key, timestamp,
+    /// value).
+    fn log_writes(&mut self, epoch: u64, ts: u64, version: Version, writes: &[(Key, Value)]) {
+        let before = self.log.len();
         for (k, v) in writes {
-            self.log.put_u32_le(k.table.0);
-            self.log.put_u64_le(k.row);
-            self.log.put_u64_le(ts);
-            self.log.put_u64_le(version.0);
-            self.log.put_u32_le(v.len() as u32);
-            self.log.put_slice(v);
+            let e = Entry {
+                epoch,
+                key: *k,
+                ts,
+                version,
+                value: v.clone(),
+            };
+            e.encode(&mut self.log);
+            if self.config.commit == CommitMode::Epoch {
+                self.written.insert(*k);
+                self.open.push(e);
+            }
         }
+        self.logged += self.log.len() - before;
     }
 
     /// Run pieces on this replica's data (§4 execution phase).
@@ -474,7 +624,7 @@ impl CocoServer {
             }
             r.meta.lock = 0;
         }
-        self.log_writes(ts, version, &h.writes);
+        self.log_writes(epoch, ts, version, &h.writes);
         self.ended.insert(txn, true, ctx.now());
         if self.backups.is_empty() {
             ctx.send(h.coord, Msg::WrittenBack { txn });
@@ -557,9 +707,9 @@ impl CocoServer {
                 }
             }
         }
-        self.log_writes(ts, version, &writes);
+        self.log_writes(epoch, ts, version, &writes);
         if epoch <= self.prepared || (self.flushing && Some(epoch) <= self.prepare_wanted) {
-            let record = self.log.split().freeze();
+            let record = redo::redo_record(&self.log.split(), None);
             self.persist(ctx, record, AfterPersist::ReplicaAck { to: from, seq });
         } else {
             ctx.send(from, Msg::Replicated { seq });
@@ -581,6 +731,7 @@ impl CocoServer {
     }
 
     fn on_epoch_prepare(&mut self, ctx: &mut Ctx<Msg>, epoch: u64) {
+        Self::trace(ctx, "prepare_received", self.me, epoch);
         if epoch <= self.prepared {
             let to = self.manager_node;
             self.send(ctx, to, Msg::EpochPrepared { epoch });
@@ -612,6 +763,7 @@ impl CocoServer {
                 self.ended.insert(txn, false, ctx.now());
             }
             self.replication.retain(|_, r| r.epoch < epoch);
+            self.open.retain(|e| !(epoch..next).contains(&e.epoch));
             let reverted = self.undo.revert(&mut self.store, epoch, next);
             self.reverted += reverted as u64;
             // Everything not yet forced belongs to the aborted epochs: the
@@ -622,7 +774,7 @@ impl CocoServer {
             tracing::debug!(node = ?self.me, epoch, next, reverted, "epoch abort");
         }
         let to = self.manager_node;
-        self.send(ctx, to, Msg::EpochAborted { epoch });
+        self.send(ctx, to, Msg::EpochAborted { epoch, next });
     }
 
     /// Answer the wanted prepare once nothing of its epoch is in flight
@@ -638,13 +790,17 @@ impl CocoServer {
             return;
         }
         self.flushing = true;
-        let mut record = self.log.split();
-        record.put_u64_le(e);
-        self.persist(ctx, record.freeze(), AfterPersist::EpochPrepared(e));
+        let record = redo::redo_record(&self.log.split(), Some(e));
+        self.persist(ctx, record, AfterPersist::EpochPrepared(e));
     }
 
     fn sweep(&mut self, ctx: &mut Ctx<Msg>) {
         let now = ctx.now();
+        if self.recovering.is_some() {
+            ctx.send(self.manager_node, Msg::Rejoin);
+            ctx.set_timer(self.config.retransmit / 2, SWEEP);
+            return;
+        }
         self.ended.sweep(now);
         let mut ask: Vec<(TxnId, NodeId)> = Vec::new();
         for (txn, h) in self.held.iter_mut() {
@@ -671,6 +827,16 @@ impl CocoServer {
     }
 
     fn handle(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        if self.recovering.is_some() {
+            // Nothing is served from a store that may lack committed
+            // epochs; the senders retransmit.
+            if let Msg::EpochStatus { committed, aborted } = msg {
+                let rec = self.recovering.take().expect("checked");
+                self.replay(rec, committed, aborted);
+                Self::trace(ctx, "rejoined", self.me, committed);
+            }
+            return;
+        }
         match msg {
             Msg::Read {
                 txn,
@@ -699,16 +865,26 @@ impl CocoServer {
             Msg::Replicated { seq } => self.on_replicated(ctx, from, seq),
             Msg::EpochPrepare { epoch } => self.on_epoch_prepare(ctx, epoch),
             Msg::EpochPrepared { epoch } => {
+                Self::trace(ctx, "vote_received", from, epoch);
                 self.run_manager(ctx, |m, out| m.prepared(from, epoch, out))
             }
             Msg::EpochCommit { epoch, .. } => {
+                Self::trace(ctx, "commit_received", self.me, epoch);
                 self.epoch = self.epoch.max(epoch + 1);
                 self.undo.committed(epoch);
+                self.committed = self.committed.max(epoch);
+                self.open.retain(|e| e.epoch > epoch);
+                self.maybe_checkpoint(ctx);
             }
             Msg::EpochAbort { epoch, next } => self.on_epoch_abort(ctx, epoch, next),
-            Msg::EpochAborted { epoch } => {
-                self.run_manager(ctx, |m, _| m.abort_acknowledged(from, epoch))
+            Msg::EpochAborted { epoch, next } => {
+                self.run_manager(ctx, |m, _| m.abort_acknowledged(from, epoch, next))
             }
+            Msg::Rejoin => {
+                let now = ctx.now();
+                self.run_manager(ctx, |m, out| m.rejoin(from, now, out))
+            }
+            Msg::EpochStatus { .. } => {}
             Msg::ReadOk { .. }
             | Msg::Prepared { .. }
             | Msg::WrittenBack { .. }
@@ -732,6 +908,15 @@ impl Node<Msg> for CocoServer {
         if self.manager.is_some() {
             ctx.set_timer(self.config.epoch, EPOCH);
         }
+        if self.recovering.is_some() {
+            ctx.send(self.manager_node, Msg::Rejoin);
+        } else if self.recoveries > 0 {
+            // The manager restarted: abort what its crash left open.
+            let now = ctx.now();
+            self.run_manager(ctx, |m, out| m.abort_open(now, out));
+            Self::trace(ctx, "rejoined", self.me, self.committed);
+        }
+        self.drain_local(ctx);
     }
 
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
@@ -760,13 +945,19 @@ impl Node<Msg> for CocoServer {
                 if self.prepare_wanted.is_some_and(|w| w <= e) {
                     self.prepare_wanted = None;
                 }
+                Self::trace(ctx, "prepared", self.me, e);
                 let to = self.manager_node;
                 self.send(ctx, to, Msg::EpochPrepared { epoch: e });
                 self.try_prepare(ctx);
             }
             Some(AfterPersist::ReplicaAck { to, seq }) => ctx.send(to, Msg::Replicated { seq }),
             Some(AfterPersist::EpochCommit(e)) => {
-                self.run_manager(ctx, |m, out| m.commit_durable(e, out))
+                Self::trace(ctx, "commit_durable", self.me, e);
+                let now = ctx.now();
+                self.run_manager(ctx, |m, out| m.commit_durable(e, now, out))
+            }
+            Some(AfterPersist::EpochAbort(e, next)) => {
+                self.run_manager(ctx, |m, out| m.abort_durable(e, next, out))
             }
             None => {}
         }
@@ -784,6 +975,13 @@ impl Node<Msg> for CocoServer {
             counters: vec![
                 ("epoch_aborts", aborts),
                 ("tuples_reverted", std::mem::take(&mut self.reverted)),
+                ("server_recoveries", std::mem::take(&mut self.recoveries)),
+                (
+                    "recoveries_from_checkpoint",
+                    std::mem::take(&mut self.from_checkpoint),
+                ),
+                ("redo_entries_replayed", std::mem::take(&mut self.replayed)),
+                ("redo_bytes_read", std::mem::take(&mut self.replayed_bytes)),
             ],
         }
     }

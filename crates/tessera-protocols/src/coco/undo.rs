@@ -91,6 +91,12 @@ impl Undo {
         }
     }
 
+    /// The version `key` had before the oldest open epoch wrote it: its
+    /// last committed one, once every earlier epoch is decided.
+    pub fn oldest(&self, key: Key) -> Option<&Saved> {
+        self.saved.get(&key).and_then(|l| l.first()).map(|(_, s)| s)
+    }
+
     /// Every epoch up to `epoch` committed: their saved versions are
     /// no longer needed.
     pub fn committed(&mut self, epoch: u64) {

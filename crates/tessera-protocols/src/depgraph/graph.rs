@@ -44,6 +44,14 @@ pub(crate) enum Decision {
     Scc(Vec<TxnId>),
 }
 
+/// A vertex [`DepGraph::collect`] dropped: what a tombstone keeps of it.
+pub(crate) struct Dropped {
+    pub txn: TxnId,
+    pub local: bool,
+    /// Its component when of two or more members, in execution order.
+    pub scc: Option<Arc<[TxnId]>>,
+}
+
 #[derive(Default)]
 pub(crate) struct DepGraph {
     nodes: FastMap<TxnId, Node>,
@@ -64,6 +72,10 @@ impl DepGraph {
 
     pub fn get_mut(&mut self, t: TxnId) -> Option<&mut Node> {
         self.nodes.get_mut(&t)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (TxnId, &Node)> {
+        self.nodes.iter().map(|(&t, n)| (t, n))
     }
 
     pub fn len(&self) -> usize {
@@ -366,30 +378,40 @@ impl DepGraph {
         out
     }
 
-    /// Drop vertices no longer needed (§3.4 epochs): untouched for two
-    /// epochs, local ones DECIDED and finished, and `may_drop(txn, local)`.
-    /// Calls `gone` with each dropped local vertex and its component.
-    pub fn collect(
-        &mut self,
-        epoch: u64,
-        may_drop: impl Fn(TxnId, bool) -> bool,
-        mut gone: impl FnMut(TxnId, Option<Arc<[TxnId]>>),
-    ) {
-        self.nodes.retain(|&t, n| {
-            if n.epoch + 2 > epoch {
-                return true;
-            }
-            if n.local && !(n.status == Status::Decided && n.finished) {
-                return true;
-            }
-            if !may_drop(t, n.local) {
-                return true;
-            }
-            if n.local {
-                gone(t, n.scc.clone());
-            }
-            false
-        });
+    /// Drop vertices no longer needed (§3.4 epochs), shared by Rococo and
+    /// Janus: untouched for two epochs, local ones DECIDED and finished,
+    /// no local member of their component unfinished, and
+    /// `may_drop(txn, node)` (the protocol's own conditions). The last rule
+    /// keeps a component whole while any of its members here still has to
+    /// run: a later walk that meets a forgotten member must be able to
+    /// take it as a cut-off (DECIDED outside the walker's component), which
+    /// holds only once the whole component is done here.
+    /// Returns each dropped vertex with whether it was local and its
+    /// component (for the protocol's tombstone).
+    pub fn collect(&mut self, epoch: u64, may_drop: impl Fn(TxnId, &Node) -> bool) -> Vec<Dropped> {
+        let nodes = &self.nodes;
+        let unfinished = |m: &TxnId| nodes.get(m).is_some_and(|n| n.local && !n.finished);
+        let doomed: Vec<TxnId> = nodes
+            .iter()
+            .filter(|(&t, n)| {
+                n.epoch + 2 <= epoch
+                    && (!n.local || (n.status == Status::Decided && n.finished))
+                    && !n.scc.as_ref().is_some_and(|s| s.iter().any(unfinished))
+                    && may_drop(t, n)
+            })
+            .map(|(&t, _)| t)
+            .collect();
+        doomed
+            .into_iter()
+            .map(|t| {
+                let n = self.nodes.remove(&t).expect("listed");
+                Dropped {
+                    txn: t,
+                    local: n.local,
+                    scc: n.scc,
+                }
+            })
+            .collect()
     }
 }
 

@@ -8,6 +8,40 @@
 //! What a protocol adds is only its locking and commit: which verbs fetch a
 //! key, when a fetched image may be used ([`Exec::take`]), and when the
 //! transaction commits ([`Exec::committed`]).
+//!
+//! # Inserts, deletes and reads of absent keys (FORD, FAST'22, §4.2)
+//!
+//! A key in no slot is *vacant*: the bucket READ that looked for it also
+//! names its **insert slot**, the first free slot on its probe path (in its
+//! bucket, or in the next ones when that is full). The transaction then
+//! treats that slot as the key's record, in every protocol alike:
+//!
+//! * an **insert** (a write of a vacant key) locks the insert slot as it
+//!   would lock a record (CAS or FAA on its lock word), and the READ posted
+//!   after the lock in the same batch must still find the slot free (or
+//!   already holding the key): a slot another key's insert took in between
+//!   aborts the transaction. The commit WRITE carries the key with the data
+//!   (a whole-record WRITE), which publishes the key; an abort only frees
+//!   the lock word, so the slot stays free. This is FORD's insert: "find a
+//!   free slot in the bucket, lock it, write the record at commit";
+//! * a **read of a vacant key** reads the insert slot and is locked or
+//!   validated like any read, with the free slot's version
+//!   ([`Version::INITIAL`], as a missing key reads in every store): an
+//!   insert of the key must lock that very slot and writes its own version
+//!   there, so a concurrent insert is seen (a lock, or a changed version) —
+//!   point reads are phantom-free. The insert of another key into that slot
+//!   changes its version too: a false conflict, never a missed one;
+//! * a **delete** is a write like any other: the TPC-C workload deletes a
+//!   new-order row by writing its empty value, the tombstone every store
+//!   here reads as a missing record (see `tessera_workloads::tpcc`). The
+//!   slot keeps the key, so slots never turn free again.
+//!
+//! Why one slot per key suffices: slots only go from free to holding a key
+//! (under a lock, by the insert's commit WRITE) and never back, and a key is
+//! inserted only into the first free slot of its probe path, after a READ
+//! that found every slot before it holding other keys. So no key is ever
+//! in two slots, and a key, once inserted, lies before every free slot of
+//! its probe path, where a later bucket READ finds it.
 
 use super::verbs::SlotWrite;
 use super::{Addr, Geometry, Msg, SlotImage, Verb, VerbResult};
@@ -165,9 +199,34 @@ impl<P> Endpoint<P> {
         self.batches.remove(&id)
     }
 
-    /// `key`'s slot, if cached.
-    pub fn addr(&self, key: Key) -> Option<Addr> {
-        self.addrs.get(&key).copied()
+    /// `key`'s slot: cached, or the insert slot a transaction found for it
+    /// (`vacant`: its [`Exec::vacant`]).
+    pub fn addr(&self, vacant: &Vacant, key: Key) -> Option<Addr> {
+        self.addrs.get(&key).or_else(|| vacant.get(&key)).copied()
+    }
+
+    /// The image a READ of `key`'s slot returned, if it may stand for
+    /// `key`: the slot holds `key`, or it is the free insert slot of a
+    /// vacant `key`. A vacant key found in its insert slot (inserted
+    /// meanwhile) is cached and no longer vacant. `None`: another key's
+    /// insert took the slot (the caller aborts).
+    pub fn image<'a, L: Default>(
+        &mut self,
+        exec: &mut Exec<L>,
+        key: Key,
+        imgs: &'a [SlotImage],
+    ) -> Option<&'a SlotImage> {
+        let img = imgs.first()?;
+        match img.key {
+            Some(k) if k == key => {
+                if exec.vacant.remove(&key).is_some() {
+                    self.addrs.insert(key, img.addr);
+                }
+                Some(img)
+            }
+            None if exec.vacant.get(&key) == Some(&img.addr) => Some(img),
+            _ => None,
+        }
     }
 
     /// Bucket READs for every key of `need` whose address is not cached
@@ -186,6 +245,9 @@ impl<P> Endpoint<P> {
                 continue;
             }
             let g = self.geometry[n.shard.0 as usize].expect("connected before starting");
+            if exec.vacant.contains_key(&n.key) {
+                continue;
+            }
             let probe = exec.probe.get(&n.key).copied().unwrap_or(0);
             let start = g.bucket_start(g.bucket_of(n.key).wrapping_add(probe));
             push(
@@ -224,18 +286,22 @@ impl<P> Endpoint<P> {
             let version = txn.version();
             let data = match (exec.write_of(*key), unlock) {
                 (Some(v), Some(lock)) => SlotWrite::DataAndLock {
+                    key: *key,
                     value: v.clone(),
                     version,
                     lock,
                 },
                 (Some(v), None) => SlotWrite::Data {
+                    key: *key,
                     value: v.clone(),
                     version,
                 },
                 (None, Some(lock)) => SlotWrite::Lock(lock),
                 (None, None) => continue,
             };
-            let addr = self.addr(*key).expect("held keys are located");
+            let addr = self
+                .addr(&exec.vacant, *key)
+                .expect("held keys are located");
             push(&mut round, r.shard, Verb::Write { addr, data }, purpose());
         }
         round
@@ -252,7 +318,9 @@ impl<P> Endpoint<P> {
         let mut round = Round::new();
         for (key, r) in &exec.recs {
             if held(&r.lock) {
-                let addr = self.addr(*key).expect("held keys are located");
+                let addr = self
+                    .addr(&exec.vacant, *key)
+                    .expect("held keys are located");
                 push(
                     &mut round,
                     r.shard,
@@ -268,7 +336,10 @@ impl<P> Endpoint<P> {
     }
 
     /// A bucket READ for `key` answered: cache its address, probe the next
-    /// bucket (a full bucket may have overflowed), or note it absent.
+    /// bucket (a full bucket may have overflowed), or note it vacant with
+    /// its insert slot, the bucket's first free slot (see the module doc).
+    /// A region with no free slot on the key's whole probe path fails the
+    /// attempt with an error: it was sized too small for the inserts.
     pub fn on_located<L: Default>(
         &mut self,
         exec: &mut Exec<L>,
@@ -276,17 +347,31 @@ impl<P> Endpoint<P> {
         probe: u32,
         imgs: &[SlotImage],
     ) {
+        exec.probe.remove(&key);
+        let shard = exec.recs.get(&key).map(|r| r.shard);
         if let Some(img) = imgs.iter().find(|i| i.key == Some(key)) {
             self.addrs.insert(key, img.addr);
-            exec.probe.remove(&key);
-        } else if imgs.iter().all(|i| i.key.is_some()) {
+        } else if let Some(free) = imgs.iter().find(|i| i.key.is_none()) {
+            exec.vacant.insert(key, free.addr);
+        } else if shard
+            .and_then(|s| self.geometry[s.0 as usize])
+            .is_some_and(|g| probe + 1 < g.buckets)
+        {
             exec.probe.insert(key, probe + 1);
         } else {
-            exec.probe.remove(&key);
-            exec.absent.push(key);
+            tracing::error!(
+                ?key,
+                ?shard,
+                "memory node region full: no free slot to insert into"
+            );
+            exec.fail(AbortReason::Timeout);
         }
     }
 }
+
+/// The keys a transaction found in no slot, with their insert slots (see
+/// the module doc).
+pub type Vacant = FastMap<Key, Addr>;
 
 /// A record the transaction touched; `lock` is the protocol's state of it.
 pub struct Rec<L> {
@@ -312,7 +397,7 @@ pub struct Need {
 pub enum Step {
     /// Every piece ran.
     Done,
-    /// A piece failed (user abort, a write to an absent key).
+    /// A piece failed (a user abort).
     Failed,
     /// These keys must be fetched (sorted, one entry per key, writes first).
     Need(Vec<Need>),
@@ -328,8 +413,8 @@ pub struct Exec<L> {
     pub read_order: Vec<Key>,
     /// Keys whose bucket is being probed, with the probe to read next.
     probe: FastMap<Key, u32>,
-    /// Keys in no slot of the region.
-    pub absent: Vec<Key>,
+    /// Keys in no slot of the region, with their insert slots.
+    pub vacant: Vacant,
     outputs: Vec<Option<Value>>,
     pub writes: Vec<(Key, Value)>,
     pub failed: Option<AbortReason>,
@@ -344,7 +429,7 @@ impl<L: Default> Exec<L> {
             recs: tessera_core::fast_map(),
             read_order: Vec::new(),
             probe: tessera_core::fast_map(),
-            absent: Vec::new(),
+            vacant: tessera_core::fast_map(),
             outputs: vec![None; n],
             writes: Vec::new(),
             failed: None,
@@ -431,15 +516,14 @@ impl<L: Default> Exec<L> {
         };
         if !self.read_only {
             for a in &spec.writes {
-                let absent = self.absent.contains(&a.key);
                 let r = self.rec(a.key, spec.shard);
-                if !locked(&r.lock) && !absent {
+                if !locked(&r.lock) {
                     out.push(need(a.key, true));
                 }
             }
         }
         for a in &spec.reads {
-            if self.write_of(a.key).is_some() || self.absent.contains(&a.key) {
+            if self.write_of(a.key).is_some() {
                 continue;
             }
             if !self.rec(a.key, spec.shard).fetched {
@@ -452,19 +536,10 @@ impl<L: Default> Exec<L> {
     /// Run piece `i` on the fetched values and the transaction's own
     /// writes.
     fn run_piece(&mut self, i: usize, spec: &PieceSpec, inputs: &[Value]) {
-        if let Some(a) = spec.writes.iter().find(|a| self.absent.contains(&a.key)) {
-            tracing::error!(key = ?a.key, "a write to a key the memory nodes do not hold (inserts are not supported)");
-            self.fail(AbortReason::User);
-            return;
-        }
         let mut values: Vec<Option<Value>> = Vec::with_capacity(spec.reads.len());
         for a in &spec.reads {
             if let Some(v) = self.write_of(a.key) {
                 values.push(Some(v.clone()));
-                continue;
-            }
-            if self.absent.contains(&a.key) {
-                values.push(None);
                 continue;
             }
             if !self.read_order.contains(&a.key) {
@@ -506,5 +581,194 @@ impl<L: Default> Exec<L> {
                 .map(|o| o.clone().unwrap_or_default())
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::disagg::region::Region;
+    use std::sync::Arc;
+    use tessera_core::storage::Store;
+    use tessera_core::txn::{Access, PieceKind, PieceResult, Procedure};
+
+    /// One piece that reads `key` and writes `value` to it: an insert when
+    /// `key` is absent.
+    #[derive(Debug)]
+    struct Upsert(Vec<PieceSpec>);
+
+    impl Procedure for Upsert {
+        fn name(&self) -> &'static str {
+            "upsert"
+        }
+        fn pieces(&self) -> &[PieceSpec] {
+            &self.0
+        }
+        fn execute(&self, _: usize, reads: &[Option<&Value>], _: &[Value]) -> PieceResult {
+            assert!(reads[0].is_none(), "the key is absent: it reads as missing");
+            PieceResult {
+                writes: vec![(self.0[0].writes[0].key, Value::from_static(b"new"))],
+                ..PieceResult::default()
+            }
+        }
+    }
+
+    fn exec(key: Key, seq: u32) -> Exec<()> {
+        let access = vec![Access::all(key)];
+        let txn = Arc::new(Upsert(vec![PieceSpec {
+            shard: ShardId(0),
+            reads: access.clone(),
+            writes: access,
+            kind: PieceKind::Immediate,
+            inputs: Vec::new(),
+            dynamic: false,
+        }]));
+        let id = TxnId::new(NodeId(1), 0, seq);
+        Exec::new(Attempt { id, txn, since: 0 })
+    }
+
+    /// A region of `n` records (rows 0..n of table 0) and a connected
+    /// endpoint.
+    fn setup(n: u64) -> (Region, Endpoint<()>) {
+        let mut store = Store::new();
+        for r in 0..n {
+            store.load(Key::new(0, r), Value::from_static(b"old"));
+        }
+        let region = Region::load(&store, 4);
+        let topology = Arc::new(Topology::new(1, 1, 1));
+        let env = CoordinatorEnv {
+            me: NodeId(1),
+            topology: topology.clone(),
+            incarnation: 0,
+            recovered: Vec::new(),
+        };
+        let mut net = Endpoint::new(&env, 1);
+        let leader = topology.leader(ShardId(0));
+        assert!(matches!(
+            net.on_message(leader, Msg::Connected(region.geometry())),
+            Incoming::Start(_)
+        ));
+        (region, net)
+    }
+
+    /// Run one round against the region: every verb's result, in order.
+    fn run(region: &mut Region, round: Round<()>) -> Vec<VerbResult> {
+        round
+            .into_values()
+            .flat_map(|(verbs, _)| verbs)
+            .map(|v| region.apply(&v))
+            .collect()
+    }
+
+    /// Locate `key` for `x`, probing bucket after bucket as a coordinator
+    /// does.
+    fn locate(region: &mut Region, net: &mut Endpoint<()>, x: &mut Exec<()>, key: Key) {
+        loop {
+            let Step::Need(need) = x.step(|_| false) else {
+                panic!("the piece needs its key")
+            };
+            let mut round = Round::new();
+            if !net.locate(x, &need, &mut round, |_, _| ()) {
+                return;
+            }
+            let probe = x.probe.get(&key).copied().unwrap_or(0);
+            for r in run(region, round) {
+                let VerbResult::Read(imgs) = r else { panic!() };
+                net.on_located(x, key, probe, &imgs);
+            }
+            if x.failed.is_some() {
+                return;
+            }
+        }
+    }
+
+    fn read(region: &mut Region, addr: Addr) -> Vec<SlotImage> {
+        let VerbResult::Read(imgs) = region.apply(&Verb::Read { addr, len: 1 }) else {
+            panic!()
+        };
+        imgs
+    }
+
+    #[test]
+    fn an_insert_claims_the_first_free_slot_and_its_commit_publishes_the_key() {
+        let (mut region, mut net) = setup(40);
+        let key = Key::new(0, 1_000);
+        let mut x = exec(key, 1);
+        locate(&mut region, &mut net, &mut x, key);
+        let slot = net
+            .addr(&x.vacant, key)
+            .expect("vacant keys have an insert slot");
+        // The first free slot of the key's probe path.
+        let g = region.geometry();
+        let first_free = (0..g.slots())
+            .map(|i| (g.bucket_start(g.bucket_of(key)) + i) % g.slots())
+            .find(|&a| region.key_at(a).is_none())
+            .unwrap();
+        assert_eq!(slot, first_free);
+        // The free slot stands for the key: it reads as missing, version 0.
+        let imgs = read(&mut region, slot);
+        let img = net.image(&mut x, key, &imgs).expect("the free insert slot");
+        assert_eq!((img.value.clone(), img.version), (None, Version::INITIAL));
+        x.take(key, &imgs[0]);
+        assert_eq!(x.step(|_| true), Step::Done);
+        // The commit WRITE carries the key: a later bucket READ finds it.
+        let txn = x.attempt.id;
+        let round = net.write_back(&x, txn, |_| true, Some(0), || ());
+        assert_eq!(run(&mut region, round), vec![VerbResult::Written]);
+        assert_eq!(region.key_at(slot), Some(key));
+        let mut y = exec(key, 2);
+        locate(&mut region, &mut net, &mut y, key);
+        assert!(y.vacant.is_empty());
+        assert_eq!(net.addr(&y.vacant, key), Some(slot));
+    }
+
+    #[test]
+    fn an_insert_slot_taken_by_another_key_is_refused_and_by_the_same_key_cached() {
+        let (mut region, mut net) = setup(40);
+        let key = Key::new(0, 1_000);
+        let mut x = exec(key, 1);
+        locate(&mut region, &mut net, &mut x, key);
+        let slot = net.addr(&x.vacant, key).unwrap();
+        let publish = |region: &mut Region, k: Key| {
+            let data = SlotWrite::Data {
+                key: k,
+                value: Value::from_static(b"v"),
+                version: Version(9),
+            };
+            region.apply(&Verb::Write { addr: slot, data });
+        };
+        // Another key's insert took the slot: the image does not stand for
+        // `key`.
+        let mut taken = setup(40).0;
+        publish(&mut taken, Key::new(0, 2_000));
+        assert!(net.image(&mut x, key, &read(&mut taken, slot)).is_none());
+        // The key itself was inserted there meanwhile: it is present now.
+        publish(&mut region, key);
+        let imgs = read(&mut region, slot);
+        let img = net.image(&mut x, key, &imgs).expect("the key's own slot");
+        assert_eq!(img.version, Version(9));
+        assert!(x.vacant.is_empty());
+        assert_eq!(net.addr(&x.vacant, key), Some(slot));
+    }
+
+    #[test]
+    fn a_full_region_fails_the_insert_instead_of_probing_forever() {
+        let (mut region, mut net) = setup(8);
+        let g = region.geometry();
+        for a in 0..g.slots() {
+            if region.key_at(a).is_none() {
+                let data = SlotWrite::Data {
+                    key: Key::new(1, a as u64),
+                    value: Value::from_static(b"v"),
+                    version: Version(1),
+                };
+                region.apply(&Verb::Write { addr: a, data });
+            }
+        }
+        let key = Key::new(0, 1_000);
+        let mut x = exec(key, 1);
+        locate(&mut region, &mut net, &mut x, key);
+        assert_eq!(x.failed, Some(AbortReason::Timeout));
+        assert!(x.vacant.is_empty());
     }
 }

@@ -10,7 +10,13 @@
 //!
 //! Values are stored as they come (the slot's value bytes are its capacity
 //! in the paper; we keep the value's own length so that workloads with
-//! different value sizes need no configuration).
+//! different value sizes need no configuration, and a value that grows —
+//! TPC-C's `C_DATA` — needs no bigger slot).
+//!
+//! The region has twice as many slots as the records loaded: the free half
+//! is where inserts go (see [`super::client`] on inserts). A key whose
+//! whole probe path is full cannot be inserted: the coordinator fails the
+//! attempt with an error naming the memory node, never a panic.
 
 use super::verbs::{SlotImage, SlotWrite, Verb, VerbResult};
 use tessera_core::ids::{Key, Version};
@@ -134,15 +140,22 @@ impl Region {
                 let s = &mut self.slots[*addr as usize];
                 match data {
                     SlotWrite::Lock(l) => s.lock = *l,
-                    SlotWrite::Data { value, version } => {
+                    SlotWrite::Data {
+                        key,
+                        value,
+                        version,
+                    } => {
+                        s.key = Some(*key);
                         s.value = Some(value.clone());
                         s.version = *version;
                     }
                     SlotWrite::DataAndLock {
+                        key,
                         value,
                         version,
                         lock,
                     } => {
+                        s.key = Some(*key);
                         s.value = Some(value.clone());
                         s.version = *version;
                         s.lock = *lock;
@@ -259,6 +272,7 @@ mod tests {
         reg.apply(&Verb::Write {
             addr: a,
             data: SlotWrite::DataAndLock {
+                key: Key::new(0, 2),
                 value: Value::from_static(b"new"),
                 version: Version(42),
                 lock: 0,

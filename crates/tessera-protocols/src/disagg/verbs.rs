@@ -9,14 +9,19 @@ use tessera_core::txn::Value;
 /// What a WRITE covers of one slot. The lock word is the slot's last word:
 /// a write of the data alone leaves it, a write of the lock alone leaves
 /// the data, and a write of both publishes the data with the lock (§V).
+/// The data is the whole record, key included (FORD writes whole records):
+/// a WRITE of an insert's data into the free slot it locked is what makes
+/// the key present.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SlotWrite {
     Lock(u64),
     Data {
+        key: Key,
         value: Value,
         version: Version,
     },
     DataAndLock {
+        key: Key,
         value: Value,
         version: Version,
         lock: u64,
@@ -118,8 +123,8 @@ impl Verb {
             Verb::Read { .. } => 0,
             Verb::Write { data, .. } => match data {
                 SlotWrite::Lock(_) => WORD,
-                SlotWrite::Data { value, .. } => value.len() + WORD,
-                SlotWrite::DataAndLock { value, .. } => value.len() + 2 * WORD,
+                SlotWrite::Data { value, .. } => value.len() + 2 * WORD,
+                SlotWrite::DataAndLock { value, .. } => value.len() + 3 * WORD,
             },
             Verb::Cas { .. } => 2 * WORD,
             Verb::Faa { .. } => WORD,

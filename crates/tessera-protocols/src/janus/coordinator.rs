@@ -63,7 +63,8 @@ impl JanusCoordinator {
             | Msg::PreAcceptNotOk { txn, .. }
             | Msg::AcceptOk { txn, .. }
             | Msg::AcceptNotOk { txn, .. }
-            | Msg::CommitOk { txn, .. } => *txn,
+            | Msg::CommitOk { txn, .. }
+            | Msg::Forgotten { txn, .. } => *txn,
             Msg::InquireOk(info) => info.txn,
             _ => {
                 tracing::warn!(?from, "coordinator got a server's message");

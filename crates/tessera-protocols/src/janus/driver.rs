@@ -360,6 +360,25 @@ impl Driver {
                 }
             }
             Msg::InquireOk(info) if info.txn == self.txn => self.learned(ctx, info, rto),
+            Msg::Forgotten { abandon, .. } => {
+                // Committed and executed at every replica of every shard,
+                // and forgotten ([`super::gc`]): nothing is left to send.
+                // The own coordinator answers from the results it has,
+                // and reports the attempt in doubt if a shard's never
+                // came (its reads are lost; it is not retried).
+                for g in &mut self.executed {
+                    g.fill(true);
+                }
+                p.finished = true;
+                if !self.recovery && !self.answered() {
+                    self.abandon |= abandon;
+                    p.outcome = Some(if self.abandon {
+                        TxnOutcome::Aborted(AbortReason::Timeout)
+                    } else {
+                        TxnOutcome::InDoubt
+                    });
+                }
+            }
             Msg::CommitOk {
                 abandon, results, ..
             } if self.phase == Phase::Commit => {

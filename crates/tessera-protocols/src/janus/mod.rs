@@ -62,14 +62,24 @@
 //!   not rolled back: the transaction commits with its writes. Procedures
 //!   whose keys depend on values read are refused ([`Refused`]); TPC-C's
 //!   Payment by last name is one, so Janus's TPC-C selects customers by id.
-//! * No garbage collection of the dependency graph yet; executed
-//!   ancestors are marked DECIDED when a descendant is decided
+//! * Graph garbage collection ([`gc`]; the paper's prototype truncates
+//!   the graph "as transactions finish", §5, without the rules): on
+//!   Rococo's epochs (the shared
+//!   [`crate::depgraph::graph::DepGraph::collect`]), a replica forgets a
+//!   transaction two epochs after it executed once every replica of every
+//!   shard it involves announced executing it ([`msg::Msg::Executed`]),
+//!   leaving a tombstone of ids (abandon flag, component) that answers late
+//!   Commit, PreAccept, Accept, Prepare and Inquire messages
+//!   ([`msg::Msg::Forgotten`]); a dependency on a forgotten transaction is
+//!   a DECIDED cut-off, never a vertex to wait for. Executed ancestors are
+//!   also marked DECIDED when a descendant is decided
 //!   ([`crate::depgraph::graph::DepGraph::settle`]) so walks stay short.
 //! * The client's answer comes from the first replica of each shard to
 //!   reply, not the nearest by site.
 
 mod coordinator;
 mod driver;
+mod gc;
 pub mod msg;
 pub mod quorum;
 pub mod recovery;
@@ -144,6 +154,12 @@ pub struct JanusConfig {
     pub announce: Time,
     /// Period of the server's timer.
     pub sweep: Time,
+    /// Length of a garbage-collection epoch ([`gc`]): a transaction
+    /// executed at every replica is forgotten after two epochs untouched.
+    pub epoch: Time,
+    /// Epochs a forgotten transaction's tombstone is kept, answering late
+    /// messages about it ([`gc`]).
+    pub forget_epochs: u64,
 }
 
 impl Default for JanusConfig {
@@ -154,6 +170,8 @@ impl Default for JanusConfig {
             recover_after: 150 * MS,
             announce: 20 * MS,
             sweep: 5 * MS,
+            epoch: 50 * MS,
+            forget_epochs: 40,
         }
     }
 }

@@ -129,6 +129,32 @@ pub enum Msg {
     Committed {
         txns: Arc<[TxnId]>,
     },
+    /// Replica → every other replica of the shards of `txns`,
+    /// periodically: these transactions executed here (each in two
+    /// consecutive announcements). Not in the paper, whose prototype
+    /// truncates the graph "as transactions finish" (§5) without saying
+    /// how: a replica forgets a transaction only once every replica of
+    /// every shard it involves executed it, since until then any of them
+    /// may still need its Commit (an Inquire), its outputs (§4) or its
+    /// place in the graph (garbage collection, [`super::gc`]).
+    /// The receiver answers with those of `txns` it executed too, as an
+    /// `echo` (not answered again): a replica that was cut off while the
+    /// others announced learns from it that they did.
+    Executed {
+        txns: Arc<[TxnId]>,
+        echo: bool,
+    },
+    /// The answer to a PreAccept, Accept, Prepare, Commit or Inquire about
+    /// a transaction this replica forgot: it committed (abandoned or not),
+    /// executed at every replica of every shard it involves, and was
+    /// decided in the component `scc` (its members in execution order;
+    /// `None`: alone), ids only. A server waiting for it adopts that
+    /// component as DECIDED, exactly as from a live replica's answer.
+    Forgotten {
+        txn: TxnId,
+        abandon: bool,
+        scc: Option<Arc<[TxnId]>>,
+    },
     /// Server → a replica of the shard of `piece` (§4, transactions with
     /// pre-determined keys): send me the output of `txn`'s piece `piece`
     /// once you executed it.
@@ -181,7 +207,8 @@ impl WireSize for Msg {
                 Msg::Inquire { .. } => 0,
                 Msg::FetchOutput { .. } => 2,
                 Msg::Output { output, .. } => 2 + 1 + output.as_ref().map_or(0, |v| 4 + v.len()),
-                Msg::Committed { txns } => 4 + 8 * txns.len(),
+                Msg::Committed { txns } | Msg::Executed { txns, .. } => 4 + 8 * txns.len(),
+                Msg::Forgotten { scc, .. } => 1 + 4 + scc.as_ref().map_or(0, |s| 8 * s.len()),
             }
     }
 }

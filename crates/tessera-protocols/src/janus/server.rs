@@ -14,6 +14,7 @@
 //! phases as the coordinator's ([`super::driver`]) with a higher ballot.
 
 use super::driver::{Driver, Progress};
+use super::gc::Gc;
 use super::msg::{Ballot, CommitInfo, Dep, Msg, Prepared};
 use super::tracker::Tracker;
 use super::JanusConfig;
@@ -111,6 +112,8 @@ pub struct JanusServer {
     /// Recoveries started, and decided as abandon, since the last report.
     recovering: u64,
     abandoned: u64,
+    /// Graph garbage collection ([`super::gc`]).
+    gc: Gc,
 }
 
 impl JanusServer {
@@ -140,6 +143,7 @@ impl JanusServer {
             fetched: 0,
             recovering: 0,
             abandoned: 0,
+            gc: Gc::default(),
         }
     }
 
@@ -188,6 +192,9 @@ impl JanusServer {
         ballot: Ballot,
         proc: Txn,
     ) {
+        if self.answer_forgotten(ctx, from, txn) {
+            return;
+        }
         if let Some(info) = self.committed.get(&txn) {
             // Late, or a suspected coordinator's retransmission: Tx-Done.
             ctx.send(from, Msg::InquireOk(info.clone()));
@@ -284,6 +291,9 @@ impl JanusServer {
         abandon: bool,
         proc: Option<Txn>,
     ) {
+        if self.answer_forgotten(ctx, from, txn) {
+            return;
+        }
         if let Some(info) = self.committed.get(&txn) {
             ctx.send(from, Msg::InquireOk(info.clone()));
             return;
@@ -330,6 +340,9 @@ impl JanusServer {
     /// held of `txn`; a committed transaction is answered with its Commit,
     /// which the recovery coordinator then only has to spread.
     fn on_prepare(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, ballot: Ballot) {
+        if self.answer_forgotten(ctx, from, txn) {
+            return;
+        }
         if let Some(info) = self.committed.get(&txn) {
             ctx.send(from, Msg::InquireOk(info.clone()));
             return;
@@ -374,14 +387,17 @@ impl JanusServer {
     /// whatever this replica had (l. 39), its status becomes committing.
     fn apply_commit(&mut self, ctx: &mut Ctx<Msg>, info: Arc<CommitInfo>) {
         let t = info.txn;
-        if self.committed.contains_key(&t) {
+        if self.committed.contains_key(&t) || self.gc.is_gone(t) {
             return;
         }
         self.promised.remove(&t);
+        let epoch = self.gc.epoch;
         let shards: Arc<[ShardId]> = participants(info.proc.as_ref()).into();
         let mine = shards.contains(&self.shard);
         let mut rose = Vec::new();
-        for d in &info.deps {
+        // A forgotten dependency stays out of the graph: it is DECIDED in a
+        // component done here, a cut-off (see [`super::gc`]).
+        for d in info.deps.iter().filter(|d| !self.gc.is_gone(d.txn)) {
             let v = Vertex {
                 txn: d.txn,
                 status: Status::Started,
@@ -389,10 +405,10 @@ impl JanusServer {
                 parents: Vec::new(),
                 scc: None,
             };
-            self.graph.merge(&v, 0, &mut rose);
+            self.graph.merge(&v, epoch, &mut rose);
         }
         if mine {
-            self.graph.start_local(t, shards.clone(), 0);
+            self.graph.start_local(t, shards.clone(), epoch);
             let l = self.locals.entry(t).or_insert_with(|| Local {
                 proc: info.proc.clone(),
                 ballot: 0,
@@ -415,11 +431,11 @@ impl JanusServer {
                 parents: Vec::new(),
                 scc: None,
             };
-            self.graph.merge(&v, 0, &mut rose);
+            self.graph.merge(&v, epoch, &mut rose);
         }
         let parents: Vec<(TxnId, Edge)> = info.deps.iter().map(|d| (d.txn, Edge::D)).collect();
         self.graph.add_parents(t, &parents);
-        self.graph.raise(t, Status::Committing, 0);
+        self.graph.raise(t, Status::Committing, epoch);
         self.committed.insert(t, info.clone());
         self.asking.remove(&t);
         if let Some(d) = self.recoveries.get_mut(&t) {
@@ -444,6 +460,9 @@ impl JanusServer {
         let involves = info.proc.pieces().iter().any(|p| p.shard == self.shard);
         if !involves {
             tracing::warn!(txn = ?t, "commit for a transaction without pieces here");
+            return;
+        }
+        if self.answer_forgotten(ctx, from, t) {
             return;
         }
         if let Some(l) = self.locals.get_mut(&t) {
@@ -488,7 +507,7 @@ impl JanusServer {
         let mut rose = Vec::new();
         match self.graph.status(t) {
             None | Some(Status::Started) => {}
-            Some(Status::Committing) => match self.graph.settle(t, 0, &mut rose) {
+            Some(Status::Committing) => match self.graph.settle(t, self.gc.epoch, &mut rose) {
                 Decision::Blocked(ancestors) => {
                     for a in ancestors {
                         self.wakeups.wait(a, t);
@@ -614,7 +633,9 @@ impl JanusServer {
         self.answer_fetches(ctx, t);
         if let Some(n) = self.graph.get_mut(t) {
             n.finished = true;
+            n.epoch = self.gc.epoch;
         }
+        self.gc.executed(t);
         tracing::trace!(me = ?self.me, txn = ?t, "executed");
         self.wakeups.wake(t);
         true
@@ -721,6 +742,9 @@ impl JanusServer {
     }
 
     fn on_fetch_output(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, piece: u16) {
+        if self.gc.is_gone(txn) {
+            return; // every replica executed it: a late duplicate
+        }
         match self.output_of(txn, piece) {
             Some(output) => ctx.send(from, Msg::Output { txn, piece, output }),
             None => {
@@ -801,6 +825,9 @@ impl JanusServer {
     }
 
     fn on_inquire(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) {
+        if self.answer_forgotten(ctx, from, txn) {
+            return;
+        }
         if let Some(info) = self.committed.get(&txn) {
             ctx.send(from, Msg::InquireOk(info.clone()));
         } else {
@@ -815,6 +842,7 @@ impl JanusServer {
     /// ([`Msg::Committed`]).
     fn announce(&mut self, ctx: &mut Ctx<Msg>) {
         self.announce_at = ctx.now() + self.cfg.announce;
+        self.announce_executed(ctx);
         let fresh = std::mem::take(&mut self.fresh);
         let mut txns = self.announced.to_vec();
         txns.extend_from_slice(&fresh);
@@ -829,11 +857,118 @@ impl JanusServer {
         }
     }
 
+    /// Tell every other replica of the shards of the transactions executed
+    /// here lately that they were ([`Msg::Executed`]), one batch per
+    /// replica: what garbage collection waits for ([`super::gc`]).
+    fn announce_executed(&mut self, ctx: &mut Ctx<Msg>) {
+        let mut to: FastMap<NodeId, Vec<TxnId>> = tessera_core::fast_map();
+        for t in self.gc.announcement() {
+            let Some(l) = self.locals.get(&t) else {
+                continue;
+            };
+            for s in participants(l.proc.as_ref()) {
+                for &r in &self.topology.shards[s.0 as usize].replicas {
+                    if r != self.me {
+                        to.entry(r).or_default().push(t);
+                    }
+                }
+            }
+        }
+        let mut to: Vec<(NodeId, Vec<TxnId>)> = to.into_iter().collect();
+        to.sort_unstable();
+        for (r, txns) in to {
+            ctx.send(
+                r,
+                Msg::Executed {
+                    txns: txns.into(),
+                    echo: false,
+                },
+            );
+        }
+    }
+
+    /// Record who executed what; echo, the first time `from` announces
+    /// them, those executed here too, since `from` may have been cut off
+    /// when this replica announced them.
+    fn on_executed(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txns: &[TxnId], echo: bool) {
+        let mut mine = Vec::new();
+        for &t in txns {
+            let new = self.gc.heard(t, from);
+            let here = self.gc.is_gone(t)
+                || (new && self.locals.get(&t).is_some_and(|l| l.results.is_some()));
+            if !echo && here {
+                mine.push(t);
+            }
+        }
+        if !mine.is_empty() {
+            ctx.send(
+                from,
+                Msg::Executed {
+                    txns: mine.into(),
+                    echo: true,
+                },
+            );
+        }
+    }
+
+    /// Answer a message about a forgotten transaction with its tombstone
+    /// ([`Msg::Forgotten`]); false if it is not forgotten.
+    fn answer_forgotten(&self, ctx: &mut Ctx<Msg>, to: NodeId, txn: TxnId) -> bool {
+        let Some(g) = self.gc.gone(txn) else {
+            return false;
+        };
+        ctx.send(
+            to,
+            Msg::Forgotten {
+                txn,
+                abandon: g.abandon,
+                scc: g.scc.clone(),
+            },
+        );
+        true
+    }
+
+    /// Another server forgot `txn`, which this one inquired about: it
+    /// committed and executed everywhere, DECIDED in `scc`. Adopt that as
+    /// a DECIDED vertex (as a live answer would make it), so that what
+    /// waits for it moves on ([`super::gc`]).
+    fn on_forgotten(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, scc: Option<Arc<[TxnId]>>) {
+        self.asking.remove(&txn);
+        if self.gc.is_gone(txn) || self.committed.contains_key(&txn) {
+            return;
+        }
+        if self.locals.contains_key(&txn) {
+            // Forgotten elsewhere only once this replica executed it.
+            tracing::warn!(me = ?self.me, ?txn, "a transaction pending here was forgotten elsewhere");
+            return;
+        }
+        let Some(n) = self.graph.get(txn) else {
+            return;
+        };
+        let v = Vertex {
+            txn,
+            status: Status::Decided,
+            shards: n.shards.clone(),
+            parents: Vec::new(),
+            scc,
+        };
+        let mut rose = Vec::new();
+        self.graph.merge(&v, self.gc.epoch, &mut rose);
+        for r in rose {
+            self.wakeups.wake(r);
+            if self.locals.contains_key(&r) {
+                self.wakeups.push(r);
+            }
+        }
+        self.drain(ctx);
+    }
+
     /// Ask the announcer for every transaction announced that this replica
     /// has not seen committed.
     fn on_committed(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txns: &[TxnId]) {
         for &t in txns {
-            if self.committed.contains_key(&t) || self.asking.contains_key(&t) {
+            if self.committed.contains_key(&t) || self.asking.contains_key(&t) || self.gc.is_gone(t)
+            {
                 continue;
             }
             ctx.send(from, Msg::Inquire { txn: t });
@@ -896,6 +1031,11 @@ impl JanusServer {
 
     fn sweep(&mut self, ctx: &mut Ctx<Msg>) {
         let now = ctx.now();
+        let epoch = now / self.cfg.epoch.max(1);
+        if epoch > self.gc.epoch {
+            self.gc.epoch = epoch;
+            self.collect();
+        }
         // Pre-accepted here and never committed here: ask the others.
         let mut stale: Vec<TxnId> = self
             .locals
@@ -975,6 +1115,73 @@ impl JanusServer {
     }
 }
 
+impl JanusServer {
+    /// Graph garbage collection ([`super::gc`]): forget what every replica
+    /// executed, two epochs on, leaving tombstones.
+    fn collect(&mut self) {
+        // Ancestors learnt by Inquire are finished once nothing unexecuted
+        // is behind them (as [`Self::blocker`] finds on its walks); those
+        // no walk reached since are looked at here.
+        let unsure: Vec<TxnId> = self
+            .graph
+            .iter()
+            .filter(|(_, n)| !n.local && !n.finished && n.status == Status::Decided)
+            .map(|(t, _)| t)
+            .collect();
+        for t in unsure {
+            if self.blocker(&[t]).is_none() {
+                if let Some(n) = self.graph.get_mut(t) {
+                    n.finished = true;
+                }
+            }
+        }
+        let (locals, committed, wakeups, asking, recoveries, gc) = (
+            &self.locals,
+            &self.committed,
+            &self.wakeups,
+            &self.asking,
+            &self.recoveries,
+            &self.gc,
+        );
+        let (topology, me) = (&self.topology, self.me);
+        let dropped = self.graph.collect(self.gc.epoch, |t, n| {
+            if n.status != Status::Decided
+                || !n.finished
+                || wakeups.awaited(t)
+                || asking.contains_key(&t)
+                || recoveries.contains_key(&t)
+            {
+                return false;
+            }
+            let Some(info) = committed.get(&t) else {
+                // Never seen committing here (a member of a component
+                // decided elsewhere): it may still involve this shard.
+                return false;
+            };
+            if !n.local {
+                return true;
+            }
+            locals.get(&t).is_some_and(|l| l.results.is_some())
+                && gc.everywhere(
+                    t,
+                    participants(info.proc.as_ref())
+                        .into_iter()
+                        .flat_map(|s| topology.shards[s.0 as usize].replicas.iter().copied())
+                        .filter(|r| *r != me),
+                )
+        });
+        for crate::depgraph::graph::Dropped { txn: t, scc, .. } in dropped {
+            let abandon = self.committed.remove(&t).is_some_and(|i| i.abandon);
+            if let Some(l) = self.locals.remove(&t) {
+                let (reads, writes) = self.keys(&l.proc);
+                self.tracker.forget(t, &reads, &writes);
+            }
+            self.gc.bury(t, abandon, scc);
+        }
+        self.gc.expire(self.cfg.forget_epochs);
+    }
+}
+
 impl Node<Msg> for JanusServer {
     fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
         ctx.set_timer(self.cfg.sweep, SWEEP);
@@ -997,6 +1204,14 @@ impl Node<Msg> for JanusServer {
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
             Msg::InquireOk(info) => self.apply_commit(ctx, info),
             Msg::Committed { txns } => self.on_committed(ctx, from, &txns),
+            Msg::Executed { txns, echo } => self.on_executed(ctx, from, &txns, echo),
+            Msg::Forgotten { txn, ref scc, .. } => {
+                let scc = scc.clone();
+                if self.recoveries.contains_key(&txn) {
+                    self.on_recovery_reply(ctx, from, txn, msg);
+                }
+                self.on_forgotten(ctx, txn, scc)
+            }
             Msg::FetchOutput { txn, piece } => self.on_fetch_output(ctx, from, txn, piece),
             Msg::Output { txn, piece, output } => self.on_output(ctx, txn, piece, output),
             Msg::PreAcceptOk { txn, .. }
@@ -1041,6 +1256,9 @@ impl Node<Msg> for JanusServer {
                 ("janus_abandoned", std::mem::take(&mut self.abandoned)),
                 ("janus_committed_unexecuted", waiting),
                 ("janus_preaccepted_uncommitted", uncommitted),
+                ("janus_forgotten", std::mem::take(&mut self.gc.forgotten)),
+                ("janus_graph_vertices", self.graph.len() as u64),
+                ("janus_tombstones", self.gc.tombstones() as u64),
             ],
         }
     }

@@ -746,3 +746,181 @@ fn dependent_keys_are_refused() {
         [(d, TxnOutcome::Aborted(tessera_core::txn::AbortReason::User))] if d == t
     ));
 }
+
+// ---- graph garbage collection (super::gc) ----
+
+impl Cluster {
+    /// `rounds` rounds of delivering everything queued (messages to server
+    /// `cut`, if any, are lost), then 10 ms of every node's timers.
+    fn rounds(&mut self, rounds: u32, cut: Option<u32>) {
+        let alive: Vec<usize> = (0..self.coords.len()).collect();
+        for _ in 0..rounds {
+            loop {
+                if let Some(cut) = cut {
+                    self.queue.retain(|(_, d, _)| d.0 != cut);
+                }
+                if self.queue.is_empty() {
+                    break;
+                }
+                self.step(0);
+            }
+            self.advance(10 * MS, &alive);
+        }
+    }
+
+    /// A counter of each server's report.
+    fn per_server(&mut self, name: &str) -> Vec<u64> {
+        self.servers
+            .iter_mut()
+            .map(|s| {
+                s.take_report()
+                    .counters
+                    .into_iter()
+                    .find(|(n, _)| *n == name)
+                    .map_or(0, |(_, v)| v)
+            })
+            .collect()
+    }
+}
+
+fn commit_of(txn: TxnId, deps: Vec<super::msg::Dep>) -> Msg {
+    Msg::Commit(Arc::new(super::msg::CommitInfo {
+        txn,
+        proc: Incr::proc(),
+        deps,
+        abandon: false,
+    }))
+}
+
+/// A transaction executed by every replica is forgotten by each, two
+/// epochs on; every late message about it (a Commit, PreAccept or Accept
+/// retransmission, a recovery coordinator's Prepare, an Inquire) gets the
+/// tombstone, and none changes the state.
+#[test]
+fn an_executed_transaction_is_forgotten_and_late_messages_get_its_tombstone() {
+    let mut c = Cluster::new();
+    let t = c.submit(0);
+    c.rounds(20, None);
+    assert_eq!(c.saw(t), 10);
+    assert_eq!(c.per_server("janus_forgotten"), [1, 1, 1]);
+    assert_eq!(c.per_server("janus_graph_vertices"), [0, 0, 0]);
+    assert_eq!(c.per_server("janus_tombstones"), [1, 1, 1]);
+    let forgotten =
+        |m: &[Msg]| matches!(m, [Msg::Forgotten { txn, abandon: false, scc: None }] if *txn == t);
+    for late in [
+        commit_of(t, Vec::new()),
+        Msg::PreAccept {
+            txn: t,
+            ballot: 0,
+            proc: Incr::proc(),
+        },
+        Msg::Accept {
+            txn: t,
+            ballot: 0,
+            deps: Arc::new(Vec::new()),
+            abandon: false,
+            proc: None,
+        },
+        Msg::Prepare { txn: t, ballot: 7 },
+        Msg::Inquire { txn: t },
+    ] {
+        let what = format!("{late:?}");
+        let replies = c.ask_server(1, late);
+        assert!(forgotten(&replies), "{what}: {replies:?}");
+    }
+    assert!(c.queue.is_empty(), "{:?}", c.queue);
+    c.assert_replicas_hold(11, t);
+    // The tombstone lives `forget_epochs` epochs.
+    let keep = JanusConfig::default().forget_epochs;
+    for _ in 0..keep {
+        c.advance(JanusConfig::default().epoch, &[]);
+    }
+    assert_eq!(c.per_server("janus_tombstones"), [0, 0, 0]);
+}
+
+/// A replica that has not executed T keeps every other replica from
+/// forgetting it (it may still Inquire for T's Commit); once it catches up
+/// all forget it.
+#[test]
+fn a_transaction_is_kept_while_a_replica_has_not_executed_it() {
+    let mut c = Cluster::new();
+    let t = c.submit(0);
+    c.rounds(20, Some(2));
+    assert_eq!(c.saw(t), 10);
+    assert_eq!(c.per_server("janus_forgotten"), [0, 0, 0]);
+    // Replica 2 missed PreAccept and Commit: it learns T from the others'
+    // announcements, executes it, and then everyone forgets it.
+    c.rounds(30, None);
+    assert_eq!(c.per_server("janus_forgotten"), [1, 1, 1]);
+    c.assert_replicas_hold(11, t);
+}
+
+/// A Commit naming a forgotten transaction as a dependency does not wait
+/// for it, nor ask about it: it is DECIDED and done here.
+#[test]
+fn a_dependency_on_a_forgotten_transaction_does_not_block() {
+    use super::msg::Dep;
+    let mut c = Cluster::new();
+    let t = c.submit(0);
+    c.rounds(20, None);
+    assert_eq!(c.per_server("janus_forgotten"), [1, 1, 1]);
+    let t2 = TxnId::new(NodeId(RECOVERY), 0, 1);
+    let dep = Dep {
+        txn: t,
+        shards: Arc::from([ShardId(0)]),
+    };
+    let replies = c.ask_server(0, commit_of(t2, vec![dep]));
+    assert!(
+        matches!(&replies[..], [Msg::CommitOk { txn, abandon: false, results }]
+            if *txn == t2 && dec(results.first().map(|r| &r.output)) == 11),
+        "{replies:?}"
+    );
+    assert!(
+        !c.queue
+            .iter()
+            .any(|(_, _, m)| matches!(m, Msg::Inquire { .. })),
+        "{:?}",
+        c.queue
+    );
+}
+
+/// A server waiting for an ancestor it does not know asks about it; the
+/// answer that the ancestor was forgotten (committed, executed everywhere,
+/// DECIDED alone) lets the waiting transaction execute.
+#[test]
+fn a_forgotten_answer_to_an_inquire_unblocks_the_waiter() {
+    use super::msg::Dep;
+    let mut c = Cluster::new();
+    let ghost = TxnId::new(NodeId(RECOVERY), 0, 1);
+    let t2 = TxnId::new(NodeId(RECOVERY), 0, 2);
+    let dep = Dep {
+        txn: ghost,
+        shards: Arc::from([ShardId(0)]),
+    };
+    let replies = c.ask_server(0, commit_of(t2, vec![dep]));
+    assert!(replies.is_empty(), "{replies:?}");
+    let asked = c
+        .queue
+        .iter()
+        .position(|(f, _, m)| *f == NodeId(0) && matches!(m, Msg::Inquire { txn } if *txn == ghost))
+        .expect("an Inquire about the unknown ancestor");
+    let (_, to, _) = c.queue.remove(asked);
+    c.queue.clear();
+    c.queue.push((
+        to,
+        NodeId(0),
+        Msg::Forgotten {
+            txn: ghost,
+            abandon: false,
+            scc: None,
+        },
+    ));
+    c.step(0);
+    assert!(
+        c.queue.iter().any(|(f, d, m)| *f == NodeId(0)
+            && d.0 == RECOVERY
+            && matches!(m, Msg::CommitOk { txn, .. } if *txn == t2)),
+        "{:?}",
+        c.queue
+    );
+}

@@ -72,6 +72,22 @@ impl Tracker {
             }
         }
     }
+    /// `txn` is forgotten (graph garbage collection): it executed at every
+    /// replica of every shard it involves, so a transaction pre-accepted
+    /// from now on executes after it everywhere anyway and needs no edge
+    /// from it (it cannot join its component, which is decided and run).
+    /// Without this the last writer of a cold key would be named as a
+    /// dependency long after its tombstone expired.
+    pub fn forget(&mut self, txn: TxnId, reads: &[Key], writes: &[Key]) {
+        for k in writes.iter().chain(reads) {
+            if let Some(e) = self.keys.get_mut(k) {
+                if e.last_write == Some(txn) {
+                    e.last_write = None;
+                }
+                e.reads_since.retain(|t| *t != txn);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -358,7 +358,7 @@ impl OoccCoordinator {
         }
         let delayed = self.cfg.delayed_lock;
         for n in need {
-            let addr = self.net.addr(n.key).expect("located");
+            let addr = self.net.addr(&run.exec.vacant, n.key).expect("located");
             if n.write {
                 let word = if delayed {
                     lock::intention(txn)
@@ -454,13 +454,16 @@ impl OoccCoordinator {
         let x = &run.exec;
         for key in &x.read_order {
             let r = &x.recs[key];
-            if r.lock.held.is_some() || x.absent.contains(key) {
+            if r.lock.held.is_some() {
                 continue;
             }
             if x.read_only && within_lease && !r.lock.intention_seen {
                 continue;
             }
-            let addr = self.net.addr(*key).expect("read keys are located");
+            let addr = self
+                .net
+                .addr(&x.vacant, *key)
+                .expect("read keys are located");
             client::push(
                 &mut round,
                 r.shard,
@@ -483,7 +486,10 @@ impl OoccCoordinator {
                 continue;
             }
             if self.cfg.delayed_lock {
-                let addr = self.net.addr(*key).expect("held keys are located");
+                let addr = self
+                    .net
+                    .addr(&run.exec.vacant, *key)
+                    .expect("held keys are located");
                 client::push(
                     &mut round,
                     r.shard,
@@ -626,8 +632,9 @@ impl OoccCoordinator {
                 }
                 (Purpose::Fetch { key }, VerbResult::Read(imgs)) => {
                     let read_only = x.read_only;
-                    let Some(img) = imgs.first().filter(|i| i.key == Some(key)) else {
-                        x.fail(AbortReason::Timeout);
+                    let Some(img) = self.net.image(x, key, &imgs) else {
+                        // Another key's insert took this insert slot.
+                        x.fail(AbortReason::LockConflict);
                         continue;
                     };
                     let r = x.recs.get_mut(&key).expect("fetched keys have records");

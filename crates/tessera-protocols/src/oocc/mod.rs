@@ -43,8 +43,15 @@
 //! of its own after the lock upgrade (Alg. 1 puts them in one round; that
 //! lets a reader see an intention lock after the writer validated, which
 //! our seed tests caught as a cycle); with the lease on, the write-wait
-//! lease that follows the upgrade hides the extra round. Inserts are not supported
-//! (records are found, never allocated), nor is recovery from the logs.
+//! lease that follows the upgrade hides the extra round. Recovery from the
+//! logs is not implemented.
+//!
+//! Inserts (TPC-C's NewOrder) and reads of absent keys are FORD's: an insert
+//! locks the first free slot of its key's probe path as its record (the
+//! delayed write lock's intention lock included) and the commit WRITE
+//! publishes the key with the data; a read of an absent key reads that
+//! slot and is validated, or covered by the lease, like any read (see
+//! [`crate::disagg::client`]).
 //! The Lease Manager's drain waits out the larger lease, not the old one
 //! (see [`manager`]); it reads statistics by messages to the coordinators,
 //! not RPC to a shared per-machine lease word, and sits on a client host

@@ -204,6 +204,20 @@ impl Driver {
         })
     }
 
+    /// A reply answered something outstanding: the path works again, so
+    /// the backoff starts over and what is still unanswered is resent after
+    /// one base timeout, not after the backed-off one. Without this a
+    /// transaction whose start phase dragged on (many failed validations of
+    /// its merged pieces, a partition) keeps the capped timeout into its
+    /// last steps, and one lost message after its merged pieces committed
+    /// leaves its deferrable pieces unsent for `8 × retransmit` while the
+    /// committed merged pieces are already visible (§3.5: the transaction
+    /// must commit all its pieces, and soon).
+    fn progressed(&mut self, now: Time) {
+        self.rto = self.base_rto;
+        self.retransmit_at = self.retransmit_at.min(now + self.rto);
+    }
+
     /// Send every piece whose inputs are ready (`resend`: those sent and not
     /// yet acknowledged), one request per server; merged pieces go out as
     /// OCC execute requests, then as one commit request to the leader.
@@ -333,6 +347,7 @@ impl Driver {
             let i = r.piece as usize;
             if self.is_merged(i) && self.exec_sent[i] && self.tentative[i].is_none() {
                 self.tentative[i] = Some(r);
+                self.progressed(ctx.now());
             }
         }
         if !self.stopping {
@@ -348,6 +363,7 @@ impl Driver {
             return;
         }
         self.occ_commit = None;
+        self.progressed(ctx.now());
         for i in 0..self.merged.len() {
             if self.merged[i] && !self.received[i] {
                 self.sent[i] = false;
@@ -399,6 +415,7 @@ impl Driver {
             if i < self.received.len() && !self.received[i] {
                 self.received[i] = true;
                 self.unreceived -= 1;
+                self.progressed(ctx.now());
             }
         }
         for v in deps {

@@ -44,7 +44,10 @@
 //! advances with time and drop what was finished two epochs ago.
 //!
 //! **Faults** (§3.5): requests are resent until answered and handlers are
-//! idempotent. A server that holds a STARTED transaction whose coordinator
+//! idempotent. Resends back off, but any reply that answers something
+//! restarts the backoff ([`driver`]): a transaction whose start phase
+//! dragged on must not wait a capped timeout to resend what follows its
+//! committed merged pieces. A server that holds a STARTED transaction whose coordinator
 //! has been silent for [`RococoConfig::recover_after`] drives it to commit
 //! itself with the coordinator's own logic ([`driver`]); re-sent start
 //! requests get the same results.

@@ -752,19 +752,19 @@ impl RococoServer {
         let mut gone = Vec::new();
         let (wakeups, asking, locals) = (&self.wakeups, &self.asking, &self.locals);
         let forget_after = self.cfg.forget_after;
-        self.graph.collect(
-            epoch,
-            |t, local| {
-                if local {
-                    locals.get(&t).is_none_or(|l| {
-                        l.committed || now.saturating_sub(l.last_heard) > forget_after
-                    })
-                } else {
-                    !wakeups.awaited(t) && !asking.contains_key(&t)
-                }
-            },
-            |t, scc| gone.push((t, scc)),
-        );
+        for d in self.graph.collect(epoch, |t, n| {
+            if n.local {
+                locals
+                    .get(&t)
+                    .is_none_or(|l| l.committed || now.saturating_sub(l.last_heard) > forget_after)
+            } else {
+                !wakeups.awaited(t) && !asking.contains_key(&t)
+            }
+        }) {
+            if d.local {
+                gone.push((d.txn, d.scc));
+            }
+        }
         for (t, scc) in gone {
             if let Some(l) = self.locals.remove(&t) {
                 self.tracker.forget(t, &l.keys);

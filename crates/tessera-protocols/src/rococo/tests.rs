@@ -553,3 +553,77 @@ fn restarted_server_replays_its_log_and_answers_a_resent_start_alike() {
         .get(Key::new(ORDER_LINE, 11))
         .is_some());
 }
+
+
+/// The sent start requests of `effects`: (destination, pieces).
+fn starts(effects: &[Effect<Msg>]) -> Vec<(u32, Vec<u16>)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Send {
+                to,
+                msg: Msg::Start(s),
+            } => Some((to.0, s.pieces.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// TPC-C seed 437 of the merged-pieces test, reduced: a start phase that
+/// dragged on left the driver's retransmission timeout backed off to its
+/// cap; then the immediate piece's reply came, the deferrable piece it
+/// feeds went out and was lost. The resend must come one base timeout
+/// later, not a capped one (the run ended in between with the district's
+/// increment in the store and the order insert never run).
+#[test]
+fn a_reply_restarts_the_backoff_of_the_driver() {
+    use super::driver::Driver;
+    use super::msg::PieceReply;
+    use tessera_core::ids::MS;
+    let cfg = RococoConfig::default();
+    let topology = Topology::new(2, 1, 2);
+    let proc: Arc<dyn Procedure> = Arc::new(NewOrder::new());
+    let txn = TxnId::new(NodeId(2), 0, 1);
+    let mut rng = SmallRng::seed_from_u64(1);
+    let cap = cfg.retransmit * 8;
+    let mut d = Driver::new(txn, proc, &topology, &cfg.merges, 0, cfg.retransmit);
+    let mut at = |d: &mut Driver, now, f: &mut dyn FnMut(&mut Driver, &mut Ctx<Msg>)| {
+        let mut effects = Vec::new();
+        let mut ctx = Ctx::new(now, NodeId(2), &mut rng, &mut effects);
+        f(d, &mut ctx);
+        effects
+    };
+    let sent = at(&mut d, 0, &mut |d, ctx| d.begin(ctx));
+    assert_eq!(starts(&sent), [(0, vec![0]), (1, vec![1])]);
+    // Nothing answers for a while: the resends back off to the cap (their
+    // gaps double: 20, 40, 80, 160, 160 ms). The replies come right after
+    // the last of them, so the next is a whole capped timeout away.
+    let (mut now, mut gaps, mut last) = (0, Vec::new(), 0);
+    while gaps.len() < 5 {
+        now += MS;
+        if !starts(&at(&mut d, now, &mut |d, ctx| d.tick(ctx, cap))).is_empty() {
+            gaps.push(now - last);
+            last = now;
+        }
+    }
+    assert_eq!(gaps.last(), Some(&cap));
+    let reply = |piece| PieceReply {
+        piece,
+        reads: Vec::new(),
+        writes: Vec::new(),
+        output: enc(7),
+        user_abort: false,
+    };
+    let sent = at(&mut d, now, &mut |d, ctx| {
+        d.on_start_ok(ctx, vec![reply(0)], vec![0], Vec::new());
+        d.on_start_ok(ctx, Vec::new(), vec![1], Vec::new());
+    });
+    // Piece 2 takes piece 0's output: it goes out now, and is lost.
+    assert_eq!(starts(&sent), [(1, vec![2])]);
+    let mut resent = Vec::new();
+    for _ in 0..cfg.retransmit / MS + 1 {
+        now += MS;
+        resent.extend(starts(&at(&mut d, now, &mut |d, ctx| d.tick(ctx, cap))));
+    }
+    assert_eq!(resent, [(1, vec![2])]);
+}
