@@ -286,10 +286,11 @@ impl Node<Msg> for RococoCoordinator {
                 }
             }
             Msg::CommitOk { txn, deferred } => {
+                let now = ctx.now();
                 let outcome = self
                     .rw
                     .get_mut(&txn)
-                    .and_then(|d| d.on_commit_ok(from, deferred));
+                    .and_then(|d| d.on_commit_ok(now, from, deferred));
                 if let Some(outcome) = outcome {
                     let d = self.rw.remove(&txn).expect("present");
                     d.send_committed(ctx);

@@ -463,7 +463,16 @@ impl Driver {
     }
 
     /// A participant's commit reply; the outcome once all have replied.
-    pub fn on_commit_ok(&mut self, from: NodeId, deferred: Vec<PieceReply>) -> Option<TxnOutcome> {
+    /// Like a start reply it restarts the backoff: the commit phase's
+    /// resends back off while servers wait for ancestors (nothing lost),
+    /// and a participant whose reply was lost must not then wait a capped
+    /// timeout for the resend that fetches it.
+    pub fn on_commit_ok(
+        &mut self,
+        now: Time,
+        from: NodeId,
+        deferred: Vec<PieceReply>,
+    ) -> Option<TxnOutcome> {
         if self.phase != Phase::Commit {
             return None;
         }
@@ -472,6 +481,7 @@ impl Driver {
             return None;
         }
         self.committed[i] = true;
+        self.progressed(now);
         for r in deferred {
             let p = r.piece as usize;
             if p < self.replies.len() && self.replies[p].is_none() {

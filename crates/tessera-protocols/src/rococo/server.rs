@@ -848,7 +848,7 @@ impl Node<Msg> for RococoServer {
                 let done = self
                     .recovering
                     .get_mut(&txn)
-                    .is_some_and(|d| d.on_commit_ok(from, deferred).is_some());
+                    .is_some_and(|d| d.on_commit_ok(ctx.now(), from, deferred).is_some());
                 if done {
                     let d = self.recovering.remove(&txn).expect("present");
                     d.send_committed(ctx);
