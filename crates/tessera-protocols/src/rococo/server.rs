@@ -152,7 +152,22 @@ impl RococoServer {
         let me = ctx.me();
         for (i, bytes) in records.iter().enumerate() {
             match log::Record::decode(bytes, &self.codec) {
-                Ok(log::Record::Start(req)) => self.on_start(ctx, me, req, true),
+                Ok(log::Record::Start(req)) => self.on_start(ctx, me, req, false),
+                Ok(log::Record::Merged(req)) => self.occ_replay_commit(ctx, req),
+                Ok(log::Record::Prepared { txn, attempt, keys }) => {
+                    self.occ_replay_prepared(ctx.now(), txn, attempt, keys)
+                }
+                Ok(log::Record::Aborted { txn, attempt }) => {
+                    self.occ_release(ctx.now(), txn, attempt);
+                }
+                Ok(log::Record::Decided {
+                    txn,
+                    attempt,
+                    commit,
+                    reply_to,
+                    parts,
+                }) => self.occ_replay_decided(txn, attempt, commit, reply_to, parts),
+                Ok(log::Record::LeadDone { txn }) => self.occ_replay_lead_done(txn),
                 Ok(log::Record::Finish { txn, members }) => {
                     let mut rose = Vec::new();
                     self.graph.mark_decided(&members, self.epoch, &mut rose);
@@ -204,7 +219,8 @@ impl RococoServer {
         if self.gone.contains_key(&req.txn) {
             return; // a late duplicate of a transaction long finished
         }
-        if !merged && self.occ.blocks(self.shard, &req, &self.locals) {
+        // Replayed requests were not blocked when they were logged.
+        if !merged && !self.replaying && self.occ.blocks(self.shard, &req, &self.locals) {
             tracing::trace!(shard = self.shard.0, txn = ?req.txn, "start waits for merged pieces' locks");
             self.occ.park(from, req);
             return;
@@ -243,7 +259,14 @@ impl RococoServer {
         }
         let local = self.locals.get_mut(&txn).expect("just ensured");
         local.last_heard = ctx.now();
-        tracing::trace!(shard = self.shard.0, ?txn, ?pieces, ?from, "start");
+        tracing::trace!(
+            shard = self.shard.0,
+            ?txn,
+            ?pieces,
+            ?from,
+            now = ctx.now(),
+            "start"
+        );
         let mut immediate = Vec::new();
         let mut parents: Vec<(TxnId, Edge)> = Vec::new();
         let mut added = Start {
@@ -297,7 +320,12 @@ impl RococoServer {
             return;
         }
         if !added.pieces.is_empty() {
-            self.log.append(ctx, &log::Record::Start(added));
+            let rec = if merged {
+                log::Record::Merged(added)
+            } else {
+                log::Record::Start(added)
+            };
+            self.log.append(ctx, &rec);
         }
         let deps = self.graph.export(txn);
         self.log.reply(
@@ -325,7 +353,7 @@ impl RococoServer {
             return;
         };
         local.last_heard = ctx.now();
-        tracing::trace!(shard = self.shard.0, ?txn, ?from, "commit");
+        tracing::trace!(shard = self.shard.0, ?txn, ?from, now = ctx.now(), "commit");
         if let Some(results) = &local.deferred {
             let msg = Msg::CommitOk {
                 txn,
@@ -494,7 +522,7 @@ impl RococoServer {
         }
         let waiters = std::mem::take(&mut local.commit_waiters);
         local.deferred = Some(replies.clone());
-        tracing::trace!(shard = self.shard.0, txn = ?t, "finished");
+        tracing::trace!(shard = self.shard.0, txn = ?t, now = ctx.now(), "finished");
         if !self.replaying {
             let members = self.graph.members(t);
             self.log
@@ -805,7 +833,7 @@ impl Node<Msg> for RococoServer {
                 reply_to,
                 req,
             } => self.on_occ_decide(ctx, from, attempt, commit, reply_to, req),
-            Msg::OccDecideOk { txn, attempt } => self.on_occ_decide_ok(from, txn, attempt),
+            Msg::OccDecideOk { txn, attempt } => self.on_occ_decide_ok(ctx, from, txn, attempt),
             // Replies to this server's own recovery drivers.
             Msg::OccExecuteOk { txn, results } => {
                 if let Some(d) = self.recovering.get_mut(&txn) {

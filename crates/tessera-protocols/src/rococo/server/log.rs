@@ -23,6 +23,29 @@
 //! one saw what a crash took back. Replies therefore wait for the last
 //! record appended before them ([`Pending`]).
 //!
+//! * **Merged** — the commit of merged pieces (§4.2) here: a start request
+//!   that first releases the transaction's validation locks. Appended
+//!   before the `OccDecideOk` (and the `StartOk`) leave.
+//! * **Prepared** — merged pieces validated here: the attempt and the keys
+//!   locked, appended before the yes vote leaves, so that a participant
+//!   that voted yes still holds its locks after a crash, as a 2PC
+//!   participant's prepare record keeps them (`twopc::wal`).
+//! * **Aborted** — an attempt's abort decision reached this participant:
+//!   its locks go, and prepares of that attempt are refused; appended
+//!   before the acknowledgement leaves (the leader then stops resending
+//!   the decision, so a lost release would hold the locks for good).
+//! * **Decided** — this server, the leader of a transaction's merged
+//!   pieces, decided an attempt: appended before any decision (and the
+//!   driver's `OccRetry`) leaves, with every participant's request, so a
+//!   restarted leader resends the decision until acknowledged and numbers
+//!   its next attempt after it. An undecided attempt is not logged: its
+//!   participants' locks are presumed aborted, as in 2PC. The driver
+//!   resends that very commit request (it never heard `OccRetry`), so the
+//!   restarted leader's attempt of the same number carries the same
+//!   outputs as the lost one.
+//! * **LeadDone** — every participant acknowledged a commit decision:
+//!   replay need not resend it. Nothing waits for this record.
+//!
 //! Commit requests are not logged: after a restart a transaction whose
 //! finish is not in the log is STARTED again, and its coordinator's resent
 //! commit request, or the recovery of a silent coordinator's transaction
@@ -37,10 +60,10 @@ use bytes::{BufMut, Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tessera_core::codec::{
-    decode_txn, encode_txn, get_len, get_txn_id, get_u8, get_value, get_varint, put_bytes,
-    put_txn_id, put_varint, DecodeCx, DecodeError, EncodeError,
+    decode_txn, encode_txn, get_bool, get_key, get_len, get_txn_id, get_u32, get_u8, get_value,
+    get_varint, put_bytes, put_key, put_txn_id, put_varint, DecodeCx, DecodeError, EncodeError,
 };
-use tessera_core::ids::{NodeId, TxnId};
+use tessera_core::ids::{Key, NodeId, TxnId};
 use tessera_core::node::Ctx;
 
 /// First byte of every record of a Rococo server, and top byte of its
@@ -48,6 +71,11 @@ use tessera_core::node::Ctx;
 pub const RECORD_TAG: u8 = 0x52;
 const START: u8 = 1;
 const FINISH: u8 = 2;
+const MERGED: u8 = 3;
+const PREPARED: u8 = 4;
+const ABORTED: u8 = 5;
+const DECIDED: u8 = 6;
+const LEAD_DONE: u8 = 7;
 
 /// One logged event.
 #[derive(Debug)]
@@ -59,6 +87,72 @@ pub(super) enum Record {
         txn: TxnId,
         members: Arc<[TxnId]>,
     },
+    /// The commit of merged pieces here (§4.2).
+    Merged(Start),
+    /// Merged pieces of `txn`'s `attempt` validated here; `keys` locked,
+    /// each with whether it is written.
+    Prepared {
+        txn: TxnId,
+        attempt: u32,
+        keys: Vec<(Key, bool)>,
+    },
+    /// The abort of `txn`'s `attempt` reached this participant.
+    Aborted {
+        txn: TxnId,
+        attempt: u32,
+    },
+    /// This leader decided `txn`'s `attempt`; `parts` are the
+    /// participants with their requests.
+    Decided {
+        txn: TxnId,
+        attempt: u32,
+        commit: bool,
+        reply_to: NodeId,
+        parts: Vec<(NodeId, Start)>,
+    },
+    /// Every participant acknowledged the commit of `txn`'s merged pieces.
+    LeadDone {
+        txn: TxnId,
+    },
+}
+
+fn put_start(out: &mut BytesMut, s: &Start) -> Result<(), EncodeError> {
+    put_txn_id(out, s.txn);
+    encode_txn(s.proc.as_ref(), out)?;
+    put_varint(out, s.pieces.len() as u64);
+    for (&p, inputs) in s.pieces.iter().zip(&s.inputs) {
+        put_varint(out, p as u64);
+        put_varint(out, inputs.len() as u64);
+        for v in inputs {
+            put_bytes(out, v);
+        }
+    }
+    Ok(())
+}
+
+fn get_start(buf: &mut &[u8], cx: &DecodeCx) -> Result<Start, DecodeError> {
+    let txn = get_txn_id(buf)?;
+    let proc = decode_txn(buf, cx)?;
+    let n = get_len(buf, 2, "pieces")?;
+    let mut pieces = Vec::with_capacity(n);
+    let mut inputs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let p = get_varint(buf, "piece")?;
+        let p = u16::try_from(p).map_err(|_| DecodeError::invalid("piece", p.to_string()))?;
+        let k = get_len(buf, 1, "inputs")?;
+        let mut v = Vec::with_capacity(k);
+        for _ in 0..k {
+            v.push(get_value(buf, "input")?);
+        }
+        pieces.push(p);
+        inputs.push(v);
+    }
+    Ok(Start {
+        txn,
+        proc,
+        pieces,
+        inputs,
+    })
 }
 
 impl Record {
@@ -68,16 +162,11 @@ impl Record {
         match self {
             Record::Start(s) => {
                 out.put_u8(START);
-                put_txn_id(&mut out, s.txn);
-                encode_txn(s.proc.as_ref(), &mut out)?;
-                put_varint(&mut out, s.pieces.len() as u64);
-                for (&p, inputs) in s.pieces.iter().zip(&s.inputs) {
-                    put_varint(&mut out, p as u64);
-                    put_varint(&mut out, inputs.len() as u64);
-                    for v in inputs {
-                        put_bytes(&mut out, v);
-                    }
-                }
+                put_start(&mut out, s)?;
+            }
+            Record::Merged(s) => {
+                out.put_u8(MERGED);
+                put_start(&mut out, s)?;
             }
             Record::Finish { txn, members } => {
                 out.put_u8(FINISH);
@@ -86,6 +175,43 @@ impl Record {
                 for &m in members.iter() {
                     put_txn_id(&mut out, m);
                 }
+            }
+            Record::Prepared { txn, attempt, keys } => {
+                out.put_u8(PREPARED);
+                put_txn_id(&mut out, *txn);
+                out.put_u32_le(*attempt);
+                put_varint(&mut out, keys.len() as u64);
+                for &(k, write) in keys {
+                    put_key(&mut out, k);
+                    out.put_u8(write as u8);
+                }
+            }
+            Record::Aborted { txn, attempt } => {
+                out.put_u8(ABORTED);
+                put_txn_id(&mut out, *txn);
+                out.put_u32_le(*attempt);
+            }
+            Record::Decided {
+                txn,
+                attempt,
+                commit,
+                reply_to,
+                parts,
+            } => {
+                out.put_u8(DECIDED);
+                put_txn_id(&mut out, *txn);
+                out.put_u32_le(*attempt);
+                out.put_u8(*commit as u8);
+                out.put_u32_le(reply_to.0);
+                put_varint(&mut out, parts.len() as u64);
+                for (node, req) in parts {
+                    out.put_u32_le(node.0);
+                    put_start(&mut out, req)?;
+                }
+            }
+            Record::LeadDone { txn } => {
+                out.put_u8(LEAD_DONE);
+                put_txn_id(&mut out, *txn);
             }
         }
         Ok(out.freeze())
@@ -101,31 +227,45 @@ impl Record {
             });
         }
         let rec = match get_u8(buf, "record kind")? {
-            START => {
+            START => Record::Start(get_start(buf, cx)?),
+            MERGED => Record::Merged(get_start(buf, cx)?),
+            PREPARED => {
                 let txn = get_txn_id(buf)?;
-                let proc = decode_txn(buf, cx)?;
-                let n = get_len(buf, 2, "pieces")?;
-                let mut pieces = Vec::with_capacity(n);
-                let mut inputs = Vec::with_capacity(n);
+                let attempt = get_u32(buf, "attempt")?;
+                let n = get_len(buf, 2, "keys")?;
+                let mut keys = Vec::with_capacity(n);
                 for _ in 0..n {
-                    let p = get_varint(buf, "piece")?;
-                    let p = u16::try_from(p)
-                        .map_err(|_| DecodeError::invalid("piece", p.to_string()))?;
-                    let k = get_len(buf, 1, "inputs")?;
-                    let mut v = Vec::with_capacity(k);
-                    for _ in 0..k {
-                        v.push(get_value(buf, "input")?);
-                    }
-                    pieces.push(p);
-                    inputs.push(v);
+                    let k = get_key(buf)?;
+                    keys.push((k, get_bool(buf, "write")?));
                 }
-                Record::Start(Start {
-                    txn,
-                    proc,
-                    pieces,
-                    inputs,
-                })
+                Record::Prepared { txn, attempt, keys }
             }
+            ABORTED => Record::Aborted {
+                txn: get_txn_id(buf)?,
+                attempt: get_u32(buf, "attempt")?,
+            },
+            DECIDED => {
+                let txn = get_txn_id(buf)?;
+                let attempt = get_u32(buf, "attempt")?;
+                let commit = get_bool(buf, "commit")?;
+                let reply_to = NodeId(get_u32(buf, "reply_to")?);
+                let n = get_len(buf, 5, "parts")?;
+                let mut parts = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let node = NodeId(get_u32(buf, "part")?);
+                    parts.push((node, get_start(buf, cx)?));
+                }
+                Record::Decided {
+                    txn,
+                    attempt,
+                    commit,
+                    reply_to,
+                    parts,
+                }
+            }
+            LEAD_DONE => Record::LeadDone {
+                txn: get_txn_id(buf)?,
+            },
             FINISH => {
                 let txn = get_txn_id(buf)?;
                 let n = get_len(buf, 8, "members")?;
@@ -216,6 +356,32 @@ impl Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every record of merged pieces' 2PC decodes to what was encoded, and
+    /// no prefix of it decodes.
+    #[test]
+    fn merged_piece_records_round_trip() {
+        let t = TxnId::new(NodeId(2), 0, 7);
+        let (k, l) = (Key::new(1, 3), Key::new(2, u64::MAX - 1));
+        let recs = [
+            Record::Prepared {
+                txn: t,
+                attempt: 3,
+                keys: vec![(k, true), (l, false)],
+            },
+            Record::Aborted { txn: t, attempt: 2 },
+            Record::LeadDone { txn: t },
+        ];
+        let cx = DecodeCx::default();
+        for rec in recs {
+            let bytes = rec.encode().expect("encodable");
+            let back = Record::decode(&bytes, &cx).expect("decodes");
+            assert_eq!(format!("{back:?}"), format!("{rec:?}"));
+            for cut in 0..bytes.len() {
+                assert!(Record::decode(&bytes[..cut], &cx).is_err(), "cut at {cut}");
+            }
+        }
+    }
 
     #[test]
     fn finish_records_round_trip_and_bad_bytes_are_refused() {

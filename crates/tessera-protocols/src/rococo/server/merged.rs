@@ -23,9 +23,19 @@
 //!
 //! The leader is a server, so a crashed client coordinator does not leave
 //! locks behind: the leader resends prepares and decisions until answered.
+//!
+//! **Server crashes** (§3.5 with §4.2's 2PC): a participant logs its
+//! prepare (attempt, locked keys) before voting yes, the release of an
+//! aborted attempt before acknowledging it, and the commit as a start
+//! request ([`super::log::Record::Merged`]); the leader logs each decision
+//! with every participant's request before sending it, and forgets it in
+//! the log once all acknowledged a commit. Replayed, a participant holds
+//! the locks it voted for and a leader resends its decisions; an attempt
+//! the leader never decided is presumed aborted.
 //! A leader votes yes for a transaction whose pieces it already committed,
 //! so a driver that retries after the leader forgot the 2PC still ends.
 
+use super::log::Record;
 use super::{Local, RococoServer};
 use crate::depgraph::{dry_run, PieceReply};
 use crate::rococo::msg::{Msg, Start};
@@ -242,7 +252,7 @@ impl RococoServer {
             Some(l) if l.decided == Some(true) => {
                 l.reply_to = from;
                 for p in &l.parts {
-                    ctx.send(p.node, decide_msg(l, p));
+                    self.log.reply(ctx, p.node, decide_msg(l, p));
                 }
                 return;
             }
@@ -314,7 +324,7 @@ impl RococoServer {
         outputs: Vec<Value>,
     ) {
         let txn = req.txn;
-        let ok = self.occ_validate(ctx.now(), attempt, &req, &outputs);
+        let ok = self.occ_validate(ctx, attempt, &req, &outputs);
         tracing::trace!(
             shard = self.shard.0,
             ?txn,
@@ -322,11 +332,25 @@ impl RococoServer {
             ok,
             "merged pieces prepared"
         );
-        ctx.send(from, Msg::OccVote { txn, attempt, ok });
+        // A yes leaves once its prepare record is durable (a no promises
+        // nothing).
+        let vote = Msg::OccVote { txn, attempt, ok };
+        if ok {
+            self.log.reply(ctx, from, vote);
+        } else {
+            ctx.send(from, vote);
+        }
         self.occ_unpark(ctx);
     }
 
-    fn occ_validate(&mut self, now: Time, attempt: u32, req: &Start, outputs: &[Value]) -> bool {
+    fn occ_validate(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        attempt: u32,
+        req: &Start,
+        outputs: &[Value],
+    ) -> bool {
+        let now = ctx.now();
         let txn = req.txn;
         let committed = self.gone.contains_key(&txn)
             || self.locals.get(&txn).is_some_and(|l| {
@@ -344,7 +368,11 @@ impl RococoServer {
         *seen = (attempt, now);
         match self.occ.prepared.get(&txn) {
             Some((a, _)) if *a == attempt => return true,
-            Some(_) => self.occ.unlock(txn),
+            Some(&(a, _)) => {
+                // A newer attempt supersedes it: its locks go, for good.
+                self.occ.unlock(txn);
+                self.log.append(ctx, &Record::Aborted { txn, attempt: a });
+            }
             None => {}
         }
         let mut keys: Vec<(Key, bool)> = Vec::new();
@@ -365,6 +393,14 @@ impl RococoServer {
                 return false;
             }
         }
+        self.log.append(
+            ctx,
+            &Record::Prepared {
+                txn,
+                attempt,
+                keys: keys.clone(),
+            },
+        );
         self.occ.lock(txn, attempt, keys);
         true
     }
@@ -406,7 +442,7 @@ impl RococoServer {
             return;
         };
         if l.decided.is_some() {
-            ctx.send(from, decide_msg(l, &l.parts[i]));
+            self.log.reply(ctx, from, decide_msg(l, &l.parts[i]));
             return;
         }
         if l.parts[i].vote.is_some() {
@@ -434,11 +470,20 @@ impl RococoServer {
         l.decided = Some(commit);
         l.sent_at = ctx.now();
         l.tries = 0;
+        // Durable before anyone hears it (see `log`).
+        let rec = Record::Decided {
+            txn,
+            attempt: l.attempt,
+            commit,
+            reply_to: l.reply_to,
+            parts: l.parts.iter().map(|p| (p.node, p.req.clone())).collect(),
+        };
+        self.log.append(ctx, &rec);
         for p in &l.parts {
-            ctx.send(p.node, decide_msg(l, p));
+            self.log.reply(ctx, p.node, decide_msg(l, p));
         }
         if !commit {
-            ctx.send(l.reply_to, Msg::OccRetry { txn });
+            self.log.reply(ctx, l.reply_to, Msg::OccRetry { txn });
         }
     }
 
@@ -457,25 +502,100 @@ impl RococoServer {
         if commit {
             self.occ.unlock(txn);
             self.on_start(ctx, reply_to, req, true);
-        } else {
-            if self
-                .occ
-                .prepared
-                .get(&txn)
-                .is_some_and(|(a, _)| *a == attempt)
-            {
-                self.occ.unlock(txn);
-            }
-            // A prepare of this attempt still in flight must not lock.
-            let now = ctx.now();
-            let seen = self.occ.seen.entry(txn).or_insert((0, now));
-            *seen = (seen.0.max(attempt + 1), now);
+        } else if self.occ_release(ctx.now(), txn, attempt) {
+            self.log.append(ctx, &Record::Aborted { txn, attempt });
         }
-        ctx.send(from, Msg::OccDecideOk { txn, attempt });
+        // After the commit's or the release's record.
+        self.log.reply(ctx, from, Msg::OccDecideOk { txn, attempt });
         self.occ_unpark(ctx);
     }
 
-    pub(super) fn on_occ_decide_ok(&mut self, from: NodeId, txn: TxnId, attempt: u32) {
+    /// `txn`'s `attempt` is aborted: release its locks if it holds them
+    /// (whether it did), and refuse its prepares still in flight.
+    pub(super) fn occ_release(&mut self, now: Time, txn: TxnId, attempt: u32) -> bool {
+        let held = self
+            .occ
+            .prepared
+            .get(&txn)
+            .is_some_and(|(a, _)| *a == attempt);
+        if held {
+            self.occ.unlock(txn);
+        }
+        let seen = self.occ.seen.entry(txn).or_insert((0, now));
+        *seen = (seen.0.max(attempt + 1), now);
+        held
+    }
+
+    /// Replay of a prepare record: lock again what the yes vote promised.
+    pub(super) fn occ_replay_prepared(
+        &mut self,
+        now: Time,
+        txn: TxnId,
+        attempt: u32,
+        keys: Vec<(Key, bool)>,
+    ) {
+        self.occ.unlock(txn);
+        let seen = self.occ.seen.entry(txn).or_insert((attempt, now));
+        *seen = (seen.0.max(attempt), now);
+        self.occ.lock(txn, attempt, keys);
+    }
+
+    /// Replay of a merged commit: release the locks, run the start request.
+    pub(super) fn occ_replay_commit(&mut self, ctx: &mut Ctx<Msg>, req: Start) {
+        self.occ.unlock(req.txn);
+        let me = ctx.me();
+        self.on_start(ctx, me, req, true);
+    }
+
+    /// Replay of a leader's decision: resend it until acknowledged (the
+    /// sweep does, at once), number the next attempt after it.
+    pub(super) fn occ_replay_decided(
+        &mut self,
+        txn: TxnId,
+        attempt: u32,
+        commit: bool,
+        reply_to: NodeId,
+        parts: Vec<(NodeId, Start)>,
+    ) {
+        let Some(proc) = parts.first().map(|(_, r)| r.proc.clone()) else {
+            return;
+        };
+        let parts = parts
+            .into_iter()
+            .map(|(node, req)| Part {
+                node,
+                req,
+                outputs: Vec::new(),
+                vote: Some(true),
+                acked: false,
+            })
+            .collect();
+        self.occ.leading.insert(
+            txn,
+            Lead {
+                attempt,
+                proc,
+                reply_to,
+                parts,
+                decided: Some(commit),
+                sent_at: 0,
+                tries: 0,
+            },
+        );
+    }
+
+    /// Replay of a commit every participant acknowledged.
+    pub(super) fn occ_replay_lead_done(&mut self, txn: TxnId) {
+        self.occ.leading.remove(&txn);
+    }
+
+    pub(super) fn on_occ_decide_ok(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        from: NodeId,
+        txn: TxnId,
+        attempt: u32,
+    ) {
         let Some(l) = self.occ.leading.get_mut(&txn) else {
             return;
         };
@@ -487,6 +607,7 @@ impl RococoServer {
         }
         if l.decided == Some(true) && l.parts.iter().all(|p| p.acked) {
             self.occ.leading.remove(&txn);
+            self.log.append(ctx, &Record::LeadDone { txn });
         }
     }
 
@@ -532,7 +653,7 @@ impl RococoServer {
                             outputs: p.outputs.clone(),
                         },
                     ),
-                    Some(_) if !p.acked => ctx.send(p.node, decide_msg(l, p)),
+                    Some(_) if !p.acked => self.log.reply(ctx, p.node, decide_msg(l, p)),
                     _ => {}
                 }
             }
