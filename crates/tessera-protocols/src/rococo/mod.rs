@@ -67,6 +67,12 @@
 //! idempotently, with their dependencies) and the commit request follows;
 //! status requests (**Inquire**) about their ancestors go to peers as
 //! usual. A crash loses only a suffix of the log, whose replies never left.
+//! Merged pieces' OCC+2PC (§4.2) is logged like 2PC's: a participant's
+//! prepare (locked keys) before its yes vote, its release of an aborted
+//! attempt before the acknowledgement, the leader's decision before it
+//! leaves; a restarted participant holds the locks it voted for, a
+//! restarted leader resends its decisions, and an attempt never decided is
+//! presumed aborted (`server::merged`).
 //!
 //! **Deviations from the paper**, each a choice:
 //! * Epochs advance on each server's own clock instead of by agreement
@@ -83,16 +89,17 @@
 //! * The log is never truncated (no checkpoint): a restart replays
 //!   everything since the first start, and replayed transactions are
 //!   collected again only after [`RococoConfig::forget_after`].
-//! * The OCC+2PC state of merged pieces (§4.2: validation locks, votes) is
-//!   not logged, so server crashes are supported only for workloads that
-//!   need no merge; their commit, an ordinary start request, is logged.
+//! * Resends back off to `8 × retransmit` (160 ms) and a silent
+//!   coordinator's transaction is recovered after `recover_after`: a
+//!   transaction whose client crashed while a participant of its merged
+//!   pieces' 2PC was down can take ~300 ms to finish (TPC-C tests drain
+//!   that long).
 //! * A crashed coordinator's request is not logged (see above); neither
 //!   is a read-only transaction's (it is simply retried).
 //! * Merged pieces (§4.2): the paper has the coordinator run OCC+2PC;
 //!   here the coordinator runs the execute phase and a server (the lowest
 //!   merged shard's) leads prepare and commit, so a crashed client never
-//!   leaves keys locked (server crashes with merged pieces are not
-//!   supported, see above). Validation compares each piece's output on
+//!   leaves keys locked. Validation compares each piece's output on
 //!   re-execution (not read versions: rows are
 //!   shared with deferrable pieces on other columns, whose writes would
 //!   fail row versions for nothing), and a piece commits by running again
