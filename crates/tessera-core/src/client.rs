@@ -421,6 +421,12 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
         self.stepped(ctx, |h, ctx| h.coord.on_persisted(ctx, token));
     }
 
+    /// Every attempt issued has ended (a finished attempt whose result a
+    /// protocol holds back, COCO's epochs, has not).
+    fn settled(&self) -> bool {
+        self.in_flight.is_empty()
+    }
+
     fn take_report(&mut self) -> NodeReport {
         let mut history = std::mem::take(&mut self.history);
         if self.cfg.record_history {

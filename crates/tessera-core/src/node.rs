@@ -158,6 +158,12 @@ pub trait Node<M>: Send {
     fn take_report(&mut self) -> NodeReport {
         NodeReport::default()
     }
+    /// Nothing this node started is unfinished (a client host: no attempt
+    /// in flight). The simulator runs a checked run past its duration until
+    /// every node is settled, so that its final state is quiescent.
+    fn settled(&self) -> bool {
+        true
+    }
     /// The shard data this node holds, if it is a server (for end-of-run
     /// consistency and convergence checks).
     fn store(&self) -> Option<&crate::storage::Store> {

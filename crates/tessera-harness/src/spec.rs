@@ -9,6 +9,11 @@ use tessera_workloads::{
 };
 use thiserror::Error;
 
+/// How much longer than its duration a checked simulator run may go on to
+/// settle ([`SimConfig::settle`]): far beyond any protocol's backed-off
+/// resend and recovery timeouts, so that only a stuck run reaches it.
+pub const CHECK_SETTLE: Time = 2_000 * MS;
+
 /// Which runtime drives the nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RuntimeKind {
@@ -283,6 +288,12 @@ impl BenchSpec {
         let mut c = self.sim.clone();
         if let Some(s) = &self.sites {
             c.latency = s.one_way();
+        }
+        if self.check {
+            // The final state is checked once nothing is left half done
+            // (`SimConfig::settle`); a run that takes longer than this to
+            // settle is checked as it stands, and fails if it must.
+            c.settle = c.settle.max(CHECK_SETTLE);
         }
         c
     }

@@ -55,6 +55,13 @@ pub struct SimConfig {
     /// single faulty oscillator, beyond any bound: OOCC §VII.B's stop
     /// switch is tested with it). `ppm` lies in `(-10^6, 10^6]`.
     pub drift_node: Option<(u32, i64)>,
+    /// After the duration, keep running up to this much longer until every
+    /// node is settled ([`tessera_core::node::Node::settled`]): checked runs
+    /// hold the final state to the workload's invariants, which a
+    /// transaction cut off halfway would break (Rococo and Janus install an
+    /// immediate piece's writes at once and the rest at commit). Faults go
+    /// on meanwhile; a run that does not settle is checked as it stands.
+    pub settle: Time,
 }
 
 impl Default for SimConfig {
@@ -76,6 +83,7 @@ impl Default for SimConfig {
             crashes: Vec::new(),
             drift_ppm: 0,
             drift_node: None,
+            settle: 0,
         }
     }
 }

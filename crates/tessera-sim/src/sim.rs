@@ -7,7 +7,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-use tessera_core::ids::{NodeId, Time, TimerId};
+use tessera_core::ids::{NodeId, Time, TimerId, MS};
 use tessera_core::node::{Ctx, Effect, Node, NodeReport, WireSize};
 use tessera_core::runtime::{node_seed, Deployment, NetCounters, NodeFactory, Restart, RunOutput};
 use tessera_core::topology::Role;
@@ -203,9 +203,24 @@ pub fn run<M: Clone + WireSize + 'static>(
         start_node(&mut w, &mut slots, NodeId(i as u32), 0, &mut effects);
     }
     let mut now = 0;
+    let settle_by = dep.duration.saturating_add(cfg.settle);
+    let mut look_at = dep.duration;
     while let Some(ev) = w.queue.pop() {
         if ev.at > dep.duration {
-            break;
+            if ev.at > settle_by {
+                break;
+            }
+            if ev.at >= look_at {
+                // Down nodes count as settled: their restart, if any, is
+                // not waited for.
+                if slots
+                    .iter()
+                    .all(|s| s.node.as_ref().is_none_or(|n| n.settled()))
+                {
+                    break;
+                }
+                look_at = ev.at + MS;
+            }
         }
         now = ev.at;
         step(&mut w, &mut slots, ev, &mut effects);
@@ -460,6 +475,75 @@ mod tests {
                 assert!(g == 0 || local_time(g - 1, ppm) < at, "{ppm} {at}");
             }
         }
+    }
+
+    /// A node that ticks every millisecond and is settled after `busy`
+    /// ticks; `seen` counts its ticks across the run.
+    struct Ticker {
+        busy: u64,
+        seen: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    #[derive(Clone)]
+    struct NoMsg;
+
+    impl WireSize for NoMsg {
+        fn wire_size(&self) -> usize {
+            0
+        }
+    }
+
+    impl Node<NoMsg> for Ticker {
+        fn on_start(&mut self, ctx: &mut Ctx<NoMsg>) {
+            ctx.set_timer(MS, TimerId(0));
+        }
+        fn on_message(&mut self, _: &mut Ctx<NoMsg>, _: NodeId, _: NoMsg) {}
+        fn on_timer(&mut self, ctx: &mut Ctx<NoMsg>, _: TimerId) {
+            self.seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            ctx.set_timer(MS, TimerId(0));
+        }
+        fn settled(&self) -> bool {
+            self.seen.load(std::sync::atomic::Ordering::Relaxed) >= self.busy
+        }
+    }
+
+    /// Ticks of a 10 ms run of a node settled after `busy` ticks.
+    fn ticks(busy: u64, settle: Time) -> (u64, Time) {
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let s = seen.clone();
+        let dep = Deployment {
+            topology: std::sync::Arc::new(tessera_core::topology::Topology::new(1, 1, 0)),
+            factories: vec![Box::new(move |_| {
+                Box::new(Ticker {
+                    busy,
+                    seen: s.clone(),
+                }) as Box<dyn Node<NoMsg>>
+            })],
+            seed: 1,
+            duration: 10 * MS,
+        };
+        let cfg = SimConfig {
+            settle,
+            ..SimConfig::default()
+        };
+        let out = run(dep, &cfg).expect("valid");
+        (seen.load(std::sync::atomic::Ordering::Relaxed), out.elapsed)
+    }
+
+    #[test]
+    fn a_run_goes_on_until_its_nodes_settle_within_the_bound() {
+        // Without settling the run ends at its duration.
+        assert_eq!(ticks(50, 0).0, 10);
+        // Settled already: the run still ends at its duration.
+        assert_eq!(ticks(5, 100 * MS).0, 10);
+        // Goes on until the node settles, looking once per millisecond.
+        let (seen, elapsed) = ticks(50, 100 * MS);
+        assert!((50..=51).contains(&seen), "{seen}");
+        assert!((50 * MS..=52 * MS).contains(&elapsed), "{elapsed}");
+        // Never settles: stops at the bound.
+        let (seen, elapsed) = ticks(u64::MAX, 30 * MS);
+        assert_eq!(seen, 40);
+        assert!(elapsed <= 40 * MS, "{elapsed}");
     }
 
     #[test]

@@ -48,7 +48,9 @@
 //! restarts the backoff ([`driver`]): a transaction whose start phase
 //! dragged on must not wait a capped timeout to resend what follows its
 //! committed merged pieces. A server that holds a STARTED transaction whose coordinator
-//! has been silent for [`RococoConfig::recover_after`] drives it to commit
+//! has been silent for [`RococoConfig::recover_after`] (sooner,
+//! [`RococoConfig::recover_blocker_after`], when a committing transaction
+//! waits on it) drives it to commit
 //! itself with the coordinator's own logic ([`driver`]); re-sent start
 //! requests get the same results.
 //!
@@ -140,6 +142,13 @@ pub struct RococoConfig {
     /// A server drives a STARTED transaction to commit itself after this
     /// long without a word from its coordinator (§3.5).
     pub recover_after: Time,
+    /// The same, sooner, for a STARTED transaction that a COMMITTING one
+    /// here waits on: it holds up every transaction ordered after it (on a
+    /// hot key, the whole server), so a lost reply followed by a partition
+    /// must not stall them for `recover_after` plus the coordinator's
+    /// backed-off resend. Two drivers of one transaction are harmless
+    /// ([`driver`]), so acting early costs only messages.
+    pub recover_blocker_after: Time,
     /// Length of a garbage-collection epoch (§3.4).
     pub epoch: Time,
     /// A server forgets a finished transaction whose coordinator never said
@@ -161,6 +170,7 @@ impl Default for RococoConfig {
         RococoConfig {
             retransmit: 20 * MS,
             recover_after: 100 * MS,
+            recover_blocker_after: 40 * MS,
             epoch: 100 * MS,
             forget_after: 1000 * MS,
             sweep: 5 * MS,
