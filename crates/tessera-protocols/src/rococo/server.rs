@@ -522,7 +522,7 @@ impl RococoServer {
         }
         let waiters = std::mem::take(&mut local.commit_waiters);
         local.deferred = Some(replies.clone());
-        tracing::trace!(shard = self.shard.0, txn = ?t, now = ctx.now(), "finished");
+        tracing::trace!(shard = self.shard.0, txn = ?t, "finished");
         if !self.replaying {
             let members = self.graph.members(t);
             self.log
@@ -803,6 +803,7 @@ impl RococoServer {
             if let Some(l) = self.locals.remove(&t) {
                 self.tracker.forget(t, &l.keys);
             }
+            self.recovering.remove(&t);
             self.gone.insert(t, (epoch, scc));
         }
         self.gone.retain(|_, (e, _)| *e + 2 > epoch);
@@ -856,6 +857,11 @@ impl Node<Msg> for RococoServer {
                 if let Some(l) = self.locals.get_mut(&txn) {
                     l.committed = true;
                 }
+                // Another driver has every commit reply: ours must stop
+                // before the servers forget the transaction, or its resent
+                // requests would find it gone (unanswered, resent for
+                // ever) and, once forgotten, run its merged pieces again.
+                self.recovering.remove(&txn);
             }
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
             Msg::InquireOk { deps, .. } => self.on_inquire_ok(ctx, &deps),
