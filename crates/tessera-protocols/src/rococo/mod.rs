@@ -94,8 +94,15 @@
 //! * Resends back off to `8 × retransmit` (160 ms) and a silent
 //!   coordinator's transaction is recovered after `recover_after`: a
 //!   transaction whose client crashed while a participant of its merged
-//!   pieces' 2PC was down can take ~300 ms to finish (TPC-C tests drain
-//!   that long).
+//!   pieces' 2PC was down can take ~300 ms to finish.
+//! * Not done: a participant that voted yes does not ask its leader for
+//!   the decision. If the leader crashes before deciding and the
+//!   transaction's client crashes too (no driver resends the commit
+//!   request), the participant keeps that attempt's locks (presumed
+//!   abort needs someone to ask). A request that arrives after a server
+//!   forgot the transaction (two epochs after its collection) is taken as
+//!   new; drivers stop before that (a recovery driver stops when told the
+//!   transaction committed), but nothing enforces it.
 //! * A crashed coordinator's request is not logged (see above); neither
 //!   is a read-only transaction's (it is simply retried).
 //! * Merged pieces (§4.2): the paper has the coordinator run OCC+2PC;
