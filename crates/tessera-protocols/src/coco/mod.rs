@@ -64,6 +64,7 @@
 
 mod coordinator;
 pub mod epoch;
+pub mod gc;
 mod msg;
 pub mod redo;
 mod server;
