@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tessera_core::client::{ClientConfig, ClientHost, ClientReport};
-use tessera_core::ids::{NodeId, ShardId, Time, Version, US};
+use tessera_core::ids::{NodeId, ShardId, Time, US};
 use tessera_core::node::Node;
 use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv, SwitchEnv};
 use tessera_core::runtime::{Deployment, NetCounters, NodeFactory, RunOutput};

@@ -230,4 +230,6 @@ impl Protocol for Coco {
 }
 
 #[cfg(test)]
+mod delete_tests;
+#[cfg(test)]
 mod tests;
