@@ -74,7 +74,12 @@ fn seeds_pass(protocol: &str, commit: &str, n: u64, faults: bool) -> (u64, f64) 
     let (mut collected, mut deliveries) = (0, 0.0);
     for seed in 0..n {
         let s = spec(protocol, commit, seed, faults);
-        let why = || format!("{protocol}/{commit} seed {seed}\nreplay: {}", replay(&s, faults));
+        let why = || {
+            format!(
+                "{protocol}/{commit} seed {seed}\nreplay: {}",
+                replay(&s, faults)
+            )
+        };
         let out = run_bench(&s).unwrap_or_else(|e| panic!("{e:#}: {}", why()));
         let report = out.check.as_ref().expect("checked");
         assert!(report.ok, "{report}: {}", why());
@@ -89,7 +94,12 @@ fn seeds_pass(protocol: &str, commit: &str, n: u64, faults: bool) -> (u64, f64) 
                 why()
             );
         }
-        collected += out.row.counters.get("records_collected").copied().unwrap_or(0);
+        collected += out
+            .row
+            .counters
+            .get("records_collected")
+            .copied()
+            .unwrap_or(0);
         deliveries += out
             .row
             .by_type
@@ -97,7 +107,10 @@ fn seeds_pass(protocol: &str, commit: &str, n: u64, faults: bool) -> (u64, f64) 
             .find(|t| t.name == "delivery")
             .map_or(0.0, |t| t.throughput_tps);
     }
-    assert!(deliveries > 0.0, "{protocol}/{commit}: no Delivery committed");
+    assert!(
+        deliveries > 0.0,
+        "{protocol}/{commit}: no Delivery committed"
+    );
     assert!(
         collected > 0,
         "{protocol}/{commit}: deleted NEW-ORDER rows were never collected"

@@ -87,7 +87,11 @@ fn an_insert_placeholder_conflicts_with_inserts_and_absent_reads() {
         let mut p = loaded(cc, 0);
         let at = epoch_start(1) + 100;
         assert!(answer(&p.replies(3, lock(txn(1), vec![(NEW, val(b"a"))], vec![], 0))).0);
-        assert_eq!(get(&p, NEW), Some((Value::new(), 0)), "{cc:?}: a placeholder");
+        assert_eq!(
+            get(&p, NEW),
+            Some((Value::new(), 0)),
+            "{cc:?}: a placeholder"
+        );
         assert!(
             !answer(&p.replies(3, lock(txn(2), vec![(NEW, val(b"b"))], vec![], 0))).0,
             "{cc:?}: two inserts of one key both locked it"
@@ -98,7 +102,11 @@ fn an_insert_placeholder_conflicts_with_inserts_and_absent_reads() {
         );
         p.deliver(3, Msg::Abort { txn: txn(1) });
         p.deliver(0, commit(1));
-        assert_eq!(get(&p, NEW), None, "{cc:?}: the aborted insert's placeholder stayed");
+        assert_eq!(
+            get(&p, NEW),
+            None,
+            "{cc:?}: the aborted insert's placeholder stayed"
+        );
         assert_eq!(collected(&mut p), 1);
     }
 }
@@ -112,9 +120,15 @@ fn lt_occ_an_insert_commits_above_an_absent_read() {
     let read_at = epoch_start(2) + 100;
     assert!(answer(&p.replies(3, lock(txn(1), vec![], vec![(NEW, 0)], read_at))).0);
     p.deliver(0, commit(1));
-    assert!(get(&p, NEW).is_some(), "collected before the read's epoch committed");
+    assert!(
+        get(&p, NEW).is_some(),
+        "collected before the read's epoch committed"
+    );
     let (ok, ts) = answer(&p.replies(3, lock(txn(2), vec![(NEW, val(b"a"))], vec![], 0)));
-    assert!(ok && ts > read_at, "insert at {ts} not above the absent read at {read_at}");
+    assert!(
+        ok && ts > read_at,
+        "insert at {ts} not above the absent read at {read_at}"
+    );
 }
 
 /// A delete leaves the record with the delete bit (the empty value) and
@@ -139,9 +153,16 @@ fn a_delete_is_collected_at_the_next_epoch_commit_everywhere() {
         .into_iter()
         .find(|m| matches!(m, Msg::Replicate { .. }))
         .expect("the delete is replicated");
-    assert_eq!(get(&p, ROW), Some((Value::new(), ts)), "the delete bit and TID");
+    assert_eq!(
+        get(&p, ROW),
+        Some((Value::new(), ts)),
+        "the delete bit and TID"
+    );
     p.deliver(0, Msg::EpochPrepare { epoch: 2 });
-    assert!(get(&p, ROW).is_some(), "collected before its epoch committed");
+    assert!(
+        get(&p, ROW).is_some(),
+        "collected before its epoch committed"
+    );
     p.deliver(0, commit(1));
     assert_eq!(get(&p, ROW), None);
 
@@ -157,8 +178,15 @@ fn a_delete_is_collected_at_the_next_epoch_commit_everywhere() {
         version: Version(5),
         writes: vec![(ROW, val(b"stale"))],
     };
-    assert!(matches!(b.replies(0, stale)[..], [Msg::Replicated { seq: 1 }]));
-    assert_eq!(get(&b, ROW), None, "a duplicate brought a collected record back");
+    assert!(matches!(
+        b.replies(0, stale)[..],
+        [Msg::Replicated { seq: 1 }]
+    ));
+    assert_eq!(
+        get(&b, ROW),
+        None,
+        "a duplicate brought a collected record back"
+    );
     let again = Msg::Replicate {
         seq: 3,
         ts: epoch_start(2) + 4,
@@ -201,12 +229,27 @@ fn an_epoch_abort_reverts_a_delete_and_an_insert() {
     for (name, s) in [("primary", &mut p), ("backup", &mut b)] {
         assert_eq!(get(s, NEW).map(|r| r.0), Some(val(b"new")), "{name}");
         s.deliver(0, commit(0));
-        assert!(get(s, ROW).is_some(), "{name}: collected an open epoch's delete");
+        assert!(
+            get(s, ROW).is_some(),
+            "{name}: collected an open epoch's delete"
+        );
         s.deliver(0, Msg::EpochAbort { epoch: 1, next: 3 });
-        assert_eq!(get(s, ROW), Some((val(b"row"), 0)), "{name}: the delete stayed");
-        assert_eq!(get(s, NEW), Some((Value::new(), 0)), "{name}: the insert stayed");
+        assert_eq!(
+            get(s, ROW),
+            Some((val(b"row"), 0)),
+            "{name}: the delete stayed"
+        );
+        assert_eq!(
+            get(s, NEW),
+            Some((Value::new(), 0)),
+            "{name}: the insert stayed"
+        );
         s.deliver(0, commit(3));
-        assert_eq!(get(s, NEW), None, "{name}: the reverted insert's placeholder stayed");
+        assert_eq!(
+            get(s, NEW),
+            None,
+            "{name}: the reverted insert's placeholder stayed"
+        );
         assert_eq!(get(s, ROW).map(|r| r.0), Some(val(b"row")), "{name}");
     }
 }
@@ -253,7 +296,11 @@ fn recovery_replays_a_delete() {
         },
     );
     assert_eq!(get(&b, NEW), None, "the committed delete was not replayed");
-    assert_eq!(get(&b, ROW).map(|r| r.0), Some(val(b"row")), "the aborted delete");
+    assert_eq!(
+        get(&b, ROW).map(|r| r.0),
+        Some(val(b"row")),
+        "the aborted delete"
+    );
     assert_eq!(collected(&mut b), 1);
     let mut b = One::restarted(config, 1, Store::new(), log);
     b.deliver(
@@ -263,5 +310,9 @@ fn recovery_replays_a_delete() {
             aborted: Vec::new(),
         },
     );
-    assert_eq!(get(&b, NEW).map(|r| r.0), Some(val(b"new")), "epoch 2 is open");
+    assert_eq!(
+        get(&b, NEW).map(|r| r.0),
+        Some(val(b"new")),
+        "epoch 2 is open"
+    );
 }

@@ -227,7 +227,12 @@ impl CocoServer {
         self.replayed += applied as u64;
         self.replayed_bytes += rec.bytes as u64;
         // Replayed deletes leave deleted records of committed epochs.
-        for k in rec.image.iter().map(|r| r.0).chain(rec.entries.iter().map(|e| e.key)) {
+        for k in rec
+            .image
+            .iter()
+            .map(|r| r.0)
+            .chain(rec.entries.iter().map(|e| e.key))
+        {
             self.garbage.note(k);
         }
         self.collect_garbage(committed);
@@ -389,7 +394,7 @@ impl CocoServer {
                 .iter()
                 .map(|a| {
                     if let Some((_, v)) = own.iter().rev().find(|(k, _)| *k == a.key) {
-                        return Some(v);
+                        return Some(v).filter(|v| !v.is_empty()); // its own delete
                     }
                     let r = self.store.get(a.key);
                     reads.push(TsRead {
