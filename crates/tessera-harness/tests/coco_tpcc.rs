@@ -4,12 +4,13 @@
 //! mode under random fault plans (loss, duplication, reordering, a
 //! partition, a client host crash), and in the 2PC modes without faults.
 //! Every history passes the isolation checker and the consistency
-//! conditions of clause 3.3.2, the replicas of every shard converge (the
-//! replicated modes), and
-//! deleted records are collected on primaries and backups alike.
+//! conditions of clause 3.3.2, the replicas of every shard converge (in
+//! the replicated modes), and deleted records are collected on primaries
+//! and backups alike.
 //!
 //! `TESSERA_SEEDS` sets the number of epoch-mode seeds per protocol
-//! (default 40; a tenth of them, at least 2, per 2PC mode).
+//! (default 40, about 20 s in a debug build; 200 pass, 69 s; a tenth of
+//! them, at least 2, per 2PC mode).
 
 use tessera_core::ids::MS;
 use tessera_harness::deploy::topology;
