@@ -113,6 +113,15 @@ impl Store {
         }
     }
 
+    /// Remove `key`'s record and return it (garbage collection of deleted
+    /// records and insert placeholders; COCO §6.3).
+    pub fn remove(&mut self, key: Key) -> Option<Record> {
+        self.tables
+            .get_mut(key.table.0 as usize)?
+            .rows
+            .remove(&key.row)
+    }
+
     /// Number of records over all tables.
     pub fn len(&self) -> usize {
         self.tables.iter().map(Table::len).sum()
@@ -189,5 +198,8 @@ mod tests {
         assert_eq!(r.meta.version, Version(6));
         assert_eq!(r.meta.lock, 7, "install keeps the lock word");
         assert_eq!(s.len(), 1);
+        assert_eq!(&s.remove(k).unwrap().value[..], b"b");
+        assert!(s.get(k).is_none() && s.is_empty());
+        assert!(s.remove(k).is_none() && s.remove(Key::new(40, 1)).is_none());
     }
 }

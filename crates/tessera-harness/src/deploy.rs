@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tessera_core::client::{ClientConfig, ClientHost, ClientReport};
-use tessera_core::ids::{NodeId, ShardId, Time, Version, US};
+use tessera_core::ids::{NodeId, ShardId, Time, US};
 use tessera_core::node::Node;
 use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv, SwitchEnv};
 use tessera_core::runtime::{Deployment, NetCounters, NodeFactory, RunOutput};
@@ -340,12 +340,14 @@ fn divergent_keys<M>(topology: &Topology, out: &RunOutput<M>) -> u64 {
                 a.records_sorted()
                     .into_iter()
                     .filter(|(k, rec)| {
-                        // A missing record equals a never-written
-                        // placeholder (locked by a transaction that aborted).
-                        b.get(*k).map_or(
-                            !rec.value.is_empty() || rec.meta.version != Version::INITIAL,
-                            |o| o.value != rec.value || o.meta.version != rec.meta.version,
-                        )
+                        // A missing record equals an empty one: a
+                        // never-written placeholder (locked by a transaction
+                        // that aborted) or a deleted record one replica has
+                        // collected and another not yet (COCO §6.3).
+                        b.get(*k).map_or(!rec.value.is_empty(), |o| {
+                            o.value != rec.value
+                                || (!rec.value.is_empty() && o.meta.version != rec.meta.version)
+                        })
                     })
                     .count() as u64
             };

@@ -4,6 +4,7 @@
 //! first replica).
 
 use super::epoch::{Action, EpochManager};
+use super::gc::{self, Garbage};
 use super::msg::{Msg, PieceReply, TsRead};
 use super::redo::{self, Entry, Recovered};
 use super::undo::{Saved, Undo};
@@ -113,6 +114,10 @@ pub struct CocoServer {
     /// reported (results counters).
     reverted: u64,
     aborts_reported: u64,
+    /// Deleted records and placeholders waiting for their epoch to commit
+    /// (§6.3, see [`gc`]), and how many were removed (results counter).
+    garbage: Garbage,
+    collected: u64,
 }
 
 const SWEEP: TimerId = TimerId(1);
@@ -183,6 +188,8 @@ impl CocoServer {
             from_checkpoint: 0,
             replayed: 0,
             replayed_bytes: 0,
+            garbage: Garbage::default(),
+            collected: 0,
         };
         if let Some(rec) = recovered {
             match manager.as_mut() {
@@ -219,6 +226,16 @@ impl CocoServer {
         self.from_checkpoint += rec.from_checkpoint as u64;
         self.replayed += applied as u64;
         self.replayed_bytes += rec.bytes as u64;
+        // Replayed deletes leave deleted records of committed epochs.
+        for k in rec
+            .image
+            .iter()
+            .map(|r| r.0)
+            .chain(rec.entries.iter().map(|e| e.key))
+        {
+            self.garbage.note(k);
+        }
+        self.collect_garbage(committed);
         tracing::debug!(
             target: "coco_epoch",
             phase = "recovered",
@@ -228,6 +245,16 @@ impl CocoServer {
             records = rec.records,
             bytes = rec.bytes,
         );
+    }
+
+    /// Every epoch up to `committed` committed: remove the deleted records
+    /// and placeholders nothing needs any more (§6.3, see [`gc`]).
+    fn collect_garbage(&mut self, committed: u64) {
+        let removed = self.garbage.collect(&mut self.store, &self.undo, committed);
+        self.collected += removed.len() as u64;
+        for k in removed {
+            self.written.remove(&k);
+        }
     }
 
     /// A phase of epoch commit (§3.1, Fig. 1), for tests that crash nodes
@@ -367,7 +394,7 @@ impl CocoServer {
                 .iter()
                 .map(|a| {
                     if let Some((_, v)) = own.iter().rev().find(|(k, _)| *k == a.key) {
-                        return Some(v);
+                        return Some(v).filter(|v| !v.is_empty()); // its own delete
                     }
                     let r = self.store.get(a.key);
                     reads.push(TsRead {
@@ -375,7 +402,8 @@ impl CocoServer {
                         version: r.map_or(Version::INITIAL, |r| r.meta.version),
                         wts: r.map_or(0, |r| r.meta.wts),
                     });
-                    r.map(|r| &r.value)
+                    // A placeholder or a deleted record reads as absent (§6.3).
+                    r.filter(|r| !gc::is_absent(r)).map(|r| &r.value)
                 })
                 .collect();
             let res = proc.execute(piece as usize, &values, &inputs);
@@ -417,8 +445,10 @@ impl CocoServer {
         let mut bound = 0;
         for (i, (k, _)) in writes.iter().enumerate() {
             if self.store.get(*k).is_none() {
-                // A placeholder to lock; it reads as empty until installed.
+                // An insert's placeholder to lock; it reads as absent until
+                // installed (§6.3, see [`gc`]).
                 self.store.load(*k, Value::new());
+                self.garbage.note(*k);
             }
             let r = self.store.get_mut(*k).expect("just ensured");
             if r.meta.lock != 0 && r.meta.lock != txn.0 {
@@ -439,6 +469,12 @@ impl CocoServer {
         let cc = self.config.cc;
         let mine = |lock: u64| lock == 0 || lock == txn.0;
         reads.iter().all(|&(k, seen)| {
+            if cc == Cc::LtOcc && seen == 0 && ts > 0 && self.store.get(k).is_none() {
+                // Seen absent: a placeholder keeps the rts, so that an
+                // insert commits above this read (§6.3, see [`gc`]).
+                self.store.load(k, Value::new());
+                self.garbage.note(k);
+            }
             let Some(r) = self.store.get_mut(k) else {
                 return seen == 0;
             };
@@ -616,6 +652,9 @@ impl CocoServer {
                 self.undo.before_write(&self.store, *k, epoch);
             }
             let r = self.store.get_mut(*k).expect("locked records exist");
+            if v.is_empty() || gc::is_absent(r) {
+                self.garbage.note(*k); // a delete, or an insert an abort may revert
+            }
             r.value = v.clone();
             r.meta.version = version;
             r.meta.wts = ts;
@@ -683,8 +722,11 @@ impl CocoServer {
         version: Version,
         writes: Vec<(Key, Value)>,
     ) {
-        if self.is_aborted(epoch) {
-            // A late write of an aborted epoch: never applied.
+        if self.is_aborted(epoch) || epoch <= self.committed {
+            // A late write of an aborted epoch: never applied. A write of
+            // a committed epoch is a duplicate (the epoch committed once
+            // every backup had it): applied again after its record was
+            // deleted and collected, it would bring the record back (§6.3).
             ctx.send(from, Msg::Replicated { seq });
             return;
         }
@@ -697,6 +739,9 @@ impl CocoServer {
                 } else {
                     self.undo.skipped_write(*k, epoch, ts, v, version);
                 }
+            }
+            if v.is_empty() || self.store.get(*k).is_none_or(gc::is_absent) {
+                self.garbage.note(*k);
             }
             if newer {
                 self.store.install(*k, v.clone(), version);
@@ -874,6 +919,7 @@ impl CocoServer {
                 self.undo.committed(epoch);
                 self.committed = self.committed.max(epoch);
                 self.open.retain(|e| e.epoch > epoch);
+                self.collect_garbage(self.committed);
                 self.maybe_checkpoint(ctx);
             }
             Msg::EpochAbort { epoch, next } => self.on_epoch_abort(ctx, epoch, next),
@@ -982,6 +1028,7 @@ impl Node<Msg> for CocoServer {
                 ),
                 ("redo_entries_replayed", std::mem::take(&mut self.replayed)),
                 ("redo_bytes_read", std::mem::take(&mut self.replayed_bytes)),
+                ("records_collected", std::mem::take(&mut self.collected)),
             ],
         }
     }

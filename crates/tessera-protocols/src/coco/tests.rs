@@ -16,13 +16,13 @@ use tessera_core::txn::{
 };
 
 /// A server of shard 0 (replica `replica` of three), stepped by hand.
-struct One {
-    s: CocoServer,
+pub(super) struct One {
+    pub(super) s: CocoServer,
     rng: rand::rngs::SmallRng,
 }
 
 impl One {
-    fn new(cc: Cc, replica: u32) -> Self {
+    pub(super) fn new(cc: Cc, replica: u32) -> Self {
         One::with(
             CocoConfig::new(cc, CommitMode::Epoch),
             replica,
@@ -30,7 +30,17 @@ impl One {
         )
     }
 
-    fn with(config: CocoConfig, replica: u32, store: Store) -> Self {
+    pub(super) fn with(config: CocoConfig, replica: u32, store: Store) -> Self {
+        One::restarted(config, replica, store, Vec::new())
+    }
+
+    /// A server restarted with `recovered` as its durable records.
+    pub(super) fn restarted(
+        config: CocoConfig,
+        replica: u32,
+        store: Store,
+        recovered: Vec<bytes::Bytes>,
+    ) -> Self {
         let topology = Arc::new(Topology::new(1, 3, 1));
         let env = ServerEnv {
             me: NodeId(replica),
@@ -38,7 +48,7 @@ impl One {
             replica,
             topology,
             store,
-            recovered: Vec::new(),
+            recovered,
             durable: true,
             codec: Default::default(),
         };
@@ -48,14 +58,14 @@ impl One {
         }
     }
 
-    fn deliver(&mut self, from: u32, msg: Msg) -> Vec<Effect<Msg>> {
+    pub(super) fn deliver(&mut self, from: u32, msg: Msg) -> Vec<Effect<Msg>> {
         let mut effects = Vec::new();
         let mut ctx = Ctx::new(0, NodeId(0), &mut self.rng, &mut effects);
         self.s.on_message(&mut ctx, NodeId(from), msg);
         effects
     }
 
-    fn replies(&mut self, from: u32, msg: Msg) -> Vec<Msg> {
+    pub(super) fn replies(&mut self, from: u32, msg: Msg) -> Vec<Msg> {
         self.deliver(from, msg)
             .into_iter()
             .filter_map(|e| match e {

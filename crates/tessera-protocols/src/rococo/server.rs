@@ -20,7 +20,7 @@ use crate::depgraph::graph::{Decision, DepGraph};
 use crate::depgraph::{run_piece, Wakeups};
 use std::sync::Arc;
 use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId};
-use tessera_core::node::{Ctx, Node};
+use tessera_core::node::{Ctx, Node, NodeReport};
 use tessera_core::protocol::ServerEnv;
 use tessera_core::storage::Store;
 use tessera_core::topology::Topology;
@@ -94,6 +94,9 @@ pub struct RococoServer {
     inquiries: FastMap<TxnId, (u64, Vec<NodeId>)>,
     asking: FastMap<TxnId, Asking>,
     ro_parked: Vec<ParkedRo>,
+    /// Recovery drivers started (reported as `rococo_recoveries`; with
+    /// `rococo_blocker_recoveries`, those started early for a blocker).
+    recoveries: (u64, u64),
     /// Transactions this server drives to commit for a silent coordinator.
     recovering: FastMap<TxnId, Driver>,
     epoch: u64,
@@ -129,6 +132,7 @@ impl RococoServer {
             recovering: tessera_core::fast_map(),
             epoch: 0,
             gone: tessera_core::fast_map(),
+            recoveries: (0, 0),
             occ: merged::Occ::default(),
             log: log::Pending::new(env.durable),
             recovered: env.recovered,
@@ -745,6 +749,8 @@ impl RococoServer {
         silent.sort_unstable();
         for t in silent {
             tracing::debug!(txn = ?t, "recovering a transaction of a silent coordinator");
+            self.recoveries.0 += 1;
+            self.recoveries.1 += u64::from(self.wakeups.awaited(t));
             self.recover(ctx, t);
         }
         self.occ_sweep(ctx, now);
@@ -911,6 +917,17 @@ impl Node<Msg> for RococoServer {
     /// immediate pieces and not its deferred ones.
     fn settled(&self) -> bool {
         self.started.is_empty() && self.recovering.is_empty()
+    }
+
+    fn take_report(&mut self) -> NodeReport {
+        let (all, blockers) = std::mem::take(&mut self.recoveries);
+        NodeReport {
+            client: None,
+            counters: vec![
+                ("rococo_recoveries", all),
+                ("rococo_blocker_recoveries", blockers),
+            ],
+        }
     }
 
     fn store(&self) -> Option<&Store> {
