@@ -64,6 +64,7 @@
 
 mod coordinator;
 pub mod epoch;
+pub mod locks;
 mod msg;
 pub mod redo;
 mod server;
@@ -77,13 +78,18 @@ pub use server::CocoServer;
 use tessera_core::ids::{Time, MS};
 use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
 
-/// The concurrency control (§5).
+/// The concurrency control (§5, and the S2PL baseline of §7.1.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cc {
     /// Physical-time OCC (Silo TIDs).
     PtOcc,
     /// Logical-time OCC (TicToc's [wts, rts]).
     LtOcc,
+    /// Strict two-phase locking, NO_WAIT (§7.1.2): read and write locks
+    /// taken at the primaries as the transaction executes, held to
+    /// write-back; no validation. Its commit timestamps are PT-OCC's
+    /// (see [`locks`]).
+    S2pl,
 }
 
 /// How a transaction commits and is replicated (§7.1.2).
