@@ -973,6 +973,30 @@ impl CocoServer {
         self.persist(ctx, record, AfterPersist::EpochPrepared(e));
     }
 
+    /// Locks of transactions below their coordinator's floor: every one of
+    /// its transactions still deciding or writing back is at or above the
+    /// floor, so these ended — aborted with the **Abort** lost, or (S2PL)
+    /// committed with the **Release** of their read locks lost. Without
+    /// this they would wait for an inquiry (`inquire`, as long as the
+    /// epoch timeout), holding up the epoch's prepare all along.
+    fn drop_stale_locks(&mut self, ctx: &mut Ctx<Msg>) {
+        let mut stale: Vec<TxnId> = self
+            .held
+            .keys()
+            .copied()
+            .filter(|t| self.ended.below_floor(*t))
+            .collect();
+        if stale.is_empty() {
+            return;
+        }
+        stale.sort_unstable();
+        for txn in stale {
+            let h = self.held.remove(&txn).expect("listed");
+            self.release(txn, &h);
+        }
+        self.try_prepare(ctx);
+    }
+
     fn sweep(&mut self, ctx: &mut Ctx<Msg>) {
         let now = ctx.now();
         if self.recovering.is_some() {
@@ -981,6 +1005,7 @@ impl CocoServer {
             return;
         }
         self.ended.sweep(now);
+        self.drop_stale_locks(ctx);
         let mut ask: Vec<(TxnId, NodeId)> = Vec::new();
         for (txn, h) in self.held.iter_mut() {
             if now.saturating_sub(h.heard) > self.config.inquire {
