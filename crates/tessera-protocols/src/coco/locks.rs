@@ -110,9 +110,15 @@ mod tests {
         assert!(!lock_exclusive(&mut m, t(3), false));
         assert!(!lock_exclusive(&mut m, t(1), true), "two readers");
         unlock_shared(&mut m);
-        assert!(lock_exclusive(&mut m, t(2), true), "the last reader upgrades");
+        assert!(
+            lock_exclusive(&mut m, t(2), true),
+            "the last reader upgrades"
+        );
         assert_eq!(m.lock, t(2).0);
-        assert!(lock_shared(&mut m, t(2)), "its own write lock covers a read");
+        assert!(
+            lock_shared(&mut m, t(2)),
+            "its own write lock covers a read"
+        );
         assert!(!lock_shared(&mut m, t(1)));
         assert!(!lock_exclusive(&mut m, t(1), false));
         assert!(lock_exclusive(&mut m, t(2), false), "re-entrant");

@@ -178,7 +178,8 @@ impl WireSize for Msg {
                     own,
                     ..
                 } => {
-                    8 + 2 + 2 * pieces.len()
+                    8 + 2
+                        + 2 * pieces.len()
                         + inputs.iter().flatten().map(|v| 4 + v.len()).sum::<usize>()
                         + kv_size(own)
                 }
@@ -186,13 +187,13 @@ impl WireSize for Msg {
                     locks.map_or(0, |_| 17)
                         + results
                             .iter()
-                    .map(|r| {
-                        2 + 1
-                            + r.reads.len() * 28
-                            + r.written.len() * 20
-                            + kv_size(&r.writes)
-                            + 4
-                            + r.output.len()
+                            .map(|r| {
+                                2 + 1
+                                    + r.reads.len() * 28
+                                    + r.written.len() * 20
+                                    + kv_size(&r.writes)
+                                    + 4
+                                    + r.output.len()
                             })
                             .sum::<usize>()
                 }

@@ -416,7 +416,9 @@ impl CocoServer {
                     return self.refuse_read(ctx, from, txn);
                 }
                 self.s2pl_record(txn, piece, &res.writes);
-                keys.into_iter().map(|k| (k, wts_of(&self.store, k))).collect()
+                keys.into_iter()
+                    .map(|k| (k, wts_of(&self.store, k)))
+                    .collect()
             } else {
                 match self.config.isolation {
                     Isolation::Serializable => Vec::new(),
@@ -963,7 +965,10 @@ impl CocoServer {
             return;
         };
         if self.flushing
-            || self.held.values().any(|h| !h.writes.is_empty() && h.tag <= e)
+            || self
+                .held
+                .values()
+                .any(|h| !h.writes.is_empty() && h.tag <= e)
             || self.replication.values().any(|r| r.epoch <= e)
         {
             return;
