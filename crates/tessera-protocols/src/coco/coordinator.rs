@@ -1,7 +1,9 @@
 //! The coordinator (a worker of the paper, on a client host): executes
 //! pieces at the nearest replicas, runs the lock, validate and write-back
 //! rounds at the primaries, and releases results (at once, or at the end of
-//! the transaction's epoch).
+//! the transaction's epoch). S2PL executes at the primaries, which lock as
+//! they run the pieces, and goes straight to the decision and write-back
+//! (see [`super::locks`]).
 //!
 //! In epoch mode the worker does not wait for the release (§3.1): once a
 //! transaction's commit decision is taken (locks held, reads validated,
