@@ -316,11 +316,12 @@ pub struct RunArgs {
     /// nocc: switch time per operation (recirculation), ns (default 100).
     #[arg(long, allow_negative_numbers = true)]
     recirculation_ns: Option<u64>,
-    /// pt-occ, lt-occ, s2pl: commit and replication: 2pc (no replication),
-    /// 2pc-sync, or epoch (COCO, the default for pt-occ and lt-occ).
+    /// pt-occ, lt-occ, s2pl: commit and replication: 2pc (no replication,
+    /// the default for s2pl), 2pc-sync, or epoch (COCO, the default for
+    /// pt-occ and lt-occ).
     #[arg(long)]
     commit: Option<String>,
-    /// pt-occ, lt-occ: epoch length in ms (default 10).
+    /// pt-occ, lt-occ, s2pl: epoch length in ms (default 10).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000), allow_negative_numbers = true)]
     epoch_ms: Option<u64>,
     /// pt-occ, lt-occ: serializable (default) or snapshot transactions

@@ -270,13 +270,10 @@ pub fn registry() -> Vec<ProtocolEntry> {
         // TicToc commits back in logical time: a transaction may be ordered
         // before one that finished before it started (§5.2, TicToc §3).
         .guarantees_by(|spec| coco_level(spec, Level::Serializable)),
-        ProtocolEntry::configured::<TwoPlProtocol>(
+        ProtocolEntry::configured::<Coco>(
             "s2pl",
-            "S2PL NO_WAIT + 2PC, COCO's baseline (§7.1.2); only --commit 2pc so far",
-            {
-                let config = twopl(Policy::NoWait);
-                move |spec| s2pl(spec, config.clone())
-            },
+            "COCO's S2PL NO_WAIT baseline (§7.1.2) in COCO's framework; --commit 2pc (default) | 2pc-sync | epoch",
+            |spec| coco(spec, Cc::S2pl),
         ),
         ProtocolEntry::configured::<Nocc>(
             "nocc",
@@ -484,17 +481,32 @@ fn coco_level(spec: &BenchSpec, serializable: Level) -> Level {
     }
 }
 
-/// COCO's configuration: epoch commit, serializable transactions and three
-/// replicas unless told.
+/// COCO's configuration: serializable transactions and three replicas
+/// unless told; epoch commit for PT-OCC and LT-OCC, 2PC without
+/// replication for S2PL (the paper runs it with 2PC, §7.1.2). S2PL has no
+/// snapshot transactions (§5.3 is the OCC variants').
 fn coco(spec: &BenchSpec, cc: Cc) -> Result<(CocoConfig, BenchSpec), SpecError> {
     only_knobs(
         spec,
         &spec.protocol,
         &["--commit", "--epoch-ms", "--isolation"],
     )?;
-    let mut config = CocoConfig::new(cc, commit_mode(spec, CommitMode::Epoch)?)
+    let default = match cc {
+        Cc::S2pl => CommitMode::TwoPc,
+        Cc::PtOcc | Cc::LtOcc => CommitMode::Epoch,
+    };
+    let mut config = CocoConfig::new(cc, commit_mode(spec, default)?)
         .covering_round_trip(slowest_round_trip(spec));
     config.isolation = isolation(spec)?;
+    if cc == Cc::S2pl && config.isolation != Isolation::Serializable {
+        return Err(SpecError::Invalid {
+            flag: "--isolation",
+            value: spec.knobs.isolation.clone().unwrap_or_default(),
+            allowed:
+                "serializable for s2pl (snapshot transactions are PT-OCC's and LT-OCC's, COCO §5.3)"
+                    .into(),
+        });
+    }
     if let Some(ms) = spec.knobs.epoch_ms {
         if !(1..=1000).contains(&ms) {
             return Err(SpecError::Invalid {
@@ -508,30 +520,6 @@ fn coco(spec: &BenchSpec, cc: Cc) -> Result<(CocoConfig, BenchSpec), SpecError> 
     let mut spec = spec.clone();
     spec.replicas = Some(spec.replicas.unwrap_or(3));
     Ok((config, spec))
-}
-
-/// S2PL NO_WAIT reuses 2PL + 2PC; its replicated commit modes are not
-/// built yet, and are refused rather than run unreplicated.
-fn s2pl<X: Clone>(spec: &BenchSpec, config: X) -> Result<(X, BenchSpec), SpecError> {
-    only_knobs(spec, "s2pl", &["--commit", "--isolation"])?;
-    if isolation(spec)? != Isolation::Serializable {
-        return Err(SpecError::Invalid {
-            flag: "--isolation",
-            value: spec.knobs.isolation.clone().unwrap_or_default(),
-            allowed:
-                "serializable for s2pl (snapshot transactions are PT-OCC's and LT-OCC's, COCO §5.3)"
-                    .into(),
-        });
-    }
-    if commit_mode(spec, CommitMode::TwoPc)? != CommitMode::TwoPc {
-        return Err(SpecError::Invalid {
-            flag: "--commit",
-            value: spec.knobs.commit.clone().unwrap_or_default(),
-            allowed: "2pc for s2pl (2pc-sync and epoch are not built yet)".into(),
-        });
-    }
-    unreplicated(spec, "s2pl with --commit 2pc")?;
-    Ok((config, spec.clone()))
 }
 
 /// OOCC's configuration: `base` with the ablation flags, the lease, its
@@ -825,7 +813,8 @@ mod tests {
         for e in registry() {
             for (flag, knobs) in &cases {
                 let reads = match *flag {
-                    "--epoch-ms" | "--isolation" => ["pt-occ", "lt-occ"].contains(&e.name),
+                    "--epoch-ms" => ["pt-occ", "lt-occ", "s2pl"].contains(&e.name),
+                    "--isolation" => ["pt-occ", "lt-occ"].contains(&e.name),
                     _ => e.name.starts_with("nocc"),
                 };
                 if reads {

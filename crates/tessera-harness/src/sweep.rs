@@ -171,8 +171,8 @@ impl Vary {
 /// (and, for a named one such as `commit`, its name as `commit_name`).
 ///
 /// A protocol that refuses a value of the varied parameter itself (s2pl
-/// has only `--commit 2pc`) sits that point out, with a warning; any other
-/// refusal stops the sweep before anything runs.
+/// has no `--isolation snapshot`) sits that point out, with a warning; any
+/// other refusal stops the sweep before anything runs.
 pub fn sweep(
     base: &BenchSpec,
     protocols: &[String],
@@ -353,11 +353,11 @@ mod tests {
     #[test]
     fn a_protocol_sits_out_the_values_of_the_varied_flag_it_refuses() {
         let mut base = short_sim_base();
-        let vary = Vary::parse("commit=1").unwrap();
+        let vary = Vary::parse("isolation=1").unwrap();
         let rows = sweep(&base, &["s2pl".to_string()], &vary, |_, _| Ok(())).unwrap();
         assert!(rows.is_empty());
         // A refusal of another flag still stops the sweep.
-        base.knobs.epoch_ms = Some(5);
+        base.knobs.switch_cache = Some(10);
         assert!(sweep(&base, &["s2pl".to_string()], &vary, |_, _| Ok(())).is_err());
     }
 }

@@ -1,8 +1,9 @@
-//! COCO on the simulator: PT-OCC and LT-OCC under each commit mode, many
-//! seeds, contention, message loss, duplication and reordering, a client
-//! host partition and a client host crash; every history checked for
-//! serializability (LT-OCC) or strict serializability (PT-OCC), or for
-//! snapshot isolation with `--isolation snapshot` (§5.3). A server
+//! COCO on the simulator: PT-OCC, LT-OCC and S2PL (§7.1.2) under each
+//! commit mode, many seeds, contention, message loss, duplication and
+//! reordering, a client host partition and a client host crash; every
+//! history checked for serializability (LT-OCC) or strict serializability
+//! (PT-OCC, S2PL), or for snapshot isolation with `--isolation snapshot`
+//! (§5.3). A server
 //! cut off past the epoch timeout aborts epochs (§3.2); servers crashed at
 //! each of Fig. 1's nine failure points recover from their logs and
 //! rejoin (backup takeover is not built yet).
@@ -216,8 +217,23 @@ fn lt_occ_2pc_survives_faults() {
 }
 
 #[test]
+fn s2pl_epoch_survives_faults() {
+    many_seeds("s2pl", "epoch");
+}
+
+#[test]
+fn s2pl_2pc_sync_survives_faults() {
+    many_seeds("s2pl", "2pc-sync");
+}
+
+#[test]
+fn s2pl_2pc_survives_faults() {
+    many_seeds("s2pl", "2pc");
+}
+
+#[test]
 fn replicas_converge_after_quiescence() {
-    for p in ["pt-occ", "lt-occ"] {
+    for p in ["pt-occ", "lt-occ", "s2pl"] {
         for c in ["epoch", "2pc-sync"] {
             converges(p, c);
         }
@@ -318,6 +334,13 @@ fn pt_occ_epoch_aborts_on_a_cut_off_server() {
 #[test]
 fn lt_occ_epoch_aborts_on_a_cut_off_server() {
     epoch_aborts_on_a_cut_off_server("lt-occ");
+}
+
+/// An epoch abort drops the locks S2PL took while executing: a transaction
+/// that read on both sides of it aborts (its primaries' floors differ).
+#[test]
+fn s2pl_epoch_aborts_on_a_cut_off_server() {
+    epoch_aborts_on_a_cut_off_server("s2pl");
 }
 
 /// A second opinion on histories with several attempts of one client open
@@ -726,4 +749,12 @@ fn lt_occ_epoch_failure_points_4_to_6() {
 #[test]
 fn pt_occ_epoch_failure_points_7_to_9() {
     crash_at_failure_points("pt-occ", 7..=9);
+}
+
+/// S2PL holds read locks from execution on: a crashed primary loses them,
+/// and its rejoin's epoch abort must take every transaction that relied
+/// on them.
+#[test]
+fn s2pl_epoch_failure_points_1_to_4() {
+    crash_at_failure_points("s2pl", 1..=4);
 }

@@ -1,7 +1,7 @@
 //! COCO on the full TPC-C mix (§6.3: Delivery deletes NEW-ORDER rows,
 //! NewOrder inserts ORDER, NEW-ORDER and ORDER-LINE rows), on the
-//! simulator with three replicas per shard: PT-OCC and LT-OCC in epoch
-//! mode under random fault plans (loss, duplication, reordering, a
+//! simulator with three replicas per shard: PT-OCC, LT-OCC and S2PL in
+//! epoch mode under random fault plans (loss, duplication, reordering, a
 //! partition, a client host crash), and in the 2PC modes without faults.
 //! Every history passes the isolation checker and the consistency
 //! conditions of clause 3.3.2, the replicas of every shard converge (in
@@ -130,9 +130,14 @@ fn lt_occ_epoch_full_mix_survives_faults() {
 }
 
 #[test]
+fn s2pl_epoch_full_mix_survives_faults() {
+    seeds_pass("s2pl", "epoch", seeds(), true);
+}
+
+#[test]
 fn full_mix_in_the_2pc_modes() {
     let n = (seeds() / 10).max(2);
-    for protocol in ["pt-occ", "lt-occ"] {
+    for protocol in ["pt-occ", "lt-occ", "s2pl"] {
         for commit in ["2pc-sync", "2pc"] {
             seeds_pass(protocol, commit, n, false);
         }

@@ -1,7 +1,9 @@
 //! The coordinator (a worker of the paper, on a client host): executes
 //! pieces at the nearest replicas, runs the lock, validate and write-back
 //! rounds at the primaries, and releases results (at once, or at the end of
-//! the transaction's epoch).
+//! the transaction's epoch). S2PL executes at the primaries, which lock as
+//! they run the pieces, and goes straight to the decision and write-back
+//! (see [`super::locks`]).
 //!
 //! In epoch mode the worker does not wait for the release (§3.1): once a
 //! transaction's commit decision is taken (locks held, reads validated,
@@ -16,7 +18,7 @@
 //! follows at the epoch's commit, or as an abort if the epoch aborts or
 //! the write-back finds its locks gone.
 
-use super::msg::{Msg, PieceReply};
+use super::msg::{Granted, Msg, PieceReply};
 use super::tid::{epoch_of, lt_occ_ts, pt_occ_tid};
 use super::{Cc, CocoConfig, CommitMode, Isolation};
 use bytes::{BufMut, Bytes, BytesMut};
@@ -135,10 +137,13 @@ impl CocoCoordinator {
     }
 
     /// The replica that serves reads: on this host's site if one is, else
-    /// the primary; only the primary when backups are not kept up to date.
+    /// the primary; only the primary when backups are not kept up to date,
+    /// and for S2PL, whose reads take locks, which only the primary keeps
+    /// (§3: 2PL "must always read from the primary replica"; §7.1.2 lets
+    /// only the OCC variants read the nearest one).
     fn nearest(&self, shard: ShardId) -> NodeId {
         let group = &self.topology.shards[shard.0 as usize].replicas;
-        if !self.config.commit.replicates() {
+        if !self.config.commit.replicates() || self.config.cc == Cc::S2pl {
             return group[0];
         }
         let site = self.topology.nodes[self.me.0 as usize].site;
@@ -197,12 +202,17 @@ impl CocoCoordinator {
                 .collect();
             let msg = Msg::Read {
                 txn,
+                floor: self.floor(txn),
                 proc: proc.clone(),
                 pieces: ids,
                 inputs,
                 own,
             };
             let to = self.nearest(shard);
+            if self.config.cc == Cc::S2pl && !st.locked_at.contains(&to) {
+                // It may lock there even if its answer is lost.
+                st.locked_at.push(to);
+            }
             ctx.send(to, msg.clone());
             st.out.push(Out {
                 to,
@@ -212,11 +222,30 @@ impl CocoCoordinator {
         }
     }
 
-    fn on_read_ok(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, results: Vec<PieceReply>) {
+    fn on_read_ok(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        txn: TxnId,
+        results: Vec<PieceReply>,
+        locks: Option<Granted>,
+    ) {
         let Some(mut st) = self.txns.remove(&txn) else {
             return;
         };
         if st.phase == Phase::Executing {
+            if let Some(g) = locks {
+                // S2PL: a NO_WAIT conflict aborts; so do locks taken on
+                // both sides of an epoch abort.
+                if !g.ok {
+                    self.abort_txn(ctx, txn, &mut st, AbortReason::LockConflict);
+                    return;
+                }
+                if !self.floor_agrees(&mut st, g.floor) {
+                    self.abort_txn(ctx, txn, &mut st, AbortReason::Timeout);
+                    return;
+                }
+                st.epoch = st.epoch.max(g.epoch);
+            }
             for r in results {
                 let i = r.piece as usize;
                 if st.results[i].is_none() {
@@ -233,8 +262,7 @@ impl CocoCoordinator {
                 .iter()
                 .any(|r| r.as_ref().is_some_and(|r| r.user_abort))
             {
-                self.open.remove(&txn);
-                ctx.done(txn, TxnOutcome::Aborted(AbortReason::User));
+                self.abort_txn(ctx, txn, &mut st, AbortReason::User);
                 return;
             }
             if st.results.iter().all(Option::is_some) {
@@ -286,7 +314,12 @@ impl CocoCoordinator {
         let seen = st.reads.values().flatten().map(|r| r.1).max().unwrap_or(0);
         st.bound = seen;
         st.snapshot = seen;
-        st.epoch = epoch_of(seen);
+        st.epoch = st.epoch.max(epoch_of(seen));
+        if self.config.cc == Cc::S2pl {
+            // Every lock is held: no lock or validation round (§7.1.2).
+            self.decide(ctx, txn, st);
+            return;
+        }
         let shards: BTreeSet<ShardId> = st.writes.keys().chain(st.reads.keys()).copied().collect();
         if shards.len() == 1 || self.config.isolation == Isolation::Snapshot {
             let reqs: Vec<Request> = shards
@@ -396,11 +429,7 @@ impl CocoCoordinator {
             return;
         };
         o.answered = true;
-        self.floor = self.floor.max(floor);
-        if floor < self.floor || *st.floor.get_or_insert(floor) != floor {
-            // A primary answered before an epoch abort reached it (its data
-            // is still to be reverted) or primaries disagree: what the
-            // transaction locked or read may be gone.
+        if !self.floor_agrees(&mut st, floor) {
             self.abort_txn(ctx, txn, &mut st, AbortReason::Timeout);
             return;
         }
@@ -429,13 +458,21 @@ impl CocoCoordinator {
         self.keep(txn, st);
     }
 
+    /// Note a primary's abort floor. False when it answered before an epoch
+    /// abort reached it (its data is still to be reverted) or primaries
+    /// disagree: what the transaction locked or read may be gone.
+    fn floor_agrees(&mut self, st: &mut TxnState, floor: u64) -> bool {
+        self.floor = self.floor.max(floor);
+        floor >= self.floor && *st.floor.get_or_insert(floor) == floor
+    }
+
     /// Every lock held and every read valid: fix the timestamp and the
     /// epoch, force the decision (when there is something to write) and
     /// write back.
     fn decide(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
         let epoch = st.epoch.max(epoch_of(self.last_tid)).max(1);
         match self.config.cc {
-            Cc::PtOcc => {
+            Cc::PtOcc | Cc::S2pl => {
                 st.ts = pt_occ_tid(st.bound, self.last_tid, epoch);
                 self.last_tid = st.ts;
             }
@@ -459,6 +496,7 @@ impl CocoCoordinator {
             return;
         }
         if st.writes.is_empty() {
+            self.release_reads(ctx, txn, st);
             self.release(ctx, txn, st);
             return;
         }
@@ -478,7 +516,20 @@ impl CocoCoordinator {
         }
     }
 
+    /// S2PL: the primaries the transaction only read drop its read locks
+    /// once it has decided (the write-back releases the others).
+    fn release_reads(&self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &TxnState) {
+        if self.config.cc != Cc::S2pl {
+            return;
+        }
+        let writers: Vec<NodeId> = st.writes.keys().map(|s| self.primary(*s)).collect();
+        for &n in st.locked_at.iter().filter(|n| !writers.contains(n)) {
+            ctx.send(n, Msg::Release { txn });
+        }
+    }
+
     fn write_back(&self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
+        self.release_reads(ctx, txn, st);
         st.phase = Phase::WritingBack;
         for shard in st.writes.keys() {
             let to = self.primary(*shard);
@@ -659,7 +710,7 @@ impl TxnState {
     /// single-round serializable primary raises it); PT-OCC ignores it.
     fn ts_for_validation(&self, config: &CocoConfig) -> u64 {
         match (config.cc, config.isolation) {
-            (Cc::PtOcc, _) => 0,
+            (Cc::PtOcc | Cc::S2pl, _) => 0,
             (Cc::LtOcc, Isolation::Snapshot) => self.snapshot,
             (Cc::LtOcc, Isolation::Serializable)
                 if self.phase == Phase::Validating && self.ts != 0 =>
@@ -712,7 +763,11 @@ impl Node<Msg> for CocoCoordinator {
 
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
         match msg {
-            Msg::ReadOk { txn, results } => self.on_read_ok(ctx, txn, results),
+            Msg::ReadOk {
+                txn,
+                results,
+                locks,
+            } => self.on_read_ok(ctx, txn, results, locks),
             Msg::Prepared {
                 txn,
                 round,

@@ -1,15 +1,23 @@
 //! COCO: epoch-based commit and replication (VLDB '21), first slice.
 //!
-//! Guarantees: serializability (PT-OCC and LT-OCC), or snapshot isolation
-//! with `--isolation snapshot` (§5.3, see [`Isolation`]), with every
-//! replica of a shard converging to the primary's data.
+//! Guarantees: strict serializability (PT-OCC, S2PL), serializability
+//! (LT-OCC), or snapshot isolation with `--isolation snapshot` (§5.3, see
+//! [`Isolation`]), with every replica of a shard converging to the
+//! primary's data.
+//!
+//! Three concurrency controls ([`Cc`]) share everything below: PT-OCC
+//! and LT-OCC (§5), and the S2PL NO_WAIT baseline (§7.1.2), which locks
+//! at the primaries as it executes and so skips steps 2 and 3 — see
+//! [`locks`] for how it fits, where it reads (always at the primary) and
+//! how it runs under epoch commit, which the paper does not do.
 //!
 //! Phases of a transaction (§4), by message:
 //!
 //! 1. **execution** — the coordinator sends each piece whose inputs are
 //!    ready to the *nearest* replica of its shard (**Read**); the replica
 //!    runs it on its data and returns the reads with their TIDs and the
-//!    writes, which the coordinator buffers.
+//!    writes, which the coordinator buffers. (S2PL: the primary, which
+//!    locks what the piece reads and writes, NO_WAIT.)
 //! 2. **lock** — the write set is locked at the primaries, NO_WAIT
 //!    (**Prepare** with writes); with several primaries this round ends
 //!    everywhere before any read is validated.
@@ -19,8 +27,10 @@
 //!
 //!    Snapshot transactions (§5.3.3) run steps 2 and 3 as one round.
 //! 4. **write back** — the primaries install the writes with the commit
-//!    timestamp and replicate them to the backups, which apply a write only
-//!    if its timestamp is newer than theirs (Thomas write rule).
+//!    timestamp, release the locks and replicate the writes to the
+//!    backups, which apply a write only if its timestamp is newer than
+//!    theirs (Thomas write rule). S2PL's primaries that were only read get
+//!    a **Release**.
 //!
 //! Commit modes ([`CommitMode`]), the same code configured three ways:
 //! `2pc` (no replication, result released at write-back), `2pc-sync`
@@ -57,6 +67,10 @@
 //! placeholder, so that a later insert commits above it.
 //!
 //! Known deviations and what is not done yet:
+//! * Under `2pc-sync` a primary releases its write locks when it installs
+//!   the writes, before the backups acknowledge them (the result waits
+//!   for them); §7.1.2's 2PC(Sync) holds them until replicated.
+//! * S2PL under `epoch` is ours (see [`locks`]).
 //! * No backup takeover of a crashed primary: while any server is down no
 //!   epoch commits (its prepare cannot be answered); the system resumes
 //!   when it restarts. The epoch manager is not replicated.
@@ -76,6 +90,7 @@
 mod coordinator;
 pub mod epoch;
 pub mod gc;
+pub mod locks;
 mod msg;
 pub mod redo;
 mod server;
@@ -89,13 +104,18 @@ pub use server::CocoServer;
 use tessera_core::ids::{Time, MS};
 use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
 
-/// The concurrency control (§5).
+/// The concurrency control (§5, and the S2PL baseline of §7.1.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cc {
     /// Physical-time OCC (Silo TIDs).
     PtOcc,
     /// Logical-time OCC (TicToc's [wts, rts]).
     LtOcc,
+    /// Strict two-phase locking, NO_WAIT (§7.1.2): read and write locks
+    /// taken at the primaries as the transaction executes, held to
+    /// write-back; no validation. Its commit timestamps are PT-OCC's
+    /// (see [`locks`]).
+    S2pl,
 }
 
 /// How a transaction commits and is replicated (§7.1.2).

@@ -29,21 +29,37 @@ pub struct PieceReply {
     pub user_abort: bool,
 }
 
+/// S2PL (§7.1.2): what the primary that ran a **Read** says of its locks.
+#[derive(Clone, Copy, Debug)]
+pub struct Granted {
+    /// Every lock taken; false: a NO_WAIT conflict, and the primary holds
+    /// nothing for the transaction any more.
+    pub ok: bool,
+    /// As in [`Msg::Prepared`]: the primary's current epoch and abort
+    /// floor.
+    pub epoch: u64,
+    pub floor: u64,
+}
+
 #[derive(Clone, Debug)]
 pub enum Msg {
-    /// Coordinator → nearest replica: run these pieces on your data.
-    /// `own` holds the transaction's earlier buffered writes on the shard,
-    /// which its pieces read instead of the store.
+    /// Coordinator → nearest replica (S2PL: the primary, which locks what
+    /// the pieces read and write): run these pieces on your data. `own`
+    /// holds the transaction's earlier buffered writes on the shard, which
+    /// its pieces read instead of the store. `floor` as in **Prepare**.
     Read {
         txn: TxnId,
+        floor: TxnId,
         proc: Txn,
         pieces: Vec<u16>,
         inputs: Vec<Vec<Value>>,
         own: Vec<(Key, Value)>,
     },
+    /// `locks`: S2PL only.
     ReadOk {
         txn: TxnId,
         results: Vec<PieceReply>,
+        locks: Option<Granted>,
     },
     /// Coordinator → primary: lock `writes` (NO_WAIT), then validate
     /// `reads` (key, wts seen) at timestamp `ts` (LT-OCC extends rts to it).
@@ -84,6 +100,11 @@ pub enum Msg {
         epoch: u64,
     },
     WrittenBack {
+        txn: TxnId,
+    },
+    /// S2PL coordinator → a primary the transaction only read: it has
+    /// decided; drop its read locks (not answered).
+    Release {
         txn: TxnId,
     },
     Abort {
@@ -157,21 +178,25 @@ impl WireSize for Msg {
                     own,
                     ..
                 } => {
-                    2 + 2 * pieces.len()
+                    8 + 2
+                        + 2 * pieces.len()
                         + inputs.iter().flatten().map(|v| 4 + v.len()).sum::<usize>()
                         + kv_size(own)
                 }
-                Msg::ReadOk { results, .. } => results
-                    .iter()
-                    .map(|r| {
-                        2 + 1
-                            + r.reads.len() * 28
-                            + r.written.len() * 20
-                            + kv_size(&r.writes)
-                            + 4
-                            + r.output.len()
-                    })
-                    .sum(),
+                Msg::ReadOk { results, locks, .. } => {
+                    locks.map_or(0, |_| 17)
+                        + results
+                            .iter()
+                            .map(|r| {
+                                2 + 1
+                                    + r.reads.len() * 28
+                                    + r.written.len() * 20
+                                    + kv_size(&r.writes)
+                                    + 4
+                                    + r.output.len()
+                            })
+                            .sum::<usize>()
+                }
                 Msg::Prepare { writes, reads, .. } => 16 + kv_size(writes) + reads.len() * 20,
                 Msg::Prepared { .. } => 25,
                 Msg::EpochCommit { aborted, .. } | Msg::EpochStatus { aborted, .. } => {
@@ -181,9 +206,11 @@ impl WireSize for Msg {
                 Msg::WriteBack { .. } => 16,
                 Msg::Replicate { writes, .. } => 32 + kv_size(writes),
                 Msg::Replicated { .. } | Msg::EpochPrepare { .. } | Msg::EpochPrepared { .. } => 8,
-                Msg::WrittenBack { .. } | Msg::Abort { .. } | Msg::Inquire { .. } | Msg::Rejoin => {
-                    0
-                }
+                Msg::WrittenBack { .. }
+                | Msg::Release { .. }
+                | Msg::Abort { .. }
+                | Msg::Inquire { .. }
+                | Msg::Rejoin => 0,
             }
     }
 }

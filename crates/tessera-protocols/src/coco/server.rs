@@ -5,7 +5,8 @@
 
 use super::epoch::{Action, EpochManager};
 use super::gc::{self, Garbage};
-use super::msg::{Msg, PieceReply, TsRead};
+use super::locks::{lock_exclusive, lock_shared, unlock_shared};
+use super::msg::{Granted, Msg, PieceReply, TsRead};
 use super::redo::{self, Entry, Recovered};
 use super::undo::{Saved, Undo};
 use super::{Cc, CocoConfig, CommitMode, Isolation};
@@ -21,12 +22,20 @@ use tessera_core::topology::{Role, Topology};
 use tessera_core::txn::{Txn, Value};
 use tessera_core::FastMap;
 
-/// A transaction holding write locks at this primary.
+/// A transaction holding locks at this primary.
 struct Held {
     coord: NodeId,
+    /// The write set here, locked exclusively.
     writes: Vec<(Key, Value)>,
-    /// The epoch it locked in: an EpochPrepare of this epoch or a later one
-    /// waits for it to finish.
+    /// S2PL: records locked shared, and the writes of each piece run here,
+    /// by piece (merged into `writes` in piece order, as the coordinator
+    /// merges them; a duplicate **Read** re-runs a piece but records
+    /// nothing).
+    shared: Vec<Key>,
+    pieces: Vec<(u16, Vec<(Key, Value)>)>,
+    /// The epoch it took its first write lock in: an EpochPrepare of this
+    /// epoch or a later one waits for it to finish (one holding only read
+    /// locks holds no epoch up).
     tag: u64,
     /// The answer to its lock request, resent on duplicates.
     answer: (u64, u64),
@@ -373,21 +382,39 @@ impl CocoServer {
         self.logged += self.log.len() - before;
     }
 
-    /// Run pieces on this replica's data (§4 execution phase).
+    /// Run pieces on this replica's data (§4 execution phase). S2PL locks
+    /// what a piece reads before it runs and what it writes after, NO_WAIT
+    /// (see [`super::locks`]).
     #[allow(clippy::too_many_arguments)]
     fn on_read(
         &mut self,
         ctx: &mut Ctx<Msg>,
         from: NodeId,
         txn: TxnId,
+        floor: TxnId,
         proc: Txn,
         pieces: Vec<u16>,
         inputs: Vec<Vec<Value>>,
         mut own: Vec<(Key, Value)>,
     ) {
+        let s2pl = self.config.cc == Cc::S2pl;
+        if s2pl && !self.s2pl_admit(ctx, from, txn, floor) {
+            return;
+        }
         let mut results = Vec::with_capacity(pieces.len());
         for (piece, inputs) in pieces.into_iter().zip(inputs) {
             let spec = proc.resolve(piece as usize, &inputs);
+            if s2pl {
+                let keys: Vec<Key> = spec
+                    .reads
+                    .iter()
+                    .map(|a| a.key)
+                    .filter(|k| !own.iter().any(|(o, _)| o == k))
+                    .collect();
+                if !self.s2pl_lock(txn, &keys, false) {
+                    return self.refuse_read(ctx, from, txn);
+                }
+            }
             let mut reads = Vec::with_capacity(spec.reads.len());
             let values: Vec<Option<&Value>> = spec
                 .reads
@@ -408,13 +435,27 @@ impl CocoServer {
                 .collect();
             let res = proc.execute(piece as usize, &values, &inputs);
             drop(values);
-            let written = match self.config.isolation {
-                Isolation::Serializable => Vec::new(),
-                Isolation::Snapshot => res
-                    .writes
-                    .iter()
-                    .map(|(k, _)| (*k, self.store.get(*k).map_or(0, |r| r.meta.wts)))
-                    .collect(),
+            let wts_of = |store: &Store, k: Key| store.get(k).map_or(0, |r| r.meta.wts);
+            // S2PL: the TIDs of the records written, for the commit TID
+            // (Silo's rule (a)); locked, they stay put until write-back.
+            let written = if s2pl {
+                let keys: Vec<Key> = res.writes.iter().map(|(k, _)| *k).collect();
+                if !self.s2pl_lock(txn, &keys, true) {
+                    return self.refuse_read(ctx, from, txn);
+                }
+                self.s2pl_record(txn, piece, &res.writes);
+                keys.into_iter()
+                    .map(|k| (k, wts_of(&self.store, k)))
+                    .collect()
+            } else {
+                match self.config.isolation {
+                    Isolation::Serializable => Vec::new(),
+                    Isolation::Snapshot => res
+                        .writes
+                        .iter()
+                        .map(|(k, _)| (*k, wts_of(&self.store, *k)))
+                        .collect(),
+                }
             };
             own.extend(res.writes.iter().cloned());
             results.push(PieceReply {
@@ -426,7 +467,144 @@ impl CocoServer {
                 user_abort: res.user_abort,
             });
         }
-        ctx.send(from, Msg::ReadOk { txn, results });
+        let locks = s2pl.then_some(Granted {
+            ok: true,
+            epoch: self.epoch,
+            floor: self.floor,
+        });
+        ctx.send(
+            from,
+            Msg::ReadOk {
+                txn,
+                results,
+                locks,
+            },
+        );
+    }
+
+    /// S2PL: may `txn`'s pieces run (and lock) here? Not once it ended
+    /// here — refused if it aborted; a committed one's coordinator no
+    /// longer waits — nor when its coordinator has declared it over.
+    fn s2pl_admit(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, floor: TxnId) -> bool {
+        self.ended.raise_floor(floor);
+        match self.ended.get(txn) {
+            Some(false) => {
+                self.refuse_read(ctx, from, txn);
+                return false;
+            }
+            Some(true) => return false,
+            None if self.ended.below_floor(txn) && !self.held.contains_key(&txn) => return false,
+            None => {}
+        }
+        let now = ctx.now();
+        let h = self.held.entry(txn).or_insert_with(|| Held {
+            coord: from,
+            writes: Vec::new(),
+            shared: Vec::new(),
+            pieces: Vec::new(),
+            tag: 0,
+            answer: (0, 0),
+            heard: now,
+        });
+        h.heard = now;
+        true
+    }
+
+    /// S2PL: lock `keys` for `txn`, shared or exclusive, NO_WAIT; false on
+    /// a conflict (the caller refuses the whole transaction).
+    fn s2pl_lock(&mut self, txn: TxnId, keys: &[Key], exclusive: bool) -> bool {
+        let h = self.held.get_mut(&txn).expect("admitted");
+        for &k in keys {
+            if self.store.get(k).is_none() {
+                // A placeholder to lock; it reads as empty until installed.
+                self.store.load(k, Value::new());
+            }
+            let meta = &mut self.store.get_mut(k).expect("just ensured").meta;
+            let written = h.writes.iter().any(|(w, _)| *w == k);
+            if exclusive {
+                let shared = h.shared.iter().position(|s| *s == k);
+                if !lock_exclusive(meta, txn, shared.is_some()) {
+                    return false;
+                }
+                if let Some(i) = shared {
+                    h.shared.swap_remove(i);
+                }
+                if !written {
+                    if h.writes.is_empty() {
+                        h.tag = self.epoch;
+                    }
+                    h.writes.push((k, Value::new()));
+                }
+            } else if !written && !h.shared.contains(&k) {
+                if !lock_shared(meta, txn) {
+                    return false;
+                }
+                h.shared.push(k);
+            }
+        }
+        true
+    }
+
+    /// S2PL: keep what piece `piece` wrote (the first run of it only) and
+    /// bring the locked write set's values up to date, later pieces last.
+    fn s2pl_record(&mut self, txn: TxnId, piece: u16, writes: &[(Key, Value)]) {
+        let h = self.held.get_mut(&txn).expect("admitted");
+        if h.pieces.iter().any(|(p, _)| *p == piece) {
+            return;
+        }
+        h.pieces.push((piece, writes.to_vec()));
+        h.pieces.sort_unstable_by_key(|(p, _)| *p);
+        for (k, v) in h.pieces.iter().flat_map(|(_, w)| w) {
+            if let Some(w) = h.writes.iter_mut().find(|(wk, _)| wk == k) {
+                w.1 = v.clone();
+            }
+        }
+    }
+
+    /// S2PL: a lock conflict (or a Read of a transaction aborted here):
+    /// drop everything `txn` holds here and say so.
+    fn refuse_read(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) {
+        if let Some(h) = self.held.remove(&txn) {
+            self.release(txn, &h);
+        }
+        self.ended.insert(txn, false, ctx.now());
+        let locks = Some(Granted {
+            ok: false,
+            epoch: self.epoch,
+            floor: self.floor,
+        });
+        ctx.send(
+            from,
+            Msg::ReadOk {
+                txn,
+                results: Vec::new(),
+                locks,
+            },
+        );
+        self.try_prepare(ctx);
+    }
+
+    /// Drop every lock `h` holds for `txn`.
+    fn release(&mut self, txn: TxnId, h: &Held) {
+        self.unlock(txn, h.writes.iter().map(|(k, _)| *k));
+        self.unlock_shared(&h.shared);
+    }
+
+    fn unlock_shared(&mut self, keys: &[Key]) {
+        for &k in keys {
+            if let Some(r) = self.store.get_mut(k) {
+                unlock_shared(&mut r.meta);
+            }
+        }
+    }
+
+    /// S2PL: the coordinator decided; `txn` only read here.
+    fn on_release(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
+        if let Some(h) = self.held.remove(&txn) {
+            debug_assert!(h.writes.is_empty(), "released a write set");
+            self.release(txn, &h);
+            self.ended.insert(txn, true, ctx.now());
+        }
     }
 
     fn unlock(&mut self, txn: TxnId, keys: impl Iterator<Item = Key>) {
@@ -457,7 +635,7 @@ impl CocoServer {
             }
             r.meta.lock = txn.0;
             bound = bound.max(match self.config.cc {
-                Cc::PtOcc => r.meta.wts,
+                Cc::PtOcc | Cc::S2pl => r.meta.wts,
                 Cc::LtOcc => r.meta.rts + 1,
             });
         }
@@ -479,7 +657,7 @@ impl CocoServer {
                 return seen == 0;
             };
             match cc {
-                Cc::PtOcc => r.meta.wts == seen && mine(r.meta.lock),
+                Cc::PtOcc | Cc::S2pl => r.meta.wts == seen && mine(r.meta.lock),
                 // A record this transaction has locked is in its write
                 // set: it only must not have changed since the read (Fig. 4,
                 // lock step). Extending its rts to `ts` would stretch the
@@ -609,6 +787,8 @@ impl CocoServer {
                     Held {
                         coord: from,
                         writes,
+                        shared: Vec::new(),
+                        pieces: Vec::new(),
                         tag: epoch,
                         answer: (epoch, bound),
                         heard: ctx.now(),
@@ -663,6 +843,7 @@ impl CocoServer {
             }
             r.meta.lock = 0;
         }
+        self.unlock_shared(&h.shared);
         self.log_writes(epoch, ts, version, &h.writes);
         self.ended.insert(txn, true, ctx.now());
         if self.backups.is_empty() {
@@ -700,7 +881,7 @@ impl CocoServer {
 
     fn on_abort(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
         if let Some(h) = self.held.remove(&txn) {
-            self.unlock(txn, h.writes.iter().map(|(k, _)| *k));
+            self.release(txn, &h);
             self.ended.insert(txn, false, ctx.now());
             self.try_prepare(ctx);
         } else if !self.ended.contains(txn) {
@@ -804,7 +985,7 @@ impl CocoServer {
             let mut held: Vec<(TxnId, Held)> = self.held.drain().collect();
             held.sort_unstable_by_key(|(t, _)| *t);
             for (txn, h) in held {
-                self.unlock(txn, h.writes.iter().map(|(k, _)| *k));
+                self.release(txn, &h);
                 self.ended.insert(txn, false, ctx.now());
             }
             self.replication.retain(|_, r| r.epoch < epoch);
@@ -829,7 +1010,10 @@ impl CocoServer {
             return;
         };
         if self.flushing
-            || self.held.values().any(|h| h.tag <= e)
+            || self
+                .held
+                .values()
+                .any(|h| !h.writes.is_empty() && h.tag <= e)
             || self.replication.values().any(|r| r.epoch <= e)
         {
             return;
@@ -837,6 +1021,30 @@ impl CocoServer {
         self.flushing = true;
         let record = redo::redo_record(&self.log.split(), Some(e));
         self.persist(ctx, record, AfterPersist::EpochPrepared(e));
+    }
+
+    /// Locks of transactions below their coordinator's floor: every one of
+    /// its transactions still deciding or writing back is at or above the
+    /// floor, so these ended — aborted with the **Abort** lost, or (S2PL)
+    /// committed with the **Release** of their read locks lost. Without
+    /// this they would wait for an inquiry (`inquire`, as long as the
+    /// epoch timeout), holding up the epoch's prepare all along.
+    fn drop_stale_locks(&mut self, ctx: &mut Ctx<Msg>) {
+        let mut stale: Vec<TxnId> = self
+            .held
+            .keys()
+            .copied()
+            .filter(|t| self.ended.below_floor(*t))
+            .collect();
+        if stale.is_empty() {
+            return;
+        }
+        stale.sort_unstable();
+        for txn in stale {
+            let h = self.held.remove(&txn).expect("listed");
+            self.release(txn, &h);
+        }
+        self.try_prepare(ctx);
     }
 
     fn sweep(&mut self, ctx: &mut Ctx<Msg>) {
@@ -847,6 +1055,7 @@ impl CocoServer {
             return;
         }
         self.ended.sweep(now);
+        self.drop_stale_locks(ctx);
         let mut ask: Vec<(TxnId, NodeId)> = Vec::new();
         for (txn, h) in self.held.iter_mut() {
             if now.saturating_sub(h.heard) > self.config.inquire {
@@ -885,11 +1094,12 @@ impl CocoServer {
         match msg {
             Msg::Read {
                 txn,
+                floor,
                 proc,
                 pieces,
                 inputs,
                 own,
-            } => self.on_read(ctx, from, txn, proc, pieces, inputs, own),
+            } => self.on_read(ctx, from, txn, floor, proc, pieces, inputs, own),
             Msg::Prepare {
                 txn,
                 floor,
@@ -900,6 +1110,7 @@ impl CocoServer {
             } => self.on_prepare(ctx, from, txn, floor, writes, reads, ts, round),
             Msg::WriteBack { txn, ts, epoch } => self.on_write_back(ctx, from, txn, ts, epoch),
             Msg::Abort { txn } => self.on_abort(ctx, txn),
+            Msg::Release { txn } => self.on_release(ctx, txn),
             Msg::Replicate {
                 seq,
                 ts,

@@ -559,3 +559,188 @@ fn timeouts_cover_the_slowest_round_trip() {
     assert_eq!(wan.inquire, 244 * MS);
     assert_eq!(wan.epoch_timeout, 244 * MS);
 }
+
+fn read(txn: TxnId, proc: Arc<dyn Procedure>) -> Msg {
+    Msg::Read {
+        txn,
+        floor: txn,
+        proc,
+        pieces: vec![0],
+        inputs: vec![Vec::new()],
+        own: Vec::new(),
+    }
+}
+
+/// Whether the primary granted every lock of a **Read** (S2PL).
+fn granted(out: &[Msg]) -> bool {
+    match out {
+        [Msg::ReadOk {
+            locks: Some(g),
+            results,
+            ..
+        }] => {
+            assert_eq!(g.ok, !results.is_empty(), "a refusal runs nothing");
+            g.ok
+        }
+        _ => panic!("expected one ReadOk with locks: {out:?}"),
+    }
+}
+
+/// S2PL at a primary (§7.1.2): readers share, a writer meeting them is
+/// refused at once (NO_WAIT) and keeps nothing, also on a late duplicate
+/// of its Read; read locks go with **Release**, write locks with the
+/// write-back, which installs what the piece wrote at execution.
+#[test]
+fn s2pl_no_wait_conflicts_refuse_and_write_back_releases() {
+    let mut store = Store::new();
+    store.load(X, enc(0));
+    let mut p = One::with(CocoConfig::new(Cc::S2pl, CommitMode::TwoPc), 0, store);
+    let t = |seq| TxnId::new(NodeId(3), 0, seq);
+    let lock = |p: &One| p.s.store().unwrap().get(X).unwrap().meta.lock;
+    let reader = || Rw::proc(true, &[]);
+    let writer = || Rw::proc(true, &[X]);
+    assert!(granted(&p.replies(3, read(t(1), reader()))));
+    assert!(granted(&p.replies(3, read(t(2), reader()))));
+    assert_eq!(lock(&p), super::locks::SHARED | 2);
+    assert!(!granted(&p.replies(3, read(t(3), writer()))));
+    assert!(!granted(&p.replies(3, read(t(3), writer()))));
+    assert_eq!(
+        lock(&p),
+        super::locks::SHARED | 2,
+        "the refused writer kept a lock"
+    );
+    p.replies(3, Msg::Release { txn: t(1) });
+    p.replies(3, Msg::Release { txn: t(2) });
+    assert_eq!(lock(&p), 0);
+    assert!(granted(&p.replies(3, read(t(4), writer()))));
+    assert_eq!(lock(&p), t(4).0);
+    assert!(!granted(&p.replies(3, read(t(5), reader()))));
+    let out = p.replies(
+        3,
+        Msg::WriteBack {
+            txn: t(4),
+            ts: 77,
+            epoch: 1,
+        },
+    );
+    assert!(matches!(out[..], [Msg::WrittenBack { .. }]));
+    let r = p.s.store().unwrap().get(X).unwrap();
+    assert_eq!((r.meta.wts, r.meta.lock, &r.value), (77, 0, &enc(7)));
+    assert!(granted(&p.replies(3, read(t(6), reader()))));
+}
+
+/// S2PL never reads at a backup, even with one on the coordinator's site
+/// that PT-OCC reads from (§3: locks live at the primary).
+#[test]
+fn s2pl_reads_at_the_primary() {
+    let topology = Arc::new(Topology::new(1, 3, 2));
+    for (cc, replica) in [(Cc::PtOcc, 1), (Cc::S2pl, 0)] {
+        let me = NodeId(4);
+        let mut coord = CocoCoordinator::new(
+            CocoConfig::new(cc, CommitMode::Epoch),
+            CoordinatorEnv {
+                me,
+                topology: topology.clone(),
+                incarnation: 0,
+                recovered: Vec::new(),
+            },
+        );
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+        let mut effects = Vec::new();
+        let mut ctx = Ctx::new(0, me, &mut rng, &mut effects);
+        let id = TxnId::new(me, 0, 1);
+        let txn = Rw::proc(false, &[X]);
+        coord.submit(&mut ctx, Attempt { id, txn, since: 0 });
+        let to: Vec<NodeId> = effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Send {
+                    to,
+                    msg: Msg::Read { .. },
+                } => Some(*to),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(to, [NodeId(replica)], "{cc:?}");
+    }
+}
+
+/// Whole S2PL transactions in random delivery orders: the write skew
+/// never commits (both commit only serially), a NO_WAIT conflict ends in a lock-conflict abort,
+/// and whatever happened no lock is left behind (aborts release at every
+/// primary the transaction reached).
+#[test]
+fn s2pl_write_skew_aborts_one_and_leaves_no_locks() {
+    let mut order = rand::rngs::SmallRng::seed_from_u64(7);
+    let mut conflicts = 0;
+    for _ in 0..100 {
+        let mut c = Cluster::new(CocoConfig::new(Cc::S2pl, CommitMode::TwoPc));
+        let t1 = c.submit(0, 1, Rw::proc(true, &[X]));
+        let t2 = c.submit(1, 1, Rw::proc(true, &[Y]));
+        c.run(|q| Some(order.random_range(0..q.len())));
+        assert_eq!(c.done.len(), 2);
+        if c.committed(t1) && c.committed(t2) {
+            // Serially, then: one read the other's write.
+            let saw = |reader: TxnId, key: Key, writer: TxnId| {
+                c.done.iter().any(|(t, o)| {
+                    *t == reader
+                        && matches!(o, TxnOutcome::Committed { reads, .. }
+                            if reads.iter().any(|r| r.key == key && r.version == writer.version()))
+                })
+            };
+            assert!(saw(t2, X, t1) || saw(t1, Y, t2), "write skew");
+        }
+        conflicts += c
+            .done
+            .iter()
+            .filter(|(_, o)| {
+                matches!(
+                    o,
+                    TxnOutcome::Aborted(tessera_core::txn::AbortReason::LockConflict)
+                )
+            })
+            .count();
+        for (n, s) in c.servers.iter().enumerate() {
+            for k in [X, Y] {
+                if let Some(r) = s.store().unwrap().get(k) {
+                    assert_eq!(r.meta.lock, 0, "server {n} left {k:?} locked");
+                }
+            }
+        }
+    }
+    assert!(conflicts > 0);
+}
+
+/// Epoch mode (§3.1): an S2PL transaction's locks go at write-back — the
+/// next transaction locks and reads its write at once — but results wait
+/// for the epoch to commit, in order.
+#[test]
+fn s2pl_epoch_releases_locks_at_write_back_and_results_at_the_epoch() {
+    let mut c = Cluster::new(CocoConfig::new(Cc::S2pl, CommitMode::Epoch));
+    let t1 = c.submit(0, 1, Rw::proc(true, &[X]));
+    c.run(|_| None);
+    assert!(c.done.is_empty(), "released before its epoch committed");
+    let r = c.servers[0].store().unwrap().get(X).unwrap();
+    assert_eq!((r.meta.lock, &r.value), (0, &enc(7)));
+    let wts = r.meta.wts;
+    let t2 = c.submit(1, 1, Rw::proc(true, &[X]));
+    c.run(|_| None);
+    assert!(c.done.is_empty());
+    let r = c.servers[0].store().unwrap().get(X).unwrap();
+    assert!(r.meta.wts > wts, "TIDs grow along the overwrite");
+    assert_eq!(r.meta.version, t2.version());
+    let epoch = super::tid::epoch_of(r.meta.wts);
+    for n in [2, 3] {
+        c.at(NodeId(n), |node, ctx| {
+            node.on_message(
+                ctx,
+                NodeId(0),
+                Msg::EpochCommit {
+                    epoch,
+                    aborted: Vec::new(),
+                },
+            )
+        });
+    }
+    assert!(c.committed(t1) && c.committed(t2));
+}
