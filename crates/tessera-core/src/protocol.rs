@@ -26,6 +26,10 @@ pub struct ServerEnv {
     pub recovered: Vec<Bytes>,
     /// Whether persisted records survive a crash ([`crate::runtime::Restart::durable`]).
     pub durable: bool,
+    /// What rebuilds procedures from their encoding ([`crate::codec::decode_txn`]):
+    /// the workload, for a server whose durable records name procedures
+    /// (Janus logs the transactions it promised to order, §3).
+    pub decode: crate::codec::DecodeCx,
 }
 
 /// Where a coordinator starts.

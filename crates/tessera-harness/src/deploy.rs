@@ -12,6 +12,7 @@ use crate::spec::{BenchSpec, RuntimeKind, SpecError};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use tessera_core::codec::DecodeCx;
 use tessera_core::client::{ClientConfig, ClientHost, ClientReport};
 use tessera_core::ids::{NodeId, ShardId, Time, Version, US};
 use tessera_core::node::Node;
@@ -153,6 +154,7 @@ pub fn deployment<P: Protocol>(
                             store,
                             recovered: restart.recovered,
                             durable: restart.durable,
+                            decode: DecodeCx::new(wl.clone()),
                         },
                     )) as Box<dyn Node<P::Msg>>
                 }));

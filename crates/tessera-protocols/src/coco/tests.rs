@@ -40,6 +40,7 @@ impl One {
             store,
             recovered: Vec::new(),
             durable: true,
+            decode: Default::default(),
         };
         One {
             s: CocoServer::new(config, env),
@@ -357,6 +358,7 @@ impl Cluster {
                         store,
                         recovered: Vec::new(),
                         durable: true,
+                        decode: Default::default(),
                     },
                 )
             })

@@ -87,6 +87,7 @@ mod server;
 #[cfg(test)]
 mod tests;
 mod tracker;
+pub mod wal;
 
 pub use coordinator::JanusCoordinator;
 pub use msg::Msg;

@@ -126,9 +126,21 @@ pub enum Msg {
     /// missed both the PreAccept and the Commit of a transaction whose
     /// coordinator then failed would learn it only when a later
     /// transaction depends on it, and until then hold a stale state.
+    /// With `catch_up`, the answer to a [`Msg::CatchUp`]: every
+    /// transaction with pieces here that the sender holds committed.
     Committed {
         txns: Arc<[TxnId]>,
+        catch_up: bool,
     },
+    /// A replica restarted from its log (see [`super::wal`]) → the other
+    /// replicas of its shard, until one answers (a `Committed` with
+    /// `catch_up`). Not in the paper, whose replicas do not crash: a
+    /// replica that was down missed the PreAccepts and Commits of that
+    /// time, and would learn a transaction only when a later one depends on
+    /// it. The others forget a transaction only once every replica of its
+    /// shards executed it ([`super::gc`]), so what they still hold
+    /// committed is all this replica can have missed.
+    CatchUp,
     /// Replica → every other replica of the shards of `txns`,
     /// periodically: these transactions executed here (each in two
     /// consecutive announcements). Not in the paper, whose prototype
@@ -204,10 +216,10 @@ impl WireSize for Msg {
                 }
                 Msg::Commit(i) | Msg::InquireOk(i) => info_size(i),
                 Msg::CommitOk { results, .. } => 1 + replies_size(results),
-                Msg::Inquire { .. } => 0,
+                Msg::Inquire { .. } | Msg::CatchUp => 0,
                 Msg::FetchOutput { .. } => 2,
                 Msg::Output { output, .. } => 2 + 1 + output.as_ref().map_or(0, |v| 4 + v.len()),
-                Msg::Committed { txns } | Msg::Executed { txns, .. } => 4 + 8 * txns.len(),
+                Msg::Committed { txns, .. } | Msg::Executed { txns, .. } => 4 + 8 * txns.len(),
                 Msg::Forgotten { scc, .. } => 1 + 4 + scc.as_ref().map_or(0, |s| 8 * s.len()),
             }
     }

@@ -110,6 +110,7 @@ impl Cluster {
                         store,
                         recovered: Vec::new(),
                         durable: true,
+                        decode: Default::default(),
                     },
                 )
             })

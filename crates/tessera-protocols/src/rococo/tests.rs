@@ -183,6 +183,7 @@ impl Cluster {
                         store,
                         recovered: Vec::new(),
                         durable: true,
+                        decode: Default::default(),
                     },
                 )
             })

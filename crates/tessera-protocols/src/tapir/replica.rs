@@ -1054,6 +1054,7 @@ mod tests {
                 store: Store::new(),
                 recovered: recovered.clone(),
                 durable: true,
+                decode: Default::default(),
             };
             let mut one = One {
                 r: TapirReplica::new(&TapirConfig::default(), env),

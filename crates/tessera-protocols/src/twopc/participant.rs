@@ -1300,6 +1300,7 @@ mod tests {
                 store: Store::new(),
                 recovered: disk.clone(),
                 durable: true,
+                decode: Default::default(),
             };
             let p = Participant::new(cc, WalLog::open(&(), &env), Timeouts::default(), env);
             let mut h = Harness {

@@ -319,6 +319,7 @@ mod tests {
                 store: Store::new(),
                 recovered: Vec::new(),
                 durable,
+                decode: Default::default(),
             };
             let mut log = WalLog::open(&(), &env);
             let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(1);
