@@ -108,6 +108,11 @@ impl Gc {
         new
     }
 
+    /// `r` announced executing `t`.
+    pub fn announced_by(&self, t: TxnId, r: NodeId) -> bool {
+        self.executed_by.get(&t).is_some_and(|v| v.contains(&r))
+    }
+
     /// Every one of `replicas` announced executing `t`.
     pub fn everywhere(&self, t: TxnId, mut replicas: impl Iterator<Item = NodeId>) -> bool {
         let by = self.executed_by.get(&t).map_or(&[][..], |v| v.as_slice());

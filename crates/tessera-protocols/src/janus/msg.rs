@@ -41,6 +41,24 @@ pub struct CommitInfo {
     pub abandon: bool,
 }
 
+/// Why a replica sends [`Msg::Committed`] to another of its shard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Announce {
+    /// Committed here lately (each in two consecutive announcements).
+    Lately,
+    /// Executed here a while ago, and the receiver has not announced
+    /// executing them: it may have missed both their PreAccept and Commit
+    /// while cut off or down, and the announcements of that time too (seen
+    /// with an isolated replica: nothing later depended on them, so it
+    /// never inquired). The receiver inquires those it does not know, and
+    /// answers with those it executed (an echoed [`Msg::Executed`]), so the
+    /// sender stops asking and may forget them ([`super::gc`]).
+    Lagging,
+    /// The answer to a [`Msg::CatchUp`]: every transaction with pieces here
+    /// that the sender holds committed.
+    CatchUp,
+}
+
 #[derive(Clone, Debug)]
 pub enum Msg {
     /// Coordinator → every replica of every participating shard
@@ -126,15 +144,14 @@ pub enum Msg {
     /// missed both the PreAccept and the Commit of a transaction whose
     /// coordinator then failed would learn it only when a later
     /// transaction depends on it, and until then hold a stale state.
-    /// With `catch_up`, the answer to a [`Msg::CatchUp`]: every
-    /// transaction with pieces here that the sender holds committed.
+    /// Also sent for the other reasons of [`Announce`].
     Committed {
         txns: Arc<[TxnId]>,
-        catch_up: bool,
+        why: Announce,
     },
     /// A replica restarted from its log (see [`super::wal`]) → the other
     /// replicas of its shard, until one answers (a `Committed` with
-    /// `catch_up`). Not in the paper, whose replicas do not crash: a
+    /// [`Announce::CatchUp`]). Not in the paper, whose replicas do not crash: a
     /// replica that was down missed the PreAccepts and Commits of that
     /// time, and would learn a transaction only when a later one depends on
     /// it. The others forget a transaction only once every replica of its

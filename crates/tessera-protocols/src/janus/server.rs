@@ -21,7 +21,7 @@
 
 use super::driver::{Driver, Progress};
 use super::gc::Gc;
-use super::msg::{Ballot, CommitInfo, Dep, Msg, Prepared};
+use super::msg::{Announce, Ballot, CommitInfo, Dep, Msg, Prepared};
 use super::tracker::Tracker;
 use super::wal::Record;
 use super::JanusConfig;
@@ -136,6 +136,8 @@ pub struct JanusServer {
     fresh: Vec<TxnId>,
     announced: Arc<[TxnId]>,
     announce_at: Time,
+    /// When to tell lagging peers what they missed next.
+    nudge_at: Time,
     executed: u64,
     /// Outputs fetched from other shards since the last report.
     fetched: u64,
@@ -185,6 +187,7 @@ impl JanusServer {
             fresh: Vec::new(),
             announced: Arc::from([]),
             announce_at: 0,
+            nudge_at: 0,
             executed: 0,
             fetched: 0,
             recovering: 0,
@@ -649,9 +652,19 @@ impl JanusServer {
     /// pieces here is processed; members in the deterministic order.
     fn try_execute(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) {
         let members = self.graph.members(t);
+        // A member known only from an adopted component may have pieces
+        // here that come first: learn it (see [`Self::blocker`]).
+        let unknown = members.iter().copied().find(|m| {
+            !self.committed.contains_key(m) && self.graph.get(*m).is_some_and(|n| !n.finished)
+        });
+        if let Some(m) = unknown {
+            self.wakeups.wait(m, t);
+            self.ask(ctx, m, true);
+            return;
+        }
         if let Some(p) = self.blocker(&members) {
             self.wakeups.wait(p, t);
-            if self.graph.status(p) == Some(Status::Started) {
+            if !self.committed.contains_key(&p) {
                 self.ask(ctx, p, true);
             }
             return;
@@ -689,7 +702,11 @@ impl JanusServer {
             if n.finished {
                 continue;
             }
-            if n.local || n.status == Status::Started {
+            // A vertex DECIDED here only as a member of a component adopted
+            // from another server (a Forgotten answer, or this replica's
+            // own log after a restart) was never committed here: it may
+            // have pieces here. Ask before passing it.
+            if n.local || n.status == Status::Started || !self.committed.contains_key(&v) {
                 return Some(v);
             }
             through.push(v);
@@ -969,6 +986,7 @@ impl JanusServer {
     fn announce(&mut self, ctx: &mut Ctx<Msg>) {
         self.announce_at = ctx.now() + self.cfg.announce;
         self.announce_executed(ctx);
+        self.nudge_laggards(ctx);
         let fresh = std::mem::take(&mut self.fresh);
         let mut txns = self.announced.to_vec();
         txns.extend_from_slice(&fresh);
@@ -983,7 +1001,7 @@ impl JanusServer {
                 peer,
                 Msg::Committed {
                     txns: txns.clone(),
-                    catch_up: false,
+                    why: Announce::Lately,
                 },
             );
         }
@@ -1014,6 +1032,63 @@ impl JanusServer {
                 Msg::Executed {
                     txns: txns.into(),
                     echo: false,
+                },
+            );
+        }
+    }
+
+    /// Every [`JanusConfig::inquire_after`], tell each other replica of this
+    /// shard the transactions executed here at least
+    /// [`JanusConfig::recover_after`] ago that it has not announced
+    /// executing ([`Announce::Lagging`]).
+    fn nudge_laggards(&mut self, ctx: &mut Ctx<Msg>) {
+        let now = ctx.now();
+        if now < self.nudge_at {
+            return;
+        }
+        self.nudge_at = now + self.cfg.inquire_after;
+        let group = &self.topology.shards[self.shard.0 as usize].replicas;
+        let mut to: FastMap<NodeId, Vec<TxnId>> = tessera_core::fast_map();
+        for (&t, l) in &self.locals {
+            if l.results.is_none() || now.saturating_sub(l.since) < self.cfg.recover_after {
+                continue;
+            }
+            for &r in group {
+                if r != self.me && !self.gc.announced_by(t, r) {
+                    to.entry(r).or_default().push(t);
+                }
+            }
+        }
+        let mut to: Vec<(NodeId, Vec<TxnId>)> = to.into_iter().collect();
+        to.sort_unstable();
+        for (r, mut txns) in to {
+            txns.sort_unstable();
+            ctx.send(
+                r,
+                Msg::Committed {
+                    txns: txns.into(),
+                    why: Announce::Lagging,
+                },
+            );
+        }
+    }
+
+    /// A peer thinks this replica lags behind on `txns`: tell it those
+    /// executed here.
+    fn echo_executed(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txns: &[TxnId]) {
+        let done: Vec<TxnId> = txns
+            .iter()
+            .copied()
+            .filter(|t| {
+                self.gc.is_gone(*t) || self.locals.get(t).is_some_and(|l| l.results.is_some())
+            })
+            .collect();
+        if !done.is_empty() {
+            ctx.send(
+                from,
+                Msg::Executed {
+                    txns: done.into(),
+                    echo: true,
                 },
             );
         }
@@ -1064,7 +1139,13 @@ impl JanusServer {
     /// committed and executed everywhere, DECIDED in `scc`. Adopt that as
     /// a DECIDED vertex (as a live answer would make it), so that what
     /// waits for it moves on ([`super::gc`]).
-    fn on_forgotten(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, scc: Option<Arc<[TxnId]>>) {
+    fn on_forgotten(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        from: NodeId,
+        txn: TxnId,
+        scc: Option<Arc<[TxnId]>>,
+    ) {
         self.asking.remove(&txn);
         if self.gc.is_gone(txn) || self.committed.contains_key(&txn) {
             return;
@@ -1082,10 +1163,32 @@ impl JanusServer {
             status: Status::Decided,
             shards: n.shards.clone(),
             parents: Vec::new(),
-            scc,
+            scc: scc.clone(),
         };
         let mut rose = Vec::new();
         self.graph.merge(&v, self.gc.epoch, &mut rose);
+        // The other members: the sender decided the component, so it holds
+        // each committed, or its tombstone; some may have pieces here.
+        for &m in scc.iter().flat_map(|s| s.iter()) {
+            let known = m == txn || self.committed.contains_key(&m) || self.gc.is_gone(m);
+            if !known && !self.asking.contains_key(&m) {
+                ctx.send(from, Msg::Inquire { txn: m });
+                self.asking.insert(
+                    m,
+                    Asking {
+                        sent_at: ctx.now(),
+                        tries: 0,
+                        via: Some(from),
+                    },
+                );
+            }
+        }
+        // Executed everywhere: done here too. The other members of its
+        // component are not known done here ([`Self::blocker`] asks).
+        if let Some(n) = self.graph.get_mut(txn) {
+            n.finished = true;
+        }
+        self.wakeups.wake(txn);
         for r in rose {
             self.wakeups.wake(r);
             if self.locals.contains_key(&r) {
@@ -1393,8 +1496,15 @@ impl JanusServer {
                 self.tracker.finished(txn, &reads, &writes, !abandon);
                 let members = scc.unwrap_or_else(|| Arc::from([txn]));
                 self.graph.mark_decided(&members, self.gc.epoch, &mut Vec::new());
-                if let Some(n) = self.graph.get_mut(txn) {
-                    n.finished = true;
+                // Every member was committed here before `txn` executed;
+                // those without pieces here were not logged, and do not
+                // run here.
+                for &m in members.iter() {
+                    if m == txn || !self.committed.contains_key(&m) {
+                        if let Some(n) = self.graph.get_mut(m) {
+                            n.finished = true;
+                        }
+                    }
                 }
             }
             Record::Forgotten { epoch, txns } => {
@@ -1465,7 +1575,7 @@ impl JanusServer {
             from,
             Msg::Committed {
                 txns: txns.into(),
-                catch_up: true,
+                why: Announce::CatchUp,
             },
         );
     }
@@ -1538,7 +1648,12 @@ impl JanusServer {
         let unsure: Vec<TxnId> = self
             .graph
             .iter()
-            .filter(|(_, n)| !n.local && !n.finished && n.status == Status::Decided)
+            .filter(|(t, n)| {
+                !n.local
+                    && !n.finished
+                    && n.status == Status::Decided
+                    && self.committed.contains_key(t)
+            })
             .map(|(t, _)| t)
             .collect();
         for t in unsure {
@@ -1638,9 +1753,11 @@ impl Node<Msg> for JanusServer {
             Msg::Prepare { txn, ballot } => self.on_prepare(ctx, from, txn, ballot),
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
             Msg::InquireOk(info) => self.apply_commit(ctx, info),
-            Msg::Committed { txns, catch_up } => {
-                if catch_up {
-                    self.on_caught_up(ctx.now(), &txns);
+            Msg::Committed { txns, why } => {
+                match why {
+                    Announce::Lately => {}
+                    Announce::CatchUp => self.on_caught_up(ctx.now(), &txns),
+                    Announce::Lagging => self.echo_executed(ctx, from, &txns),
                 }
                 self.on_committed(ctx, from, &txns)
             }
@@ -1651,7 +1768,7 @@ impl Node<Msg> for JanusServer {
                 if self.recoveries.contains_key(&txn) {
                     self.on_recovery_reply(ctx, from, txn, msg);
                 }
-                self.on_forgotten(ctx, txn, scc)
+                self.on_forgotten(ctx, from, txn, scc)
             }
             Msg::FetchOutput { txn, piece } => self.on_fetch_output(ctx, from, txn, piece),
             Msg::Output { txn, piece, output } => self.on_output(ctx, txn, piece, output),
@@ -1707,3 +1824,4 @@ impl Node<Msg> for JanusServer {
         }
     }
 }
+
