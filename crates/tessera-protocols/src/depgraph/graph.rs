@@ -378,7 +378,6 @@ impl DepGraph {
         out
     }
 
-
     /// Drop `t`'s vertex: a protocol replaying its log drops what it had
     /// collected before a crash (Janus, [`crate::janus`]).
     pub fn remove(&mut self, t: TxnId) {

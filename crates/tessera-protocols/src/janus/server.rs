@@ -205,8 +205,9 @@ impl JanusServer {
             catch_up_us: 0,
         };
         for bytes in &env.recovered {
-            let rec = Record::decode(bytes, &env.decode)
-                .unwrap_or_else(|e| panic!("Janus server {:?}: its log does not decode: {e}", s.me));
+            let rec = Record::decode(bytes, &env.decode).unwrap_or_else(|e| {
+                panic!("Janus server {:?}: its log does not decode: {e}", s.me)
+            });
             s.restore(rec);
             s.replayed += 1;
         }
@@ -1437,7 +1438,8 @@ impl JanusServer {
                 proc,
             } => {
                 let (reads, writes) = self.keys(&proc);
-                self.tracker.pre_accept(txn, &reads, &writes, &mut Vec::new());
+                self.tracker
+                    .pre_accept(txn, &reads, &writes, &mut Vec::new());
                 self.promised.remove(&txn);
                 self.locals.insert(
                     txn,
@@ -1469,7 +1471,10 @@ impl JanusServer {
                 deps,
                 abandon,
             } => {
-                let l = self.locals.get_mut(&txn).expect("an Accepted record follows its PreAccepted one");
+                let l = self
+                    .locals
+                    .get_mut(&txn)
+                    .expect("an Accepted record follows its PreAccepted one");
                 l.ballot = l.ballot.max(ballot);
                 l.accepted = Some(ballot);
                 l.deps = deps;
@@ -1501,13 +1506,17 @@ impl JanusServer {
                 for (k, v) in written {
                     self.store.install(k, v, txn.version());
                 }
-                let l = self.locals.get_mut(&txn).expect("an Executed record follows its Committed one");
+                let l = self
+                    .locals
+                    .get_mut(&txn)
+                    .expect("an Executed record follows its Committed one");
                 let (proc, abandon) = (l.proc.clone(), l.abandon);
                 l.results = Some(results);
                 let (reads, writes) = self.keys(&proc);
                 self.tracker.finished(txn, &reads, &writes, !abandon);
                 let members = scc.unwrap_or_else(|| Arc::from([txn]));
-                self.graph.mark_decided(&members, self.gc.epoch, &mut Vec::new());
+                self.graph
+                    .mark_decided(&members, self.gc.epoch, &mut Vec::new());
                 // Every member was committed here before `txn` executed;
                 // those without pieces here were not logged, and do not
                 // run here.
@@ -1743,7 +1752,11 @@ impl Node<Msg> for JanusServer {
 
     fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
         self.synced = self.synced.max(token);
-        while self.after_sync.front().is_some_and(|(t, _)| *t <= self.synced) {
+        while self
+            .after_sync
+            .front()
+            .is_some_and(|(t, _)| *t <= self.synced)
+        {
             let (_, what) = self.after_sync.pop_front().expect("front exists");
             self.run_after_sync(ctx, what);
         }
@@ -1836,4 +1849,3 @@ impl Node<Msg> for JanusServer {
         }
     }
 }
-

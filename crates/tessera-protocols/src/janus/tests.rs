@@ -4,17 +4,17 @@
 //! (nodes 0–5) and two coordinators (nodes 6, 7).
 
 use super::{JanusConfig, JanusCoordinator, JanusServer, Msg};
+use bytes::Bytes;
 use rand::rngs::SmallRng;
 use rand::Rng;
 use rand::SeedableRng;
 use std::sync::Arc;
+use tessera_core::codec::{DecodeCx, DecodeError, EncodeError};
 use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, Version, MS};
 use tessera_core::node::{Ctx, Effect, Node};
 use tessera_core::protocol::{Coordinator, CoordinatorEnv, ServerEnv};
 use tessera_core::storage::Store;
 use tessera_core::topology::Topology;
-use bytes::Bytes;
-use tessera_core::codec::{DecodeCx, DecodeError, EncodeError};
 use tessera_core::txn::{
     Access, Attempt, PieceKind, PieceResult, PieceSpec, Procedure, Txn, TxnOutcome, Value,
 };
@@ -158,9 +158,7 @@ impl Cluster {
         let topology = Arc::new(Topology::new(shards, 3, 2));
         let cfg = JanusConfig::default();
         let ns = 3 * shards;
-        let servers = (0..ns)
-            .map(|r| server(&topology, r, Vec::new()))
-            .collect();
+        let servers = (0..ns).map(|r| server(&topology, r, Vec::new())).collect();
         let coords = (ns..ns + 2)
             .map(|n| {
                 JanusCoordinator::new(

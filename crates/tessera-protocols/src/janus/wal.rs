@@ -37,9 +37,8 @@ use crate::depgraph::PieceReply;
 use bytes::{BufMut, Bytes, BytesMut};
 use std::sync::Arc;
 use tessera_core::codec::{
-    decode_txn, encode_txn, get_bool, get_key, get_len, get_txn_id, get_u8, get_value,
-    get_varint, get_version, put_bytes, put_key, put_txn_id, put_varint, DecodeCx, DecodeError,
-    EncodeError,
+    decode_txn, encode_txn, get_bool, get_key, get_len, get_txn_id, get_u8, get_value, get_varint,
+    get_version, put_bytes, put_key, put_txn_id, put_varint, DecodeCx, DecodeError, EncodeError,
 };
 use tessera_core::ids::{Key, ShardId, TxnId};
 use tessera_core::txn::{ReadObs, Txn, Value};
@@ -427,6 +426,9 @@ mod tests {
             assert_eq!(format!("{back:?}"), format!("{r:?}"));
             assert!(Record::decode(&b[..b.len() - 1], &cx).is_err(), "{r:?} cut");
         }
-        assert!(Record::decode(&[0x57, 2], &cx).is_err(), "not a Janus record");
+        assert!(
+            Record::decode(&[0x57, 2], &cx).is_err(),
+            "not a Janus record"
+        );
     }
 }
