@@ -27,7 +27,8 @@ pub struct ServerEnv {
     /// Whether persisted records survive a crash ([`crate::runtime::Restart::durable`]).
     pub durable: bool,
     /// Decodes procedures from `recovered` (their workload), for protocols
-    /// that log requests rather than writes (Rococo, §3.5).
+    /// whose durable records name procedures: Rococo logs start requests
+    /// (§3.5), Janus the transactions it promised to order (§3).
     pub codec: crate::codec::DecodeCx,
 }
 

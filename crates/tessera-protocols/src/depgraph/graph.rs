@@ -378,6 +378,11 @@ impl DepGraph {
         out
     }
 
+    /// Drop `t`'s vertex: a protocol replaying its log drops what it had
+    /// collected before a crash (Janus, [`crate::janus`]).
+    pub fn remove(&mut self, t: TxnId) {
+        self.nodes.remove(&t);
+    }
     /// Drop vertices no longer needed (§3.4 epochs), shared by Rococo and
     /// Janus: untouched for two epochs, local ones DECIDED and finished,
     /// no local member of their component unfinished, and

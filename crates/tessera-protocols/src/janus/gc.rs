@@ -53,10 +53,13 @@
 //! the bound is a timing assumption, as Rococo's own two-epoch one.
 //!
 //! A replica cut off (or down) while the others announced T learns that
-//! they executed it from their echo of its own announcement of T. An
-//! announcement lost in both of its consecutive sends, with the echo,
-//! keeps T here until the end (its vertex only: the others forget it): a
-//! leak of a loss rate cubed, not a safety issue.
+//! they executed it from their echo of its own announcement of T. A
+//! replica that executed T a while ago and has not heard a peer of its
+//! shard announce T tells that peer about T again
+//! ([`super::msg::Announce::Lagging`]): the peer inquires T if it missed
+//! it, or echoes that it executed it. A replica announces executing T
+//! only once T's Executed record is durable ([`super::wal`]): after a
+//! crash it must still hold what the others forgot.
 
 use std::sync::Arc;
 use tessera_core::ids::{NodeId, TxnId};
@@ -106,6 +109,11 @@ impl Gc {
             by.push(from);
         }
         new
+    }
+
+    /// `r` announced executing `t`.
+    pub fn announced_by(&self, t: TxnId, r: NodeId) -> bool {
+        self.executed_by.get(&t).is_some_and(|v| v.contains(&r))
     }
 
     /// Every one of `replicas` announced executing `t`.

@@ -26,7 +26,8 @@
 //!    shard.
 //!
 //! **Replicas converge**: a replica that pre-accepted a transaction and
-//! never received its Commit inquires the other replicas for it.
+//! never received its Commit inquires the other replicas for it; a
+//! restarted one also asks them what committed while it was down.
 //!
 //! **Deviations and what is not built yet**, each stated:
 //! * Conflict tracking keeps every unexecuted conflicting transaction per
@@ -46,9 +47,22 @@
 //! * Not in the paper: replicas announce to their shard's other replicas
 //!   what committed lately ([`msg::Msg::Committed`]), so that a replica that
 //!   missed a transaction whose coordinator failed mid-Commit converges.
-//! * Server crashes are not survived yet: a Janus replica keeps its state
-//!   in memory only, and the simulator's fault plans for Janus crash
-//!   client hosts (coordinators), not replicas.
+//! * Replica crashes are survived (not in the paper, whose §3.3 recovers
+//!   coordinators only): a replica makes durable, in the engine's log
+//!   ([`wal`]), what it promised before answering — PreAccept (procedure,
+//!   ballot, dependencies), Accept, the ballots of Prepare and of its own
+//!   recoveries — and what it committed, executed (with the values
+//!   written) and forgot. A restarted replica replays the log into a
+//!   freshly loaded store, its graph, tracker, ballots and tombstones, so
+//!   it never contradicts a promise; it resumes pending recoveries and
+//!   executions, and asks its shard's other replicas what committed while
+//!   it was down ([`msg::Msg::CatchUp`]), learning each by Inquire. It
+//!   announces executing a transaction only once that is durable, so the
+//!   others never forget what it could lose. The log is replayed from its
+//!   start (no checkpoint: [`tessera_core::node::Node::snapshot`] is not
+//!   implemented), and a replica whose disk is lost is not rebuilt from its
+//!   peers. A workload without a procedure codec (`counter`) leaves the
+//!   replicas without a log (an error is logged).
 //! * §4's pre-determined-keys extension is built ([`admit`]): PreAccept,
 //!   Accept and Commit fix the transaction's place as for a one-shot one;
 //!   at execution a replica whose piece takes another shard's piece's
@@ -87,6 +101,7 @@ mod server;
 #[cfg(test)]
 mod tests;
 mod tracker;
+pub mod wal;
 
 pub use coordinator::JanusCoordinator;
 pub use msg::Msg;

@@ -41,6 +41,24 @@ pub struct CommitInfo {
     pub abandon: bool,
 }
 
+/// Why a replica sends [`Msg::Committed`] to another of its shard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Announce {
+    /// Committed here lately (each in two consecutive announcements).
+    Lately,
+    /// Executed here a while ago, and the receiver has not announced
+    /// executing them: it may have missed both their PreAccept and Commit
+    /// while cut off or down, and the announcements of that time too (seen
+    /// with an isolated replica: nothing later depended on them, so it
+    /// never inquired). The receiver inquires those it does not know, and
+    /// answers with those it executed (an echoed [`Msg::Executed`]), so the
+    /// sender stops asking and may forget them ([`super::gc`]).
+    Lagging,
+    /// The answer to a [`Msg::CatchUp`]: every transaction with pieces here
+    /// that the sender holds committed.
+    CatchUp,
+}
+
 #[derive(Clone, Debug)]
 pub enum Msg {
     /// Coordinator → every replica of every participating shard
@@ -126,9 +144,20 @@ pub enum Msg {
     /// missed both the PreAccept and the Commit of a transaction whose
     /// coordinator then failed would learn it only when a later
     /// transaction depends on it, and until then hold a stale state.
+    /// Also sent for the other reasons of [`Announce`].
     Committed {
         txns: Arc<[TxnId]>,
+        why: Announce,
     },
+    /// A replica restarted from its log (see [`super::wal`]) → the other
+    /// replicas of its shard, until one answers (a `Committed` with
+    /// [`Announce::CatchUp`]). Not in the paper, whose replicas do not crash: a
+    /// replica that was down missed the PreAccepts and Commits of that
+    /// time, and would learn a transaction only when a later one depends on
+    /// it. The others forget a transaction only once every replica of its
+    /// shards executed it ([`super::gc`]), so what they still hold
+    /// committed is all this replica can have missed.
+    CatchUp,
     /// Replica → every other replica of the shards of `txns`,
     /// periodically: these transactions executed here (each in two
     /// consecutive announcements). Not in the paper, whose prototype
@@ -204,10 +233,10 @@ impl WireSize for Msg {
                 }
                 Msg::Commit(i) | Msg::InquireOk(i) => info_size(i),
                 Msg::CommitOk { results, .. } => 1 + replies_size(results),
-                Msg::Inquire { .. } => 0,
+                Msg::Inquire { .. } | Msg::CatchUp => 0,
                 Msg::FetchOutput { .. } => 2,
                 Msg::Output { output, .. } => 2 + 1 + output.as_ref().map_or(0, |v| 4 + v.len()),
-                Msg::Committed { txns } | Msg::Executed { txns, .. } => 4 + 8 * txns.len(),
+                Msg::Committed { txns, .. } | Msg::Executed { txns, .. } => 4 + 8 * txns.len(),
                 Msg::Forgotten { scc, .. } => 1 + 4 + scc.as_ref().map_or(0, |s| 8 * s.len()),
             }
     }

@@ -12,16 +12,24 @@
 //! still not committed later (its coordinator may have crashed), the
 //! replica becomes its recovery coordinator (§3.3, Algorithm 6): the same
 //! phases as the coordinator's ([`super::driver`]) with a higher ballot.
+//!
+//! Crashes: every promise is durable before it is answered ([`super::wal`]).
+//! A restarted replica rebuilds its ballots, dependencies, graph, store and
+//! tombstones from its log ([`JanusServer::new`]), resumes what was left
+//! (inquiries, recoveries, execution) and asks the other replicas of its
+//! shard what committed while it was down ([`Msg::CatchUp`]).
 
 use super::driver::{Driver, Progress};
 use super::gc::Gc;
-use super::msg::{Ballot, CommitInfo, Dep, Msg, Prepared};
+use super::msg::{Announce, Ballot, CommitInfo, Dep, Msg, Prepared};
 use super::tracker::Tracker;
+use super::wal::Record;
 use super::JanusConfig;
 use crate::depgraph::graph::{Decision, DepGraph};
 use crate::depgraph::{run_piece, Edge, PieceReply, Status, Vertex, Wakeups};
+use std::collections::VecDeque;
 use std::sync::Arc;
-use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId};
+use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, US};
 use tessera_core::node::{Ctx, Node, NodeReport};
 use tessera_core::protocol::ServerEnv;
 use tessera_core::storage::Store;
@@ -42,6 +50,8 @@ struct Local {
     deps: Vec<Dep>,
     /// The piece results once executed (`processed_S[T]`).
     results: Option<Vec<PieceReply>>,
+    /// The persist token of its Executed record ([`super::wal`]).
+    logged: u64,
     /// The pieces executed so far while execution waits for another
     /// shard's output (§4).
     run: Run,
@@ -75,6 +85,28 @@ struct Asking {
 
 const SWEEP: TimerId = TimerId(1);
 
+/// What waits for every record issued so far to be durable.
+enum AfterSync {
+    /// An answer that promises (PreAccept-, Accept-, Prepare-OK).
+    Send(NodeId, Msg),
+    /// Announce executing `t` ([`super::gc`]): the others may forget it
+    /// then, so its Executed record must not be lost.
+    Executed(TxnId),
+    /// Start recovering `t` with `ballot`, promised durably first.
+    Recover(TxnId, Ballot),
+}
+
+/// A restarted replica catching up (see [`Msg::CatchUp`]).
+struct CatchUp {
+    /// When it restarted.
+    since: Time,
+    asked_at: Time,
+    /// Some peer answered.
+    answered: bool,
+    /// Committed here or at a peer, not executed here yet.
+    waiting: tessera_core::FastSet<TxnId>,
+}
+
 /// The server role of [`super::Janus`].
 pub struct JanusServer {
     cfg: JanusConfig,
@@ -106,6 +138,8 @@ pub struct JanusServer {
     fresh: Vec<TxnId>,
     announced: Arc<[TxnId]>,
     announce_at: Time,
+    /// When to tell lagging peers what they missed next.
+    nudge_at: Time,
     executed: u64,
     /// Outputs fetched from other shards since the last report.
     fetched: u64,
@@ -114,11 +148,27 @@ pub struct JanusServer {
     abandoned: u64,
     /// Graph garbage collection ([`super::gc`]).
     gc: Gc,
+    /// Whether records are written ([`ServerEnv::durable`], and every
+    /// procedure so far had a codec).
+    durable: bool,
+    /// Records issued, and durable, so far (persist tokens).
+    issued: u64,
+    synced: u64,
+    after_sync: VecDeque<(u64, AfterSync)>,
+    /// Set from a restart until caught up.
+    catch_up: Option<CatchUp>,
+    /// Records replayed at the last start, restarts caught up and the time
+    /// they took (µs), since the last report.
+    replayed: u64,
+    caught_up: u64,
+    catch_up_us: u64,
 }
 
 impl JanusServer {
+    /// A replica, rebuilt from `env.recovered` after a crash: the records
+    /// are applied in the order they were written ([`Self::restore`]).
     pub fn new(cfg: JanusConfig, env: ServerEnv) -> Self {
-        JanusServer {
+        let mut s = JanusServer {
             cfg,
             me: env.me,
             shard: env.shard,
@@ -139,12 +189,38 @@ impl JanusServer {
             fresh: Vec::new(),
             announced: Arc::from([]),
             announce_at: 0,
+            nudge_at: 0,
             executed: 0,
             fetched: 0,
             recovering: 0,
             abandoned: 0,
             gc: Gc::default(),
+            durable: env.durable,
+            issued: 0,
+            synced: 0,
+            after_sync: VecDeque::new(),
+            catch_up: None,
+            replayed: 0,
+            caught_up: 0,
+            catch_up_us: 0,
+        };
+        for bytes in &env.recovered {
+            let rec = Record::decode(bytes, &env.codec).unwrap_or_else(|e| {
+                panic!("Janus server {:?}: its log does not decode: {e}", s.me)
+            });
+            s.restore(rec);
+            s.replayed += 1;
         }
+        if !env.recovered.is_empty() {
+            s.gc.forgotten = 0;
+            s.catch_up = Some(CatchUp {
+                since: 0,
+                asked_at: 0,
+                answered: false,
+                waiting: tessera_core::fast_set(),
+            });
+        }
+        s
     }
 
     /// The keys `proc`'s pieces at this shard read and write, as declared:
@@ -211,15 +287,13 @@ impl JanusServer {
                 );
                 return;
             }
+            let raised = ballot > l.ballot;
             l.ballot = ballot;
-            ctx.send(
-                from,
-                Msg::PreAcceptOk {
-                    txn,
-                    ballot,
-                    deps: l.deps.clone(),
-                },
-            );
+            let deps = l.deps.clone();
+            if raised {
+                self.log(ctx, Record::Promised { txn, ballot });
+            }
+            self.reply(ctx, from, Msg::PreAcceptOk { txn, ballot, deps });
             return;
         }
         if let Some(&promised) = self.promised.get(&txn) {
@@ -239,7 +313,7 @@ impl JanusServer {
             return;
         }
         let deps = self.register(ctx, txn, ballot, proc);
-        ctx.send(from, Msg::PreAcceptOk { txn, ballot, deps });
+        self.reply(ctx, from, Msg::PreAcceptOk { txn, ballot, deps });
     }
 
     /// Algorithm 2, ll. 26–31: record `txn`'s conflicts here and keep it,
@@ -250,6 +324,15 @@ impl JanusServer {
         self.tracker.pre_accept(txn, &reads, &writes, &mut ids);
         let deps = self.deps_of(ids);
         self.promised.remove(&txn);
+        self.log(
+            ctx,
+            Record::PreAccepted {
+                txn,
+                ballot,
+                deps: deps.clone(),
+                proc: proc.clone(),
+            },
+        );
         let recover_at = self.recover_at(ctx, self.cfg.recover_after);
         self.locals.insert(
             txn,
@@ -259,6 +342,7 @@ impl JanusServer {
                 accepted: None,
                 deps: deps.clone(),
                 results: None,
+                logged: 0,
                 run: Run::default(),
                 abandon: false,
                 commit_waiters: Vec::new(),
@@ -331,7 +415,17 @@ impl JanusServer {
         l.accepted = Some(ballot);
         l.deps = deps.to_vec();
         l.abandon = abandon;
-        ctx.send(from, Msg::AcceptOk { txn, ballot });
+        let deps = l.deps.clone();
+        self.log(
+            ctx,
+            Record::Accepted {
+                txn,
+                ballot,
+                deps,
+                abandon,
+            },
+        );
+        self.reply(ctx, from, Msg::AcceptOk { txn, ballot });
     }
 
     // ---- Prepare (§3.3, the replica's side of recovery) ----
@@ -371,7 +465,11 @@ impl JanusServer {
                 None
             }
         };
-        ctx.send(
+        if seen < ballot {
+            self.log(ctx, Record::Promised { txn, ballot });
+        }
+        self.reply(
+            ctx,
             from,
             Msg::PrepareOk {
                 txn,
@@ -390,6 +488,42 @@ impl JanusServer {
         if self.committed.contains_key(&t) || self.gc.is_gone(t) {
             return;
         }
+        // A PreAccepted record carries the procedure already.
+        let logged = self.locals.contains_key(&t);
+        let mine = self.graft(&info, ctx.now());
+        if mine {
+            let rec = Record::Committed {
+                txn: t,
+                deps: info.deps.clone(),
+                abandon: info.abandon,
+                proc: (!logged).then(|| info.proc.clone()),
+            };
+            self.log(ctx, rec);
+        }
+        self.asking.remove(&t);
+        if let Some(d) = self.recoveries.get_mut(&t) {
+            d.learned(ctx, info, self.cfg.retransmit);
+        }
+        self.wakeups.wake(t);
+        if let Some(askers) = self.inquiries.remove(&t) {
+            let info = self.committed[&t].clone();
+            for a in askers {
+                ctx.send(a, Msg::InquireOk(info.clone()));
+            }
+        }
+        if mine {
+            self.fresh.push(t);
+            self.wakeups.push(t);
+        }
+        self.drain(ctx);
+    }
+
+    /// Algorithm 4, l. 39, in the graph: a committed transaction's
+    /// dependencies replace whatever this replica had, its status becomes
+    /// committing. True if it has pieces here. Shared by live commits and
+    /// the replay of Committed records.
+    fn graft(&mut self, info: &Arc<CommitInfo>, now: Time) -> bool {
+        let t = info.txn;
         self.promised.remove(&t);
         let epoch = self.gc.epoch;
         let shards: Arc<[ShardId]> = participants(info.proc.as_ref()).into();
@@ -415,10 +549,11 @@ impl JanusServer {
                 accepted: None,
                 deps: Vec::new(),
                 results: None,
+                logged: 0,
                 run: Run::default(),
                 abandon: false,
                 commit_waiters: Vec::new(),
-                since: ctx.now(),
+                since: now,
                 recover_at: Time::MAX,
             });
             l.deps = info.deps.clone();
@@ -437,22 +572,7 @@ impl JanusServer {
         self.graph.add_parents(t, &parents);
         self.graph.raise(t, Status::Committing, epoch);
         self.committed.insert(t, info.clone());
-        self.asking.remove(&t);
-        if let Some(d) = self.recoveries.get_mut(&t) {
-            d.learned(ctx, info, self.cfg.retransmit);
-        }
-        self.wakeups.wake(t);
-        if let Some(askers) = self.inquiries.remove(&t) {
-            let info = self.committed[&t].clone();
-            for a in askers {
-                ctx.send(a, Msg::InquireOk(info.clone()));
-            }
-        }
-        if mine {
-            self.fresh.push(t);
-            self.wakeups.push(t);
-        }
-        self.drain(ctx);
+        mine
     }
 
     fn on_commit(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, info: Arc<CommitInfo>) {
@@ -537,9 +657,19 @@ impl JanusServer {
     /// pieces here is processed; members in the deterministic order.
     fn try_execute(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) {
         let members = self.graph.members(t);
+        // A member known only from an adopted component may have pieces
+        // here that come first: learn it (see [`Self::blocker`]).
+        let unknown = members.iter().copied().find(|m| {
+            !self.committed.contains_key(m) && self.graph.get(*m).is_some_and(|n| !n.finished)
+        });
+        if let Some(m) = unknown {
+            self.wakeups.wait(m, t);
+            self.ask(ctx, m, true);
+            return;
+        }
         if let Some(p) = self.blocker(&members) {
             self.wakeups.wait(p, t);
-            if self.graph.status(p) == Some(Status::Started) {
+            if !self.committed.contains_key(&p) {
                 self.ask(ctx, p, true);
             }
             return;
@@ -577,7 +707,11 @@ impl JanusServer {
             if n.finished {
                 continue;
             }
-            if n.local || n.status == Status::Started {
+            // A vertex DECIDED here only as a member of a component adopted
+            // from another server (a Forgotten answer, or this replica's
+            // own log after a restart) was never committed here: it may
+            // have pieces here. Ask before passing it.
+            if n.local || n.status == Status::Started || !self.committed.contains_key(&v) {
                 return Some(v);
             }
             through.push(v);
@@ -598,8 +732,8 @@ impl JanusServer {
     fn execute(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) -> bool {
         let proc = self.locals[&t].proc.clone();
         let abandon = self.locals[&t].abandon;
-        let results = if abandon {
-            Vec::new()
+        let (results, written) = if abandon {
+            (Vec::new(), Vec::new())
         } else {
             let mut run = std::mem::take(&mut self.locals.get_mut(&t).expect("local").run);
             let done = self.run_pieces(ctx, t, &proc, &mut run);
@@ -609,7 +743,8 @@ impl JanusServer {
                 return false;
             }
             self.executed += 1;
-            std::mem::take(&mut self.locals.get_mut(&t).expect("local").run).replies
+            let run = std::mem::take(&mut self.locals.get_mut(&t).expect("local").run);
+            (run.replies, run.written)
         };
         let (reads, writes) = self.keys(&proc);
         self.tracker.finished(t, &reads, &writes, !abandon);
@@ -618,7 +753,21 @@ impl JanusServer {
                 self.outputs.remove(&(t, j as u16));
             }
         }
+        let written = written
+            .into_iter()
+            .filter_map(|k| self.store.get(k).map(|r| (k, r.value.clone())))
+            .collect();
+        let scc = Some(self.graph.members(t)).filter(|m| m.len() > 1);
+        let rec = Record::Executed {
+            txn: t,
+            scc,
+            written,
+            results: results.clone(),
+        };
+        self.log(ctx, rec);
+        let logged = self.issued;
         let l = self.locals.get_mut(&t).expect("local");
+        l.logged = logged;
         for w in l.commit_waiters.drain(..) {
             ctx.send(
                 w,
@@ -635,7 +784,8 @@ impl JanusServer {
             n.finished = true;
             n.epoch = self.gc.epoch;
         }
-        self.gc.executed(t);
+        self.after_sync(ctx, AfterSync::Executed(t));
+        self.caught(ctx.now(), Some(t));
         tracing::trace!(me = ?self.me, txn = ?t, "executed");
         self.wakeups.wake(t);
         true
@@ -843,6 +993,7 @@ impl JanusServer {
     fn announce(&mut self, ctx: &mut Ctx<Msg>) {
         self.announce_at = ctx.now() + self.cfg.announce;
         self.announce_executed(ctx);
+        self.nudge_laggards(ctx);
         let fresh = std::mem::take(&mut self.fresh);
         let mut txns = self.announced.to_vec();
         txns.extend_from_slice(&fresh);
@@ -853,7 +1004,13 @@ impl JanusServer {
         let txns: Arc<[TxnId]> = txns.into();
         let group = &self.topology.shards[self.shard.0 as usize].replicas;
         for &peer in group.iter().filter(|n| **n != self.me) {
-            ctx.send(peer, Msg::Committed { txns: txns.clone() });
+            ctx.send(
+                peer,
+                Msg::Committed {
+                    txns: txns.clone(),
+                    why: Announce::Lately,
+                },
+            );
         }
     }
 
@@ -887,6 +1044,69 @@ impl JanusServer {
         }
     }
 
+    /// Every [`JanusConfig::inquire_after`], tell each other replica of this
+    /// shard the transactions executed here at least
+    /// [`JanusConfig::recover_after`] ago that it has not announced
+    /// executing ([`Announce::Lagging`]).
+    fn nudge_laggards(&mut self, ctx: &mut Ctx<Msg>) {
+        let now = ctx.now();
+        if now < self.nudge_at {
+            return;
+        }
+        self.nudge_at = now + self.cfg.inquire_after;
+        let group = &self.topology.shards[self.shard.0 as usize].replicas;
+        let mut to: FastMap<NodeId, Vec<TxnId>> = tessera_core::fast_map();
+        for (&t, l) in &self.locals {
+            if l.results.is_none() || now.saturating_sub(l.since) < self.cfg.recover_after {
+                continue;
+            }
+            for &r in group {
+                if r != self.me && !self.gc.announced_by(t, r) {
+                    to.entry(r).or_default().push(t);
+                }
+            }
+        }
+        let mut to: Vec<(NodeId, Vec<TxnId>)> = to.into_iter().collect();
+        to.sort_unstable();
+        for (r, mut txns) in to {
+            txns.sort_unstable();
+            ctx.send(
+                r,
+                Msg::Committed {
+                    txns: txns.into(),
+                    why: Announce::Lagging,
+                },
+            );
+        }
+    }
+
+    /// `t` executed here and its Executed record is durable: this replica
+    /// may say so ([`super::gc`]).
+    fn executed_durably(&self, t: TxnId) -> bool {
+        self.locals
+            .get(&t)
+            .is_some_and(|l| l.results.is_some() && l.logged <= self.synced)
+    }
+
+    /// A peer thinks this replica lags behind on `txns`: tell it those
+    /// executed here.
+    fn echo_executed(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txns: &[TxnId]) {
+        let done: Vec<TxnId> = txns
+            .iter()
+            .copied()
+            .filter(|t| self.gc.is_gone(*t) || self.executed_durably(*t))
+            .collect();
+        if !done.is_empty() {
+            ctx.send(
+                from,
+                Msg::Executed {
+                    txns: done.into(),
+                    echo: true,
+                },
+            );
+        }
+    }
+
     /// Record who executed what; echo, the first time `from` announces
     /// them, those executed here too, since `from` may have been cut off
     /// when this replica announced them.
@@ -894,8 +1114,7 @@ impl JanusServer {
         let mut mine = Vec::new();
         for &t in txns {
             let new = self.gc.heard(t, from);
-            let here = self.gc.is_gone(t)
-                || (new && self.locals.get(&t).is_some_and(|l| l.results.is_some()));
+            let here = self.gc.is_gone(t) || (new && self.executed_durably(t));
             if !echo && here {
                 mine.push(t);
             }
@@ -932,7 +1151,13 @@ impl JanusServer {
     /// committed and executed everywhere, DECIDED in `scc`. Adopt that as
     /// a DECIDED vertex (as a live answer would make it), so that what
     /// waits for it moves on ([`super::gc`]).
-    fn on_forgotten(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, scc: Option<Arc<[TxnId]>>) {
+    fn on_forgotten(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        from: NodeId,
+        txn: TxnId,
+        scc: Option<Arc<[TxnId]>>,
+    ) {
         self.asking.remove(&txn);
         if self.gc.is_gone(txn) || self.committed.contains_key(&txn) {
             return;
@@ -950,10 +1175,32 @@ impl JanusServer {
             status: Status::Decided,
             shards: n.shards.clone(),
             parents: Vec::new(),
-            scc,
+            scc: scc.clone(),
         };
         let mut rose = Vec::new();
         self.graph.merge(&v, self.gc.epoch, &mut rose);
+        // The other members: the sender decided the component, so it holds
+        // each committed, or its tombstone; some may have pieces here.
+        for &m in scc.iter().flat_map(|s| s.iter()) {
+            let known = m == txn || self.committed.contains_key(&m) || self.gc.is_gone(m);
+            if !known && !self.asking.contains_key(&m) {
+                ctx.send(from, Msg::Inquire { txn: m });
+                self.asking.insert(
+                    m,
+                    Asking {
+                        sent_at: ctx.now(),
+                        tries: 0,
+                        via: Some(from),
+                    },
+                );
+            }
+        }
+        // Executed everywhere: done here too. The other members of its
+        // component are not known done here ([`Self::blocker`] asks).
+        if let Some(n) = self.graph.get_mut(txn) {
+            n.finished = true;
+        }
+        self.wakeups.wake(txn);
         for r in rose {
             self.wakeups.wake(r);
             if self.locals.contains_key(&r) {
@@ -991,6 +1238,28 @@ impl JanusServer {
         let Some(l) = self.locals.get(&t) else { return };
         let round = (l.ballot >> 16) + 1;
         let ballot = (round << 16) | Ballot::from(self.me.0 & 0xFFFF);
+        // The ballot is promised here, durably, before any Prepare with it
+        // leaves: after a restart this replica must pick a higher one, never
+        // the same ballot with another value.
+        let l = self.locals.get_mut(&t).expect("checked");
+        l.ballot = ballot;
+        l.recover_at = Time::MAX;
+        self.log(ctx, Record::Promised { txn: t, ballot });
+        self.after_sync(ctx, AfterSync::Recover(t, ballot));
+    }
+
+    /// Send the Prepares of a recovery whose ballot is durable, unless the
+    /// transaction committed or a higher ballot was promised meanwhile.
+    fn recover(&mut self, ctx: &mut Ctx<Msg>, t: TxnId, ballot: Ballot) {
+        if self.committed.contains_key(&t) || self.recoveries.contains_key(&t) {
+            return;
+        }
+        let Some(l) = self.locals.get(&t) else { return };
+        if l.ballot > ballot {
+            let at = self.recover_at(ctx, self.cfg.recover_after / 2);
+            self.locals.get_mut(&t).expect("checked").recover_at = at;
+            return;
+        }
         tracing::debug!(me = ?self.me, txn = ?t, ballot, "recovering");
         let d = Driver::recover(
             ctx,
@@ -1034,7 +1303,7 @@ impl JanusServer {
         let epoch = now / self.cfg.epoch.max(1);
         if epoch > self.gc.epoch {
             self.gc.epoch = epoch;
-            self.collect();
+            self.collect(ctx);
         }
         // Pre-accepted here and never committed here: ask the others.
         let mut stale: Vec<TxnId> = self
@@ -1089,6 +1358,7 @@ impl JanusServer {
         if now >= self.announce_at {
             self.announce(ctx);
         }
+        self.retry_catch_up(ctx);
         // Still not committed: its coordinator may have failed (§3.3).
         let mut suspects: Vec<TxnId> = self
             .locals
@@ -1115,17 +1385,296 @@ impl JanusServer {
     }
 }
 
+/// Durability and restart (see [`super::wal`]).
 impl JanusServer {
+    /// Write `rec` to this node's log (nothing on a runtime that keeps no
+    /// log). A procedure without a codec cannot be logged: the replica goes
+    /// on without a log, and says so.
+    fn log(&mut self, ctx: &mut Ctx<Msg>, rec: Record) {
+        if !self.durable {
+            return;
+        }
+        match rec.encode() {
+            Ok(bytes) => {
+                self.issued += 1;
+                ctx.persist(self.issued, bytes);
+            }
+            Err(e) => {
+                tracing::error!(me = ?self.me, "Janus replica runs without a log (it will not survive a crash): {e}");
+                self.durable = false;
+            }
+        }
+    }
+
+    /// Do `what` once every record issued so far is durable.
+    fn after_sync(&mut self, ctx: &mut Ctx<Msg>, what: AfterSync) {
+        if self.synced >= self.issued {
+            self.run_after_sync(ctx, what);
+        } else {
+            self.after_sync.push_back((self.issued, what));
+        }
+    }
+
+    /// Send an answer that promises something, once that is durable.
+    fn reply(&mut self, ctx: &mut Ctx<Msg>, to: NodeId, msg: Msg) {
+        self.after_sync(ctx, AfterSync::Send(to, msg));
+    }
+
+    fn run_after_sync(&mut self, ctx: &mut Ctx<Msg>, what: AfterSync) {
+        match what {
+            AfterSync::Send(to, msg) => ctx.send(to, msg),
+            AfterSync::Executed(t) => self.gc.executed(t),
+            AfterSync::Recover(t, ballot) => self.recover(ctx, t, ballot),
+        }
+    }
+
+    /// Apply one record of the log, in the order written (at a restart).
+    fn restore(&mut self, rec: Record) {
+        match rec {
+            Record::PreAccepted {
+                txn,
+                ballot,
+                deps,
+                proc,
+            } => {
+                let (reads, writes) = self.keys(&proc);
+                self.tracker
+                    .pre_accept(txn, &reads, &writes, &mut Vec::new());
+                self.promised.remove(&txn);
+                self.locals.insert(
+                    txn,
+                    Local {
+                        proc,
+                        ballot,
+                        accepted: None,
+                        deps,
+                        results: None,
+                        logged: 0,
+                        run: Run::default(),
+                        abandon: false,
+                        commit_waiters: Vec::new(),
+                        since: 0,
+                        recover_at: Time::MAX,
+                    },
+                );
+            }
+            Record::Promised { txn, ballot } => match self.locals.get_mut(&txn) {
+                Some(l) => l.ballot = l.ballot.max(ballot),
+                None => {
+                    let p = self.promised.entry(txn).or_insert(0);
+                    *p = (*p).max(ballot);
+                }
+            },
+            Record::Accepted {
+                txn,
+                ballot,
+                deps,
+                abandon,
+            } => {
+                let l = self
+                    .locals
+                    .get_mut(&txn)
+                    .expect("an Accepted record follows its PreAccepted one");
+                l.ballot = l.ballot.max(ballot);
+                l.accepted = Some(ballot);
+                l.deps = deps;
+                l.abandon = abandon;
+            }
+            Record::Committed {
+                txn,
+                deps,
+                abandon,
+                proc,
+            } => {
+                let proc = proc
+                    .or_else(|| self.locals.get(&txn).map(|l| l.proc.clone()))
+                    .expect("a Committed record without a procedure follows a PreAccepted one");
+                let info = Arc::new(CommitInfo {
+                    txn,
+                    proc,
+                    deps,
+                    abandon,
+                });
+                self.graft(&info, 0);
+            }
+            Record::Executed {
+                txn,
+                scc,
+                written,
+                results,
+            } => {
+                for (k, v) in written {
+                    self.store.install(k, v, txn.version());
+                }
+                let l = self
+                    .locals
+                    .get_mut(&txn)
+                    .expect("an Executed record follows its Committed one");
+                let (proc, abandon) = (l.proc.clone(), l.abandon);
+                l.results = Some(results);
+                let (reads, writes) = self.keys(&proc);
+                self.tracker.finished(txn, &reads, &writes, !abandon);
+                let members = scc.unwrap_or_else(|| Arc::from([txn]));
+                self.graph
+                    .mark_decided(&members, self.gc.epoch, &mut Vec::new());
+                // Every member was committed here before `txn` executed;
+                // those without pieces here were not logged, and do not
+                // run here.
+                for &m in members.iter() {
+                    if m == txn || !self.committed.contains_key(&m) {
+                        if let Some(n) = self.graph.get_mut(m) {
+                            n.finished = true;
+                        }
+                    }
+                }
+            }
+            Record::Forgotten { epoch, txns } => {
+                self.gc.epoch = epoch;
+                for (t, abandon, scc) in txns {
+                    self.committed.remove(&t);
+                    self.graph.remove(t);
+                    self.forget(t, abandon, scc);
+                }
+            }
+        }
+    }
+
+    /// After a restart: pick up what the log left pending — recoveries of
+    /// transactions still uncommitted, execution of committed ones — have
+    /// the executed ones announced again (the others may have missed the
+    /// announcements, [`super::gc`]), and ask the shard's other replicas
+    /// what committed meanwhile ([`Msg::CatchUp`]).
+    fn resume(&mut self, ctx: &mut Ctx<Msg>) {
+        let now = ctx.now();
+        let mut ids: Vec<TxnId> = self.locals.keys().copied().collect();
+        ids.sort_unstable();
+        let mut waiting = tessera_core::fast_set();
+        for t in ids {
+            if self.committed.contains_key(&t) {
+                if self.locals[&t].results.is_some() {
+                    self.gc.executed(t);
+                } else {
+                    waiting.insert(t);
+                    self.wakeups.push(t);
+                }
+            } else {
+                let at = self.recover_at(ctx, self.cfg.recover_after);
+                let l = self.locals.get_mut(&t).expect("listed");
+                l.since = now;
+                l.recover_at = at;
+            }
+        }
+        self.catch_up = Some(CatchUp {
+            since: now,
+            asked_at: now,
+            answered: false,
+            waiting,
+        });
+        self.ask_catch_up(ctx);
+        tracing::debug!(me = ?self.me, records = self.replayed, "restarted from the log");
+        self.drain(ctx);
+    }
+
+    fn ask_catch_up(&mut self, ctx: &mut Ctx<Msg>) {
+        let group = &self.topology.shards[self.shard.0 as usize].replicas;
+        for &peer in group.iter().filter(|n| **n != self.me) {
+            ctx.send(peer, Msg::CatchUp);
+        }
+    }
+
+    /// A restarted peer asks what it may have missed: every transaction
+    /// with pieces here committed here (and not forgotten).
+    fn on_catch_up(&mut self, ctx: &mut Ctx<Msg>, from: NodeId) {
+        let mut txns: Vec<TxnId> = self
+            .locals
+            .keys()
+            .filter(|t| self.committed.contains_key(t))
+            .copied()
+            .collect();
+        txns.sort_unstable();
+        ctx.send(
+            from,
+            Msg::Committed {
+                txns: txns.into(),
+                why: Announce::CatchUp,
+            },
+        );
+    }
+
+    /// A peer's answer to [`Msg::CatchUp`]: caught up once all of it is
+    /// executed here.
+    fn on_caught_up(&mut self, now: Time, txns: &[TxnId]) {
+        let Some(c) = self.catch_up.as_mut() else {
+            return;
+        };
+        c.answered = true;
+        for &t in txns {
+            let done =
+                self.gc.is_gone(t) || self.locals.get(&t).is_some_and(|l| l.results.is_some());
+            if !done {
+                c.waiting.insert(t);
+            }
+        }
+        self.caught(now, None);
+    }
+
+    /// `t` executed here: one fewer to wait for if catching up.
+    fn caught(&mut self, now: Time, t: Option<TxnId>) {
+        let Some(c) = self.catch_up.as_mut() else {
+            return;
+        };
+        if let Some(t) = t {
+            c.waiting.remove(&t);
+        }
+        if c.answered && c.waiting.is_empty() {
+            let took = now.saturating_sub(c.since);
+            tracing::debug!(me = ?self.me, took_us = took / US, "caught up after a restart");
+            self.caught_up += 1;
+            self.catch_up_us += took / US;
+            self.catch_up = None;
+        }
+    }
+
+    /// Ask again until a peer answers.
+    fn retry_catch_up(&mut self, ctx: &mut Ctx<Msg>) {
+        let now = ctx.now();
+        let Some(c) = self.catch_up.as_mut() else {
+            return;
+        };
+        if c.answered || now.saturating_sub(c.asked_at) < self.cfg.retransmit {
+            return;
+        }
+        c.asked_at = now;
+        self.ask_catch_up(ctx);
+    }
+}
+
+impl JanusServer {
+    /// Drop `t` (committed, as `abandon`, in component `scc`), leaving its
+    /// tombstone.
+    fn forget(&mut self, t: TxnId, abandon: bool, scc: Option<Arc<[TxnId]>>) {
+        if let Some(l) = self.locals.remove(&t) {
+            let (reads, writes) = self.keys(&l.proc);
+            self.tracker.forget(t, &reads, &writes);
+        }
+        self.gc.bury(t, abandon, scc);
+    }
+
     /// Graph garbage collection ([`super::gc`]): forget what every replica
     /// executed, two epochs on, leaving tombstones.
-    fn collect(&mut self) {
+    fn collect(&mut self, ctx: &mut Ctx<Msg>) {
         // Ancestors learnt by Inquire are finished once nothing unexecuted
         // is behind them (as [`Self::blocker`] finds on its walks); those
         // no walk reached since are looked at here.
         let unsure: Vec<TxnId> = self
             .graph
             .iter()
-            .filter(|(_, n)| !n.local && !n.finished && n.status == Status::Decided)
+            .filter(|(t, n)| {
+                !n.local
+                    && !n.finished
+                    && n.status == Status::Decided
+                    && self.committed.contains_key(t)
+            })
             .map(|(t, _)| t)
             .collect();
         for t in unsure {
@@ -1170,13 +1719,24 @@ impl JanusServer {
                         .filter(|r| *r != me),
                 )
         });
+        let mut buried = Vec::new();
         for crate::depgraph::graph::Dropped { txn: t, scc, .. } in dropped {
             let abandon = self.committed.remove(&t).is_some_and(|i| i.abandon);
-            if let Some(l) = self.locals.remove(&t) {
-                let (reads, writes) = self.keys(&l.proc);
-                self.tracker.forget(t, &reads, &writes);
+            let local = self.locals.contains_key(&t);
+            self.forget(t, abandon, scc.clone());
+            if local {
+                buried.push((t, abandon, scc));
             }
-            self.gc.bury(t, abandon, scc);
+        }
+        if !buried.is_empty() {
+            let epoch = self.gc.epoch;
+            self.log(
+                ctx,
+                Record::Forgotten {
+                    epoch,
+                    txns: buried,
+                },
+            );
         }
         self.gc.expire(self.cfg.forget_epochs);
     }
@@ -1185,6 +1745,21 @@ impl JanusServer {
 impl Node<Msg> for JanusServer {
     fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
         ctx.set_timer(self.cfg.sweep, SWEEP);
+        if self.catch_up.is_some() {
+            self.resume(ctx);
+        }
+    }
+
+    fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
+        self.synced = self.synced.max(token);
+        while self
+            .after_sync
+            .front()
+            .is_some_and(|(t, _)| *t <= self.synced)
+        {
+            let (_, what) = self.after_sync.pop_front().expect("front exists");
+            self.run_after_sync(ctx, what);
+        }
     }
 
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
@@ -1203,14 +1778,22 @@ impl Node<Msg> for JanusServer {
             Msg::Prepare { txn, ballot } => self.on_prepare(ctx, from, txn, ballot),
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
             Msg::InquireOk(info) => self.apply_commit(ctx, info),
-            Msg::Committed { txns } => self.on_committed(ctx, from, &txns),
+            Msg::Committed { txns, why } => {
+                match why {
+                    Announce::Lately => {}
+                    Announce::CatchUp => self.on_caught_up(ctx.now(), &txns),
+                    Announce::Lagging => self.echo_executed(ctx, from, &txns),
+                }
+                self.on_committed(ctx, from, &txns)
+            }
+            Msg::CatchUp => self.on_catch_up(ctx, from),
             Msg::Executed { txns, echo } => self.on_executed(ctx, from, &txns, echo),
             Msg::Forgotten { txn, ref scc, .. } => {
                 let scc = scc.clone();
                 if self.recoveries.contains_key(&txn) {
                     self.on_recovery_reply(ctx, from, txn, msg);
                 }
-                self.on_forgotten(ctx, txn, scc)
+                self.on_forgotten(ctx, from, txn, scc)
             }
             Msg::FetchOutput { txn, piece } => self.on_fetch_output(ctx, from, txn, piece),
             Msg::Output { txn, piece, output } => self.on_output(ctx, txn, piece, output),
@@ -1259,6 +1842,9 @@ impl Node<Msg> for JanusServer {
                 ("janus_forgotten", std::mem::take(&mut self.gc.forgotten)),
                 ("janus_graph_vertices", self.graph.len() as u64),
                 ("janus_tombstones", self.gc.tombstones() as u64),
+                ("janus_replayed", std::mem::take(&mut self.replayed)),
+                ("janus_caught_up", std::mem::take(&mut self.caught_up)),
+                ("janus_catch_up_us", std::mem::take(&mut self.catch_up_us)),
             ],
         }
     }

@@ -4,18 +4,21 @@
 //! (nodes 0–5) and two coordinators (nodes 6, 7).
 
 use super::{JanusConfig, JanusCoordinator, JanusServer, Msg};
+use bytes::Bytes;
 use rand::rngs::SmallRng;
 use rand::Rng;
 use rand::SeedableRng;
 use std::sync::Arc;
+use tessera_core::codec::{DecodeCx, DecodeError, EncodeError};
 use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, Version, MS};
 use tessera_core::node::{Ctx, Effect, Node};
 use tessera_core::protocol::{Coordinator, CoordinatorEnv, ServerEnv};
 use tessera_core::storage::Store;
 use tessera_core::topology::Topology;
 use tessera_core::txn::{
-    Access, Attempt, PieceKind, PieceResult, PieceSpec, Procedure, TxnOutcome, Value,
+    Access, Attempt, PieceKind, PieceResult, PieceSpec, Procedure, Txn, TxnOutcome, Value,
 };
+use tessera_core::workload::{ClientSlot, TxnGenerator, Workload};
 
 fn enc(x: u64) -> Value {
     Value::copy_from_slice(&x.to_le_bytes())
@@ -59,6 +62,10 @@ impl Procedure for Incr {
     fn pieces(&self) -> &[PieceSpec] {
         &self.pieces
     }
+    /// No parameters: `x++` is all there is.
+    fn encode_params(&self, _: &mut bytes::BytesMut) -> Result<(), EncodeError> {
+        Ok(())
+    }
     fn execute(&self, _: usize, reads: &[Option<&Value>], _: &[Value]) -> PieceResult {
         let x = dec(reads[0]);
         PieceResult {
@@ -69,10 +76,47 @@ impl Procedure for Incr {
     }
 }
 
+/// The workload of the hand-stepped tests, as far as a restarted replica
+/// needs it: it rebuilds `Incr` from its log ([`ServerEnv::decode`]).
+struct Incrs;
+
+impl Workload for Incrs {
+    fn name(&self) -> &'static str {
+        "incrs"
+    }
+    fn shards(&self) -> u32 {
+        1
+    }
+    fn load(&self, _: ShardId, store: &mut Store) {
+        store.load(X, enc(10));
+        store.load(Y, enc(0));
+    }
+    fn generator(&self, _: ClientSlot) -> Box<dyn TxnGenerator> {
+        Box::new(Incrs)
+    }
+    fn decode_txn(&self, name: &str, params: &[u8]) -> Result<Txn, DecodeError> {
+        match (name, params) {
+            ("incr", []) => Ok(Incr::proc()),
+            _ => Err(DecodeError::invalid("procedure", name.to_string())),
+        }
+    }
+}
+
+impl TxnGenerator for Incrs {
+    fn next(&mut self, _: &mut SmallRng) -> Txn {
+        Incr::proc()
+    }
+}
+
 struct Cluster {
     /// Servers are nodes `0..ns`, coordinators from `ns` on.
     ns: u32,
     servers: Vec<JanusServer>,
+    /// Each server's durable records, and those written but not durable
+    /// yet (only while `hold_sync`: else a record is durable at once).
+    disks: Vec<Vec<Bytes>>,
+    unsynced: Vec<Vec<(u64, Bytes)>>,
+    hold_sync: bool,
     coords: Vec<JanusCoordinator>,
     queue: Vec<(NodeId, NodeId, Msg)>,
     done: Vec<(TxnId, TxnOutcome)>,
@@ -83,6 +127,25 @@ struct Cluster {
 
 /// The node a test plays a recovery coordinator from.
 const RECOVERY: u32 = 9;
+
+/// Replica `r` holding x = 10 and y = 0, started on `log`.
+fn server(topology: &Arc<Topology>, r: u32, log: Vec<Bytes>) -> JanusServer {
+    let mut store = Store::new();
+    Incrs.load(ShardId(r / 3), &mut store);
+    JanusServer::new(
+        JanusConfig::default(),
+        ServerEnv {
+            me: NodeId(r),
+            shard: ShardId(r / 3),
+            replica: r % 3,
+            topology: topology.clone(),
+            store,
+            recovered: log,
+            durable: true,
+            codec: DecodeCx::new(Arc::new(Incrs)),
+        },
+    )
+}
 
 impl Cluster {
     fn new() -> Self {
@@ -95,26 +158,7 @@ impl Cluster {
         let topology = Arc::new(Topology::new(shards, 3, 2));
         let cfg = JanusConfig::default();
         let ns = 3 * shards;
-        let servers = (0..ns)
-            .map(|r| {
-                let mut store = Store::new();
-                store.load(X, enc(10));
-                store.load(Y, enc(0));
-                JanusServer::new(
-                    cfg.clone(),
-                    ServerEnv {
-                        me: NodeId(r),
-                        shard: ShardId(r / 3),
-                        replica: r % 3,
-                        topology: topology.clone(),
-                        store,
-                        recovered: Vec::new(),
-                        durable: true,
-                        codec: Default::default(),
-                    },
-                )
-            })
-            .collect();
+        let servers = (0..ns).map(|r| server(&topology, r, Vec::new())).collect();
         let coords = (ns..ns + 2)
             .map(|n| {
                 JanusCoordinator::new(
@@ -131,6 +175,9 @@ impl Cluster {
         Cluster {
             ns,
             servers,
+            disks: vec![Vec::new(); ns as usize],
+            unsynced: vec![Vec::new(); ns as usize],
+            hold_sync: false,
             coords,
             queue: Vec::new(),
             done: Vec::new(),
@@ -145,12 +192,41 @@ impl Cluster {
             match e {
                 Effect::Send { to, msg } => self.queue.push((me, to, msg)),
                 Effect::Done { txn, outcome } => self.done.push((txn, outcome)),
-                Effect::Timer { .. }
-                | Effect::Persist { .. }
-                | Effect::Charge { .. }
-                | Effect::Finished { .. } => {}
+                Effect::Persist { token, record } => {
+                    self.unsynced[me.0 as usize].push((token, record))
+                }
+                Effect::Timer { .. } | Effect::Charge { .. } | Effect::Finished { .. } => {}
             }
         }
+        if !self.hold_sync && (me.0 as usize) < self.disks.len() {
+            self.sync(me.0);
+        }
+    }
+
+    /// Server `r`'s records written so far become durable.
+    fn sync(&mut self, r: u32) {
+        let pending = std::mem::take(&mut self.unsynced[r as usize]);
+        let Some(&(last, _)) = pending.last() else {
+            return;
+        };
+        self.disks[r as usize].extend(pending.into_iter().map(|(_, b)| b));
+        let mut effects = Vec::new();
+        let mut ctx = Ctx::new(self.now, NodeId(r), &mut self.rng, &mut effects);
+        self.servers[r as usize].on_persisted(&mut ctx, last);
+        self.collect(NodeId(r), effects);
+    }
+
+    /// Server `r` crashes (what it had not made durable is lost, and so is
+    /// every message to or from it) and restarts from its log.
+    fn restart(&mut self, r: u32) {
+        self.unsynced[r as usize].clear();
+        self.queue.retain(|(f, d, _)| f.0 != r && d.0 != r);
+        let topology = Arc::new(Topology::new(self.ns / 3, 3, 2));
+        self.servers[r as usize] = server(&topology, r, self.disks[r as usize].clone());
+        let mut effects = Vec::new();
+        let mut ctx = Ctx::new(self.now, NodeId(r), &mut self.rng, &mut effects);
+        self.servers[r as usize].on_start(&mut ctx);
+        self.collect(NodeId(r), effects);
     }
 
     fn submit(&mut self, c: usize) -> TxnId {
@@ -923,4 +999,157 @@ fn a_forgotten_answer_to_an_inquire_unblocks_the_waiter() {
         "{:?}",
         c.queue
     );
+}
+
+// ---- replica crashes (super::wal) ----
+
+/// A replica's promises survive its crash (§3.3): after it pre-accepted T
+/// and promised ballot 1 to a recovery coordinator, and promised ballot 1
+/// for U, which it never saw, it restarts from its log. It still refuses
+/// the lower ballot 0 (the coordinator's late Accept and PreAccept, U's
+/// late PreAccept) and reports the same dependencies for T to a higher
+/// Prepare. Without the log it would accept ballot 0 again.
+#[test]
+fn a_restarted_replica_keeps_its_ballot_promises() {
+    use super::msg::Prepared;
+    let mut c = Cluster::new();
+    let t0 = c.submit(0);
+    c.run();
+    // T conflicts with T0's write: its dependencies here are not empty.
+    let t = c.submit(0);
+    c.deliver_pre_accept(t, 0);
+    let deps = match c.queue.iter().find(|(f, _, _)| *f == NodeId(0)) {
+        Some((_, _, Msg::PreAcceptOk { deps, .. })) => deps.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(deps.iter().map(|d| d.txn).collect::<Vec<_>>(), [t0]);
+    let promised = c.ask_server(0, Msg::Prepare { txn: t, ballot: 1 });
+    assert!(matches!(promised[..], [Msg::PrepareOk { .. }]));
+    let u = TxnId::new(NodeId(RECOVERY), 0, 7);
+    let promised = c.ask_server(0, Msg::Prepare { txn: u, ballot: 1 });
+    assert!(matches!(
+        promised[..],
+        [Msg::PrepareOk { prepared: None, .. }]
+    ));
+
+    c.restart(0);
+    let late_accept = c.ask_server(
+        0,
+        Msg::Accept {
+            txn: t,
+            ballot: 0,
+            deps: Arc::new(deps.clone()),
+            abandon: false,
+            proc: None,
+        },
+    );
+    assert!(
+        matches!(late_accept[..], [Msg::AcceptNotOk { ballot: 1, .. }]),
+        "{late_accept:?}"
+    );
+    for txn in [t, u] {
+        let late = c.ask_server(
+            0,
+            Msg::PreAccept {
+                txn,
+                ballot: 0,
+                proc: Incr::proc(),
+            },
+        );
+        assert!(
+            matches!(late[..], [Msg::PreAcceptNotOk { ballot: 1, .. }]),
+            "{late:?}"
+        );
+    }
+    let higher = c.ask_server(0, Msg::Prepare { txn: t, ballot: 2 });
+    let expect = Prepared {
+        accepted: None,
+        deps,
+        abandon: false,
+    };
+    assert!(
+        matches!(&higher[..], [Msg::PrepareOk { ballot: 2, prepared: Some(p), .. }] if *p == expect),
+        "{higher:?}"
+    );
+}
+
+/// A promise leaves only once it is durable: a replica whose PreAccept
+/// record has not reached its disk has not answered, and after a crash it
+/// does not know T — nobody counted on it.
+#[test]
+fn a_promise_is_answered_only_once_durable() {
+    let mut c = Cluster::new();
+    let t = c.submit(0);
+    c.hold_sync = true;
+    c.deliver_pre_accept(t, 0);
+    assert!(
+        !c.queue.iter().any(|(f, _, _)| *f == NodeId(0)),
+        "answered before its record is durable: {:?}",
+        c.queue
+    );
+    c.sync(0);
+    assert!(c
+        .queue
+        .iter()
+        .any(|(f, _, m)| *f == NodeId(0) && matches!(m, Msg::PreAcceptOk { .. })));
+
+    let t2 = c.submit(1);
+    c.deliver_pre_accept(t2, 1);
+    c.restart(1);
+    c.hold_sync = false;
+    let held = c.ask_server(1, Msg::Prepare { txn: t2, ballot: 1 });
+    assert!(
+        matches!(held[..], [Msg::PrepareOk { prepared: None, .. }]),
+        "{held:?}"
+    );
+}
+
+/// A replica restarts from its log with the data it had: T executed at
+/// every replica and was forgotten by all (no replica could tell the
+/// restarted one about it again), yet replica 0 holds T's write after its
+/// restart, and T's tombstone. Replica 2 then misses T2 entirely while it
+/// is down; after its restart it asks the others what committed meanwhile
+/// (CatchUp), executes T2, and every replica holds the same data.
+#[test]
+fn a_restarted_replica_replays_its_data_and_catches_up() {
+    let mut c = Cluster::new();
+    let t = c.submit(0);
+    c.rounds(20, None);
+    assert_eq!(c.per_server("janus_forgotten"), [1, 1, 1]);
+    c.restart(0);
+    c.assert_replicas_hold(11, t);
+    assert!(c.per_server("janus_replayed")[0] >= 4);
+    let late = c.ask_server(0, Msg::Inquire { txn: t });
+    assert!(
+        matches!(late[..], [Msg::Forgotten { txn, .. }] if txn == t),
+        "{late:?}"
+    );
+
+    let t2 = c.submit(1);
+    // Replica 2 is down while T2 runs and is announced.
+    c.rounds(10, Some(2));
+    assert_eq!(c.saw(t2), 11);
+    c.restart(2);
+    c.rounds(30, None);
+    c.assert_replicas_hold(12, t2);
+    assert_eq!(c.per_server("janus_caught_up"), [1, 0, 1]);
+    assert_eq!(c.per_server("janus_committed_unexecuted"), [0, 0, 0]);
+}
+
+/// §3.3 across a crash: T's coordinator crashed after its PreAccept
+/// reached replica 0 only, and replica 0 crashed too. Restarted from its
+/// log, replica 0 still holds T — procedure included — and becomes its
+/// recovery coordinator, above the ballot it had promised: every replica
+/// executes T once.
+#[test]
+fn a_restarted_replica_recovers_what_it_pre_accepted() {
+    let mut c = Cluster::new();
+    let t = c.submit(0);
+    c.deliver_pre_accept(t, 0);
+    c.crash(0);
+    c.restart(0);
+    let mut order = SmallRng::seed_from_u64(3);
+    c.shuffle_run(&mut order, Some(0), 80);
+    assert_eq!(c.counter("janus_recoveries"), 1, "one replica recovered T");
+    c.assert_replicas_hold(11, t);
 }
