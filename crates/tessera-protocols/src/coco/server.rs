@@ -1221,6 +1221,15 @@ impl Node<Msg> for CocoServer {
         self.drain_local(ctx);
     }
 
+    /// A checked run stops only once its replicas can agree: no write
+    /// here is still unacknowledged by a backup, and (at the epoch
+    /// manager) no epoch abort is still unacknowledged by a server (§3.2,
+    /// see [`EpochManager::settled`]). Either way some replica still lacks
+    /// a change the others made, until the retransmission gets there.
+    fn settled(&self) -> bool {
+        self.replication.is_empty() && self.manager.as_ref().is_none_or(|m| m.settled())
+    }
+
     fn take_report(&mut self) -> NodeReport {
         let all = self
             .manager

@@ -171,6 +171,36 @@ fn no_wait_locks_and_duplicates_are_answered_not_relocked() {
     assert_eq!((r.meta.wts, r.meta.lock), (77, 0));
 }
 
+/// A checked run must not stop while a backup lacks writes its primary
+/// installed: the replicas would differ only because the run ended.
+#[test]
+fn a_primary_is_unsettled_until_its_backups_have_its_writes() {
+    let mut p = One::new(Cc::PtOcc, 0);
+    let t1 = TxnId::new(NodeId(3), 0, 1);
+    p.replies(3, prepare(t1, true, vec![]));
+    assert!(p.s.settled(), "a lock alone changes no replica");
+    let out = p.replies(
+        3,
+        Msg::WriteBack {
+            txn: t1,
+            ts: 77,
+            epoch: 1,
+        },
+    );
+    let seq = out
+        .iter()
+        .find_map(|m| match m {
+            Msg::Replicate { seq, .. } => Some(*seq),
+            _ => None,
+        })
+        .expect("replicated");
+    assert!(!p.s.settled());
+    p.replies(1, Msg::Replicated { seq });
+    assert!(!p.s.settled(), "backup 2 has not acknowledged");
+    p.replies(2, Msg::Replicated { seq });
+    assert!(p.s.settled());
+}
+
 #[test]
 fn epoch_prepare_waits_for_transactions_of_the_epoch() {
     let mut p = One::new(Cc::LtOcc, 0);
