@@ -77,7 +77,7 @@ impl Procedure for Incr {
 }
 
 /// The workload of the hand-stepped tests, as far as a restarted replica
-/// needs it: it rebuilds `Incr` from its log ([`ServerEnv::decode`]).
+/// needs it: it rebuilds `Incr` from its log ([`ServerEnv::codec`]).
 struct Incrs;
 
 impl Workload for Incrs {
