@@ -10,12 +10,16 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_tessera");
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// `n` distinct free ports: every listener is held until all are bound
+/// (one released before the next bind could be handed out again: CI
+/// 2026-11-25 saw two nodes of one cluster given the same port).
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
 }
 
 pub struct Cluster {
@@ -38,7 +42,7 @@ impl Cluster {
     /// `workload`: the body of the cluster file's `[workload]` table.
     pub fn with_workload(protocol: &str, fsync: bool, workload: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let ports = free_ports(3);
         let mut text = format!(
             r#"
 [cluster]
