@@ -477,7 +477,7 @@ pub fn experiments() -> Vec<Experiment> {
             description: "COCO Fig. 12 (YCSB) on sim: three regions (coco-wan: 11.3 / 60.9 / \
                           50.0 ms round trips), one replica of each shard per region, epochs \
                           of 1 s, 48 clients; x = commit mode (1 = 2pc-sync, 2 = epoch)",
-            protocols: &["pt-occ", "lt-occ"],
+            protocols: &["s2pl", "pt-occ", "lt-occ"],
             base: coco_wan,
             vary: Vary {
                 name: "commit".into(),
