@@ -84,8 +84,20 @@ struct Run {
     pending: usize,
     exec_start: Option<Time>,
     exec_end: Time,
-    /// When the write locks were visible to readers at the latest: the
-    /// write-wait lease runs from here (§III.A).
+    /// When the last of the transaction's lock CASes (intention or write
+    /// lock) was answered: the write-wait lease runs from here. §III.A:
+    /// "when a coordinator successfully locks a tuple, it operates under
+    /// the assumption that an implicit read lease has been set on the
+    /// record", and the lease to wait out is that of a reader that read a
+    /// written record before it was locked (Lemma VI.2, scenario 1: "before
+    /// the Execution&Locking phase"). A reader that finds the intention
+    /// lock gets no lease on the record and validates it (§IV, Alg. 1
+    /// l. 13), so the later upgrade to a write lock does not restart the
+    /// wait. Such a reader started before the CAS reached the memory node,
+    /// hence before its answer: the answer's arrival on this clock is the
+    /// earliest start that bounds every such lease (the memory node's own
+    /// CAS time is on no clock we can compare with). The Validate&Logging
+    /// round(s) then overlap the wait, as §I says of the logging.
     locked_at: Time,
 }
 
@@ -395,9 +407,6 @@ impl OoccCoordinator {
         let (read_only, exec_end) = (run.exec.read_only, run.exec_end);
         let mut round = self.checks(txn);
         if !read_only {
-            if let Some(r) = self.runs.get_mut(&txn) {
-                r.locked_at = exec_end;
-            }
             let upgrade = self.upgrade_and_log(txn);
             if self.cfg.delayed_lock {
                 let run = self.runs.get_mut(&txn).expect("advanced");
@@ -434,7 +443,6 @@ impl OoccCoordinator {
     fn after_upgrade(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
         let round = self.checks(txn);
         let run = self.runs.get_mut(&txn).expect("advanced");
-        run.locked_at = ctx.now();
         run.phase = Phase::Validate;
         if self.post(ctx, txn, round) == 0 {
             self.after_validate(ctx, txn);
@@ -606,6 +614,9 @@ impl OoccCoordinator {
         };
         let x = &mut run.exec;
         let own = [lock::intention(txn), lock::write(txn)];
+        if purposes.iter().any(|p| matches!(p, Purpose::Lock { .. })) {
+            run.locked_at = ctx.now();
+        }
         for (p, r) in purposes.iter().zip(results) {
             match (*p, r) {
                 (_, VerbResult::OutOfRange) => {

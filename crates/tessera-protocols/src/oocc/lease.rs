@@ -60,8 +60,10 @@ impl Lease {
         end.saturating_sub(start) < self.read_validate
     }
 
-    /// When a writer whose write locks were all visible by `locked` may
-    /// release them.
+    /// When a writer whose lock CASes (intention or write locks) were all
+    /// answered by `locked` may release its locks: every reader that read
+    /// one of its records unlocked started before then (§III.A, Lemma
+    /// VI.2).
     pub fn release_at(&self, locked: Time) -> Time {
         locked.saturating_add(self.write_wait)
     }

@@ -15,10 +15,13 @@
 //!   (redo with write unlock, undo without, §V), all in one round. A
 //!   read-only transaction whose reads were all unlocked and finished within
 //!   the read-validate lease skips this round and commits in one round trip.
-//! * **Commit** (l. 22–26): wait until the write locks have been visible for
-//!   the write-wait lease (§III.A), then one WRITE per record updates it and
-//!   releases the lock (*write unlock*, §V); without it, WRITE the data, then
-//!   WRITE the unlock (Release).
+//! * **Commit** (l. 22–26): wait until the write-wait lease has passed since
+//!   the last lock CAS (the intention lock with delayed write locks) was
+//!   answered (§III.A; a reader that finds the intention lock validates,
+//!   §IV, so the lease covers only readers before it), then one WRITE per
+//!   record updates it and releases the lock (*write unlock*, §V); without
+//!   it, WRITE the data, then WRITE the unlock (Release). The
+//!   Validate&Logging round(s) run inside that wait.
 //!
 //! `ford-occ` is this coordinator with the lease, write unlock and delayed
 //! write lock off: execute + CAS lock, validate + undo log, commit, release.
@@ -43,7 +46,7 @@
 //! of its own after the lock upgrade (Alg. 1 puts them in one round; that
 //! lets a reader see an intention lock after the writer validated, which
 //! our seed tests caught as a cycle); with the lease on, the write-wait
-//! lease that follows the upgrade hides the extra round. Recovery from the
+//! lease, which runs from the intention locks, hides both rounds. Recovery from the
 //! logs is not implemented.
 //!
 //! Inserts (TPC-C's NewOrder) and reads of absent keys are FORD's: an insert
