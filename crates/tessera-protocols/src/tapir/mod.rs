@@ -118,6 +118,15 @@ impl Default for TapirConfig {
 }
 
 impl TapirConfig {
+    /// How long a client waits for replies after the `resends`-th resend
+    /// of what they answer: [`Self::retransmit`], doubling with every
+    /// resend up to four times that. Replies that are slow because servers
+    /// queue, not lost, are otherwise asked for again every period, and
+    /// each duplicate is one more event in the queue that delays them.
+    pub fn resend_after(&self, resends: u32) -> Time {
+        self.retransmit << resends.min(2)
+    }
+
     /// The defaults, with timeouts covering a slowest round trip of `rtt`.
     pub fn for_round_trip(rtt: Time) -> Self {
         let d = TapirConfig::default();
