@@ -382,12 +382,7 @@ impl TapirClient {
     /// every shard pays a Finalize round (three more messages and log
     /// writes per shard), which deepens the queue that caused it.
     fn fast_wait_over(&self, phase_at: Time, majority_at: Option<Time>, now: Time) -> bool {
-        majority_at.is_some_and(|t| {
-            now >= t + self
-                .cfg
-                .fast_wait
-                .max(t.saturating_sub(phase_at))
-        })
+        majority_at.is_some_and(|t| now >= t + self.cfg.fast_wait.max(t.saturating_sub(phase_at)))
     }
 
     /// Settle what the votes allow: a shard's result by the fast path
@@ -623,7 +618,8 @@ impl TapirClient {
             } else if now >= fin.retransmit_at {
                 fin.resends += 1;
                 fin.retransmit_at = now + self.cfg.resend_after(fin.resends);
-                self.stats.outcome_resends += fin.acked.iter().flatten().filter(|a| !**a).count() as u64;
+                self.stats.outcome_resends +=
+                    fin.acked.iter().flatten().filter(|a| !**a).count() as u64;
                 Self::send_outcome(&self.topology, ctx, txn, fin);
             }
         }
@@ -762,5 +758,188 @@ mod tests {
         assert_eq!(fast_quorum(3), 3);
         assert_eq!(fast_quorum(5), 4);
         assert_eq!(fast_quorum(7), 6);
+    }
+}
+
+/// A client host of three shards of three replicas, stepped by hand.
+#[cfg(test)]
+mod driven {
+    use super::*;
+    use crate::tapir::TapirConfig;
+    use rand::SeedableRng;
+    use tessera_core::ids::{Version, MS};
+    use tessera_core::node::Effect;
+    use tessera_core::txn::Attempt;
+    use tessera_core::workload::TxnGenerator;
+    use tessera_workloads::{Micro, MicroConfig};
+
+    struct Host {
+        c: TapirClient,
+        rng: rand::rngs::SmallRng,
+        me: NodeId,
+        now: Time,
+        done: Vec<(TxnId, TxnOutcome)>,
+    }
+
+    impl Host {
+        fn new() -> Self {
+            let topology = Arc::new(Topology::new(3, 3, 1));
+            let me = topology.client_hosts().next().expect("one host").id;
+            let env = CoordinatorEnv {
+                me,
+                topology,
+                incarnation: 0,
+                recovered: Vec::new(),
+            };
+            let mut h = Host {
+                c: TapirClient::new(TapirConfig::default(), env),
+                rng: rand::rngs::SmallRng::seed_from_u64(3),
+                me,
+                now: 0,
+                done: Vec::new(),
+            };
+            h.step(&mut |c, ctx| c.on_start(ctx));
+            h
+        }
+
+        fn step(
+            &mut self,
+            f: &mut dyn FnMut(&mut TapirClient, &mut Ctx<Msg>),
+        ) -> Vec<(NodeId, Msg)> {
+            let mut effects = Vec::new();
+            let mut ctx = Ctx::new(self.now, self.me, &mut self.rng, &mut effects);
+            f(&mut self.c, &mut ctx);
+            let mut sent = Vec::new();
+            for e in effects {
+                match e {
+                    Effect::Send { to, msg } => sent.push((to, msg)),
+                    Effect::Done { txn, outcome } => self.done.push((txn, outcome)),
+                    _ => {}
+                }
+            }
+            sent
+        }
+
+        fn deliver(&mut self, from: NodeId, msg: Msg) -> Vec<(NodeId, Msg)> {
+            let mut msg = Some(msg);
+            self.step(&mut |c, ctx| c.on_message(ctx, from, msg.take().expect("once")))
+        }
+
+        fn tick(&mut self) -> Vec<(NodeId, Msg)> {
+            self.step(&mut |c, ctx| c.on_timer(ctx, TICK))
+        }
+
+        /// Submit a micro-benchmark transaction and answer its reads:
+        /// returns its id and the Prepares that went out.
+        fn submit_and_read(&mut self) -> (TxnId, Vec<(NodeId, Msg)>) {
+            let micro = Micro::new(MicroConfig::default()).expect("valid");
+            let txn = micro.micro_generator().next(&mut self.rng);
+            let id = TxnId::new(self.me, 0, 1);
+            let reads = self.step(&mut |c, ctx| {
+                c.submit(
+                    ctx,
+                    Attempt {
+                        id,
+                        txn: txn.clone(),
+                        since: 0,
+                    },
+                )
+            });
+            let mut prepares = Vec::new();
+            for (to, msg) in reads {
+                let Msg::Read { txn, piece, keys } = msg else {
+                    panic!("a read first: {msg:?}");
+                };
+                let values = keys.iter().map(|_| (None, Version::INITIAL)).collect();
+                prepares.extend(self.deliver(to, Msg::ReadReply { txn, piece, values }));
+            }
+            (id, prepares)
+        }
+    }
+
+    fn vote_ok(txn: TxnId) -> Msg {
+        Msg::PrepareReply {
+            txn,
+            vote: Vote::Ok,
+            view: 0,
+        }
+    }
+
+    fn finalizes(sent: &[(NodeId, Msg)]) -> usize {
+        sent.iter()
+            .filter(|(_, m)| matches!(m, Msg::Finalize { .. }))
+            .count()
+    }
+
+    /// Servers queue for 10 ms (far beyond `fast_wait`, 2 ms), so two
+    /// replicas of each shard answer only then: the client still waits
+    /// for the third, which comes 3 ms later, and commits on the fast path
+    /// without a Finalize. A third replica that stays silent for as long
+    /// as the majority took sends the shard down the slow path.
+    #[test]
+    fn the_fast_path_waits_from_the_majority_as_long_as_it_took() {
+        let mut h = Host::new();
+        let (txn, prepares) = h.submit_and_read();
+        assert_eq!(prepares.len(), 9, "every replica of every shard");
+        let (late, early): (Vec<NodeId>, Vec<NodeId>) = prepares
+            .iter()
+            .map(|(to, _)| *to)
+            .partition(|n| n.0 % 3 == 2);
+        h.now = 10 * MS;
+        for &n in &early {
+            assert_eq!(finalizes(&h.deliver(n, vote_ok(txn))), 0);
+        }
+        h.now = 13 * MS;
+        assert_eq!(finalizes(&h.tick()), 0, "still waiting for the third");
+        for &n in &late {
+            assert_eq!(finalizes(&h.deliver(n, vote_ok(txn))), 0);
+        }
+        assert!(matches!(
+            h.done.as_slice(),
+            [(t, TxnOutcome::Committed { .. })] if *t == txn
+        ));
+        assert_eq!(
+            h.c.take_report().counters[..2],
+            [("tapir_fast_path", 3), ("tapir_slow_path", 0)]
+        );
+
+        let mut h = Host::new();
+        let (txn, _) = h.submit_and_read();
+        h.now = 10 * MS;
+        for &n in &early {
+            h.deliver(n, vote_ok(txn));
+        }
+        h.now = 20 * MS - 1;
+        assert_eq!(finalizes(&h.tick()), 0);
+        h.now = 20 * MS;
+        assert_eq!(
+            finalizes(&h.tick()),
+            9,
+            "a Finalize to each replica of each shard"
+        );
+    }
+
+    /// Unanswered Prepares go out again after `retransmit`, then after
+    /// twice and four times as long, never more often.
+    #[test]
+    fn resends_back_off() {
+        let cfg = TapirConfig::default();
+        let r = cfg.retransmit;
+        assert_eq!(
+            (0..5).map(|i| cfg.resend_after(i)).collect::<Vec<_>>(),
+            [r, 2 * r, 4 * r, 4 * r, 4 * r]
+        );
+        let mut h = Host::new();
+        let (_, prepares) = h.submit_and_read();
+        let mut resent_at = Vec::new();
+        for t in (0..=8 * r).step_by((MS / 2) as usize) {
+            h.now = t;
+            let sent = h.tick();
+            if !sent.is_empty() {
+                assert_eq!(sent.len(), prepares.len());
+                resent_at.push(t);
+            }
+        }
+        assert_eq!(resent_at, [r, 3 * r, 7 * r]);
     }
 }

@@ -1298,6 +1298,73 @@ mod tests {
         ));
     }
 
+    /// Records issued while a flush runs go to the disk together when it
+    /// ends, as one write with one completion (group commit); each reply
+    /// still waits for its own record, and a restart replays them all.
+    #[test]
+    fn records_issued_during_a_flush_share_the_next_one() {
+        type Flushes = Vec<(u64, Bytes)>;
+        /// Run `f` without completing what it persisted.
+        fn raw(
+            a: &mut One,
+            f: &mut dyn FnMut(&mut TapirReplica, &mut Ctx<Msg>),
+        ) -> (Vec<(NodeId, Msg)>, Flushes) {
+            let me = a.group[a.r.index];
+            let mut effects = Vec::new();
+            let mut ctx = Ctx::new(a.now, me, &mut a.rng, &mut effects);
+            f(&mut a.r, &mut ctx);
+            let mut sent = Vec::new();
+            let mut flushes = Vec::new();
+            for e in effects {
+                match e {
+                    Effect::Send { to, msg } => sent.push((to, msg)),
+                    Effect::Persist { token, record } => flushes.push((token, record)),
+                    _ => {}
+                }
+            }
+            (sent, flushes)
+        }
+        let mut a = One::new(0, Vec::new());
+        let prepare_at = |a: &mut One, seq: u32, key: u64| {
+            let msg = Msg::Prepare {
+                txn: txn(seq),
+                ts: 10 * seq as u64,
+                footprint: Footprint {
+                    reads: Vec::new(),
+                    writes: vec![(Key::new(0, key), Bytes::from_static(b"v"))],
+                },
+            };
+            let mut msg = Some(msg);
+            raw(a, &mut |r, ctx| {
+                r.on_message(ctx, client(), msg.take().expect("once"))
+            })
+        };
+        let (sent, first) = prepare_at(&mut a, 1, 1);
+        assert!(sent.is_empty(), "the vote waits for its record");
+        assert_eq!(first.len(), 1, "an idle disk takes the record at once");
+        for (seq, key) in [(2, 2), (3, 3)] {
+            let (sent, flushes) = prepare_at(&mut a, seq, key);
+            assert!(
+                sent.is_empty() && flushes.is_empty(),
+                "batched behind the flush"
+            );
+        }
+        let (token, record) = first.into_iter().next().expect("one");
+        a.disk.push(record);
+        let (sent, second) = raw(&mut a, &mut |r, ctx| r.on_persisted(ctx, token));
+        assert!(one_prepare_reply(&sent, Vote::Ok, 0), "{sent:?}");
+        assert_eq!(second.len(), 1, "both waiting records in one write");
+        let (token, record) = second.into_iter().next().expect("one");
+        a.disk.push(record);
+        let (sent, none) = raw(&mut a, &mut |r, ctx| r.on_persisted(ctx, token));
+        assert_eq!(sent.len(), 2);
+        assert!(none.is_empty());
+        let back = One::new(0, a.disk.clone());
+        for seq in 1..=3 {
+            assert!(back.r.prepared.contains_key(&txn(seq)), "replayed {seq}");
+        }
+    }
+
     /// A replica that restarts replays its record, stays silent, asks for
     /// a view change, and after StartView holds the commit it missed.
     #[test]
