@@ -14,7 +14,8 @@
 //!    synchronized clock; each replica runs TAPIR-OCC-CHECK (Fig. 8) and
 //!    votes Ok, Abort, Abstain or Retry. *Fast path*: ⌈3f/2⌉+1 matching Ok
 //!    votes decide a shard. *Slow path*: with a majority of votes but no
-//!    fast quorum (after [`TapirConfig::fast_wait`]), the client decides —
+//!    fast quorum ([`TapirConfig::fast_wait`] after the majority answered,
+//!    or longer when the servers queue), the client decides —
 //!    Ok with f+1 Ok votes, else abort — and an Ok must be **Finalize**d at
 //!    f+1 replicas (they adopt it) before it counts. Any Abort vote aborts.
 //! 3. **Commit / Abort** (IR inconsistent operations) — the client tells
@@ -26,7 +27,8 @@
 //! Aborted attempts (stale reads, conflicting prepared transactions, a
 //! timestamp below a reader's) are retried by the client host with a new
 //! timestamp. Replicas make every vote, finalized vote and outcome durable
-//! before they answer.
+//! before they answer; records issued while a flush runs share the next
+//! one (group commit).
 //!
 //! # Views and replica recovery (IR §3.2.2, TAPIR §5.2.3)
 //! Replicas answer clients only in the NORMAL status of a view, and every
@@ -88,9 +90,12 @@ use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
 #[derive(Clone, Debug)]
 pub struct TapirConfig {
     /// Unanswered reads, prepares, finalizes and outcomes are resent after
-    /// this long.
+    /// this long (prepares, finalizes and outcomes then back off:
+    /// [`Self::resend_after`]).
     pub retransmit: Time,
-    /// How long the client waits for a fast quorum before the slow path.
+    /// How long the client waits for a fast quorum once a majority has
+    /// answered (at least; see `TapirClient::fast_wait_over`) before the
+    /// slow path.
     pub fast_wait: Time,
     /// Clocks are loosely synchronized: each client host's clock is ahead
     /// by up to this much.
@@ -118,6 +123,15 @@ impl Default for TapirConfig {
 }
 
 impl TapirConfig {
+    /// How long a client waits for replies after the `resends`-th resend
+    /// of what they answer: [`Self::retransmit`], doubling with every
+    /// resend up to four times that. Replies that are slow because servers
+    /// queue, not lost, are otherwise asked for again every period, and
+    /// each duplicate is one more event in the queue that delays them.
+    pub fn resend_after(&self, resends: u32) -> Time {
+        self.retransmit << resends.min(2)
+    }
+
     /// The defaults, with timeouts covering a slowest round trip of `rtt`.
     pub fn for_round_trip(rtt: Time) -> Self {
         let d = TapirConfig::default();
