@@ -702,3 +702,100 @@ fn a_commit_reply_restarts_the_backoff_of_the_driver() {
     let now = s.now;
     assert!(s.d.on_commit_ok(now, NodeId(1), vec![reply(1)]).is_some());
 }
+
+/// A read-only transaction (§4.1): one piece reading `key` on shard 0.
+#[derive(Debug)]
+struct ReadOne {
+    pieces: Vec<PieceSpec>,
+}
+
+impl ReadOne {
+    fn new(key: Key) -> Self {
+        ReadOne {
+            pieces: vec![PieceSpec {
+                shard: ShardId(0),
+                reads: vec![Access::all(key)],
+                writes: Vec::new(),
+                kind: PieceKind::Immediate,
+                inputs: Vec::new(),
+                dynamic: false,
+            }],
+        }
+    }
+}
+
+impl Procedure for ReadOne {
+    fn name(&self) -> &'static str {
+        "read-one"
+    }
+    fn pieces(&self) -> &[PieceSpec] {
+        &self.pieces
+    }
+    fn execute(&self, _: usize, reads: &[Option<&Value>], _: &[Value]) -> PieceResult {
+        PieceResult {
+            writes: Vec::new(),
+            output: enc(dec(reads[0])),
+            user_abort: false,
+        }
+    }
+}
+
+/// The transaction a read-write message is about.
+fn about(m: &Msg) -> Option<TxnId> {
+    match m {
+        Msg::Start(s) => Some(s.txn),
+        Msg::StartOk { txn, .. }
+        | Msg::Commit { txn, .. }
+        | Msg::CommitOk { txn, .. }
+        | Msg::Committed { txn } => Some(*txn),
+        _ => None,
+    }
+}
+
+/// TPC-C seed 155 of the merged-pieces crash test, reduced (Fig. 10): a
+/// read-only request waits at S1 for the unfinished writer W of its key;
+/// meanwhile U's immediate piece writes the key. When W finishes, the
+/// read must wait for U too: U is still in its start phase (its other
+/// pieces may not have reached their servers), and a read that sees it
+/// without waiting for it breaks §4.1's argument — two rounds can then
+/// agree on U seen here and not elsewhere. Before the fix the read was
+/// answered with U's write as soon as W finished.
+#[test]
+fn a_read_only_request_waits_for_writers_that_came_while_it_waited() {
+    let k = Key::new(0, 1);
+    let mut c = Cluster::new(&[(k, 10, 0)]);
+    let w = c.submit(0, Arc::new(Buy::new(&[k], PieceKind::Deferrable)));
+    c.deliver_start(w, 0);
+    let r = c.submit(1, Arc::new(ReadOne::new(k)));
+    let ro = |c: &Cluster| {
+        c.queue
+            .iter()
+            .position(|(_, _, m)| matches!(m, Msg::RoRead { txn, .. } if *txn == r))
+    };
+    let i = ro(&c).expect("the read is sent");
+    c.step(i);
+    assert!(ro(&c).is_none(), "the read waits for W");
+    let u = c.submit(1, Arc::new(Buy::new(&[k], PieceKind::Immediate)));
+    c.deliver_start(u, 0);
+    // W to its end, U's reply to its coordinator held back.
+    while let Some(i) = c.queue.iter().position(|(_, _, m)| about(m) == Some(w)) {
+        c.step(i);
+    }
+    assert!(c.done.iter().any(|(t, _)| *t == w), "W committed");
+    let answered = c
+        .queue
+        .iter()
+        .any(|(_, _, m)| matches!(m, Msg::RoReadOk { txn, .. } if *txn == r));
+    assert!(!answered, "the read saw U's write while U was unfinished");
+    c.run();
+    let reads = match &c.done.iter().find(|(t, _)| *t == r).expect("read done").1 {
+        TxnOutcome::Committed { reads, .. } => reads.clone(),
+        other => panic!("{other:?}"),
+    };
+    // U ran first (immediate) and W's deferred piece after it: the read,
+    // done once both finished, sees W's write.
+    assert_eq!(reads.len(), 1);
+    assert_eq!(reads[0].version, w.version());
+    assert_eq!(c.outputs(w), [9]);
+    assert_eq!(c.outputs(u), [10]);
+}
