@@ -50,6 +50,18 @@ pub enum Msg {
     Committed {
         txn: TxnId,
     },
+    /// Server → driver: `txn` committed and this server has collected it
+    /// (§3.4), so it answers the driver's late request with this instead
+    /// of results it no longer has: another driver (a server recovering
+    /// for a coordinator it thought silent, §3.5) finished the
+    /// transaction. The driver stops, its outcome in doubt. Without this
+    /// answer the driver resent until the server forgot the collection
+    /// too and ran its pieces again as a new transaction's (TPC-C seed
+    /// 577 with merged pieces and crashes: a NewOrder's stock written
+    /// twice, 640 ms apart).
+    Gone {
+        txn: TxnId,
+    },
     /// Server → server: what do you know of `txn`? Answered once `txn` is
     /// at least COMMITTING there (§3.2).
     Inquire {
@@ -155,7 +167,10 @@ impl WireSize for Msg {
                 } => replies_size(immediate) + 2 * received.len() + vertices_size(deps),
                 Msg::Commit { deps, .. } => vertices_size(deps),
                 Msg::CommitOk { deferred, .. } => replies_size(deferred),
-                Msg::Inquire { .. } | Msg::Committed { .. } | Msg::NotHere { .. } => 0,
+                Msg::Inquire { .. }
+                | Msg::Committed { .. }
+                | Msg::NotHere { .. }
+                | Msg::Gone { .. } => 0,
                 Msg::InquireOk { deps, .. } => vertices_size(deps),
                 Msg::RoRead { pieces, inputs, .. } => 4 + inputs_size(pieces, inputs),
                 Msg::RoReadOk { results, .. } => 4 + replies_size(results),

@@ -221,7 +221,11 @@ impl RococoServer {
     /// touch a key locked by merged pieces waits for their decision.
     fn on_start(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, req: Start, merged: bool) {
         if self.gone.contains_key(&req.txn) {
-            return; // a late duplicate of a transaction long finished
+            // A late request of a transaction long finished.
+            if !self.replaying {
+                ctx.send(from, Msg::Gone { txn: req.txn });
+            }
+            return;
         }
         // Replayed requests were not blocked when they were logged.
         if !merged && !self.replaying && self.occ.blocks(self.shard, &req, &self.locals) {
@@ -348,7 +352,9 @@ impl RococoServer {
 
     fn on_commit(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, deps: &[Vertex]) {
         let Some(local) = self.locals.get_mut(&txn) else {
-            if !self.gone.contains_key(&txn) {
+            if self.gone.contains_key(&txn) {
+                ctx.send(from, Msg::Gone { txn });
+            } else {
                 tracing::warn!(
                     ?txn,
                     "commit request for a transaction that never started here"
@@ -837,7 +843,13 @@ impl RococoServer {
             self.recovering.remove(&t);
             self.gone.insert(t, (epoch, scc));
         }
-        self.gone.retain(|_, (e, _)| *e + 2 > epoch);
+        // A collected transaction is remembered (and late requests get
+        // `Gone`) for two epochs, and at least `forget_after`: a request
+        // that comes after it is forgotten is taken as a new transaction's
+        // and runs its pieces again, so the mark must outlive the resends
+        // of any driver still going (they stop at the first `Gone`).
+        let keep = 2.max(forget_after / self.cfg.epoch.max(1));
+        self.gone.retain(|_, (e, _)| *e + keep > epoch);
         // A status request about a transaction that never showed up here
         // is dropped after two epochs; its asker resends it.
         self.inquiries.retain(|_, (e, _)| *e + 2 > epoch);
@@ -897,6 +909,10 @@ impl Node<Msg> for RococoServer {
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
             Msg::InquireOk { deps, .. } => self.on_inquire_ok(ctx, &deps),
             Msg::NotHere { txn } => self.on_not_here(ctx, from, txn),
+            // Another driver finished the transaction ours drives.
+            Msg::Gone { txn } => {
+                self.recovering.remove(&txn);
+            }
             Msg::RoRead {
                 txn,
                 round,

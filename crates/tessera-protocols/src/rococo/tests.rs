@@ -799,3 +799,57 @@ fn a_read_only_request_waits_for_writers_that_came_while_it_waited() {
     assert_eq!(c.outputs(w), [9]);
     assert_eq!(c.outputs(u), [10]);
 }
+
+impl Cluster {
+    /// Node `n`'s timer fires at `now` (resends, recovery, collection).
+    fn tick(&mut self, n: u32, now: tessera_core::ids::Time) {
+        let mut effects = Vec::new();
+        let mut ctx = Ctx::new(now, NodeId(n), &mut self.rng, &mut effects);
+        let timer = tessera_core::ids::TimerId(1);
+        match n {
+            0 | 1 => self.servers[n as usize].on_timer(&mut ctx, timer),
+            _ => self.coords[n as usize - 2].on_timer(&mut ctx, timer),
+        }
+        self.collect(NodeId(n), effects);
+    }
+}
+
+/// TPC-C seed 577 of the merged-pieces crash test, reduced: T's start
+/// replies to its coordinator are lost, so a server recovers T for a
+/// coordinator it thinks silent (§3.5) and commits it, and the servers
+/// collect it (§3.4). The coordinator's late resend must be answered
+/// `Gone` and end the attempt in doubt, running nothing. Before, it was
+/// ignored, the driver resent until the servers forgot the collection,
+/// and then its pieces ran a second time as a new transaction's (the
+/// seed: a NewOrder's stock written twice, 640 ms apart).
+#[test]
+fn a_late_request_of_a_collected_transaction_is_answered_gone() {
+    let ms = tessera_core::ids::MS;
+    let (a, b) = (Key::new(0, 1), Key::new(0, 2));
+    let mut c = Cluster::new(&[(a, 10, 0), (b, 10, 1)]);
+    let t = c.submit(0, Arc::new(Buy::new(&[a, b], PieceKind::Deferrable)));
+    c.deliver_start(t, 0);
+    c.deliver_start(t, 1);
+    c.queue.retain(|(_, to, _)| to.0 != 2);
+    // S1 hears nothing more of T's coordinator: it drives T itself.
+    c.tick(0, 150 * ms);
+    c.run();
+    let stock = |c: &Cluster| dec(Some(&c.servers[0].store_ref().get(a).unwrap().value));
+    assert_eq!(stock(&c), 9, "the recovery committed T");
+    assert!(c.done.is_empty(), "T's coordinator heard nothing");
+    // Epochs go by (100 ms each) and both servers collect T.
+    for now in [200, 300, 400, 500] {
+        c.tick(0, now * ms);
+        c.tick(1, now * ms);
+        c.run();
+    }
+    assert_eq!(c.servers[0].graph_len(), 0, "T was collected");
+    // The coordinator resends its start requests.
+    c.tick(2, 500 * ms);
+    c.run();
+    match c.done.iter().find(|(x, _)| *x == t) {
+        Some((_, TxnOutcome::InDoubt)) => {}
+        other => panic!("T's attempt did not end in doubt: {other:?}"),
+    }
+    assert_eq!(stock(&c), 9, "the late requests ran nothing");
+}

@@ -199,6 +199,7 @@ impl RococoServer {
     /// (a piece already committed here answers with its committed output).
     pub(super) fn on_occ_execute(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, req: Start) {
         if self.gone.contains_key(&req.txn) {
+            ctx.send(from, Msg::Gone { txn: req.txn });
             return;
         }
         let local = self.locals.get(&req.txn);
@@ -244,6 +245,10 @@ impl RococoServer {
         outputs: Vec<Value>,
     ) {
         let txn = req.txn;
+        if self.gone.contains_key(&txn) {
+            ctx.send(from, Msg::Gone { txn });
+            return;
+        }
         if req.pieces.len() != outputs.len() || req.inputs.len() != outputs.len() {
             tracing::warn!(?txn, "malformed merged-piece commit request");
             return;
