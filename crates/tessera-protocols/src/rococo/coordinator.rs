@@ -326,6 +326,8 @@ impl Node<Msg> for RococoCoordinator {
             | Msg::OccVote { .. }
             | Msg::OccDecide { .. }
             | Msg::OccDecideOk { .. }
+            | Msg::OccAsk { .. }
+            | Msg::OccAbort { .. }
             | Msg::Start(_)
             | Msg::Commit { .. }
             | Msg::Committed { .. }

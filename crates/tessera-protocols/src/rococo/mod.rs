@@ -156,6 +156,12 @@ pub struct RococoConfig {
     /// backed-off resend. Two drivers of one transaction are harmless
     /// ([`driver`]), so acting early costs only messages.
     pub recover_blocker_after: Time,
+    /// A participant that voted yes for merged pieces (§4.2) and heard no
+    /// decision for this long asks the 2PC's leader (termination; resent
+    /// with backoff to `8 × retransmit`): the leader resends its decisions
+    /// itself, so this matters only once the leader lost an undecided
+    /// attempt in a crash, and nobody else resends it.
+    pub ask_decision_after: Time,
     /// Length of a garbage-collection epoch (§3.4).
     pub epoch: Time,
     /// A server forgets a finished transaction whose coordinator never said
@@ -178,6 +184,7 @@ impl Default for RococoConfig {
             retransmit: 20 * MS,
             recover_after: 100 * MS,
             recover_blocker_after: 40 * MS,
+            ask_decision_after: 100 * MS,
             epoch: 100 * MS,
             forget_after: 1000 * MS,
             sweep: 5 * MS,

@@ -139,6 +139,22 @@ pub enum Msg {
     OccRetry {
         txn: TxnId,
     },
+    /// Participant → leader: *termination* of a 2PC (§4.2's OCC+2PC, §3.5):
+    /// this participant voted yes for `attempt` long ago and heard no
+    /// decision; what is it? Resent with backoff until answered by an
+    /// `OccDecide` or an `OccAbort`.
+    OccAsk {
+        txn: TxnId,
+        attempt: u32,
+    },
+    /// Leader → participant: `attempt` is aborted: release its locks. The
+    /// answer to an `OccAsk` about an attempt the leader has no record of
+    /// (presumed abort) or aborted, and to a late yes vote for an aborted
+    /// attempt; acknowledged by `OccDecideOk`.
+    OccAbort {
+        txn: TxnId,
+        attempt: u32,
+    },
 }
 
 fn inputs_size(pieces: &[u16], inputs: &[Vec<Value>]) -> usize {
@@ -182,7 +198,7 @@ impl WireSize for Msg {
                 }
                 Msg::OccVote { .. } => 5,
                 Msg::OccDecide { req, .. } => 9 + inputs_size(&req.pieces, &req.inputs),
-                Msg::OccDecideOk { .. } => 4,
+                Msg::OccDecideOk { .. } | Msg::OccAsk { .. } | Msg::OccAbort { .. } => 4,
                 Msg::OccRetry { .. } => 0,
             }
     }

@@ -158,9 +158,12 @@ impl RococoServer {
             match log::Record::decode(bytes, &self.codec) {
                 Ok(log::Record::Start(req)) => self.on_start(ctx, me, req, false),
                 Ok(log::Record::Merged(req)) => self.occ_replay_commit(ctx, req),
-                Ok(log::Record::Prepared { txn, attempt, keys }) => {
-                    self.occ_replay_prepared(ctx.now(), txn, attempt, keys)
-                }
+                Ok(log::Record::Prepared {
+                    txn,
+                    attempt,
+                    leader,
+                    keys,
+                }) => self.occ_replay_prepared(ctx.now(), txn, attempt, leader, keys),
                 Ok(log::Record::Aborted { txn, attempt }) => {
                     self.occ_release(ctx.now(), txn, attempt);
                 }
@@ -884,6 +887,8 @@ impl Node<Msg> for RococoServer {
                 req,
             } => self.on_occ_decide(ctx, from, attempt, commit, reply_to, req),
             Msg::OccDecideOk { txn, attempt } => self.on_occ_decide_ok(ctx, from, txn, attempt),
+            Msg::OccAsk { txn, attempt } => self.on_occ_ask(ctx, from, txn, attempt),
+            Msg::OccAbort { txn, attempt } => self.on_occ_abort(ctx, from, txn, attempt),
             // Replies to this server's own recovery drivers.
             Msg::OccExecuteOk { txn, results } => {
                 if let Some(d) = self.recovering.get_mut(&txn) {

@@ -853,3 +853,72 @@ fn a_late_request_of_a_collected_transaction_is_answered_gone() {
     }
     assert_eq!(stock(&c), 9, "the late requests ran nothing");
 }
+
+/// Termination of merged pieces' 2PC (§4.2 with §3.5): S2 voted yes for
+/// T's merged pieces; then the leader S1 crashed before deciding (nothing
+/// of T in its log) and T's client crashed too, so no one resends T's
+/// commit request. S2 must not keep its locks for ever: after
+/// `ask_decision_after` it asks S1, which has no record of the attempt and
+/// presumes it aborted. The abort is logged before it is sent: after
+/// another restart, T's commit request (its client came back) starts
+/// attempt 2, not a second attempt 1.
+#[test]
+fn a_prepared_participant_asks_and_a_leader_without_record_presumes_abort() {
+    let ms = tessera_core::ids::MS;
+    let (a, b, a2) = (Key::new(0, 1), Key::new(0, 2), Key::new(0, 3));
+    let mut c = Cluster::new(&[(a, 10, 0), (b, 10, 1), (a2, 10, 0)]);
+    let t = TxnId::new(NodeId(2), 0, 99);
+    let commit = Msg::OccCommit {
+        req: super::msg::Start {
+            txn: t,
+            proc: Arc::new(Buy::new(&[a, b], PieceKind::Immediate)),
+            pieces: vec![0, 1],
+            inputs: vec![Vec::new(), Vec::new()],
+        },
+        outputs: vec![enc(10), enc(10)],
+    };
+    let prepares = |c: &Cluster| -> Vec<(u32, u32)> {
+        c.queue
+            .iter()
+            .filter_map(|(_, to, m)| match m {
+                Msg::OccPrepare { attempt, .. } => Some((to.0, *attempt)),
+                _ => None,
+            })
+            .collect()
+    };
+    c.queue.push((NodeId(2), NodeId(0), commit.clone()));
+    c.step(0);
+    assert_eq!(prepares(&c), [(0, 1), (1, 1)]);
+    let i = c
+        .queue
+        .iter()
+        .position(|(_, to, m)| to.0 == 1 && matches!(m, Msg::OccPrepare { .. }))
+        .expect("prepare to S2");
+    c.step(i);
+    // S2 voted yes (T's keys there are locked); the leader crashes with
+    // the vote and its own prepare in flight.
+    c.restart(0);
+    assert!(c.queue.is_empty());
+    // T2 writes b at S2: its immediate piece waits for T's lock.
+    let t2 = c.submit(1, Arc::new(Buy::new(&[a2, b], PieceKind::Immediate)));
+    c.run();
+    assert!(c.done.is_empty(), "T2 waits for T's lock at S2");
+    // Before the timeout S2 asks nothing.
+    c.tick(1, 50 * ms);
+    assert!(c.queue.is_empty());
+    c.tick(1, 150 * ms);
+    let asked = c
+        .queue
+        .iter()
+        .any(|(_, to, m)| to.0 == 0 && matches!(m, Msg::OccAsk { txn, attempt: 1 } if *txn == t));
+    assert!(asked, "S2 asks the leader for the decision");
+    c.run();
+    assert_eq!(c.outputs(t2), [10, 10], "T's lock went; T wrote nothing");
+    // The presumed abort is in the leader's log: restarted, and asked to
+    // commit T again, it starts attempt 2.
+    c.restart(0);
+    c.queue.push((NodeId(2), NodeId(0), commit));
+    let n = c.queue.len();
+    c.step(n - 1);
+    assert_eq!(prepares(&c), [(0, 2), (1, 2)]);
+}
