@@ -36,9 +36,11 @@
 //! [`driver`] and `server::merged`.
 //!
 //! **Read-only transactions** (§4.1, Figs. 9–10): rounds of reads, each
-//! waiting at the server for the conflicting writers it knows of to finish,
-//! repeated until two rounds in a row read the same versions (with a
-//! fallback of ours for hot keys, see [`coordinator`]).
+//! waiting at the server for the conflicting writers it knows of to finish
+//! — those known when it arrives and those that came while it waited: it
+//! reads only writes it waited for or that had finished — repeated until
+//! two rounds in a row read the same versions (with a fallback of ours for
+//! hot keys, see [`coordinator`]).
 //!
 //! **Garbage collection** (§3.4): servers tag vertices with an epoch that
 //! advances with time and drop what was finished two epochs ago.
@@ -74,7 +76,12 @@
 //! attempt before the acknowledgement, the leader's decision before it
 //! leaves; a restarted participant holds the locks it voted for, a
 //! restarted leader resends its decisions, and an attempt never decided is
-//! presumed aborted (`server::merged`).
+//! presumed aborted (`server::merged`). A participant that voted yes and
+//! heard no decision for [`RococoConfig::ask_decision_after`] asks the
+//! leader (**termination**, resent with backoff); the leader answers from
+//! its log, or, with no record of the attempt, logs and sends an abort.
+//! A late request of a transaction a server has collected is answered
+//! `Gone` (another driver finished it): the driver stops, in doubt.
 //!
 //! **Deviations from the paper**, each a choice:
 //! * Epochs advance on each server's own clock instead of by agreement
@@ -95,14 +102,12 @@
 //!   coordinator's transaction is recovered after `recover_after`: a
 //!   transaction whose client crashed while a participant of its merged
 //!   pieces' 2PC was down can take ~300 ms to finish.
-//! * Not done: a participant that voted yes does not ask its leader for
-//!   the decision. If the leader crashes before deciding and the
-//!   transaction's client crashes too (no driver resends the commit
-//!   request), the participant keeps that attempt's locks (presumed
-//!   abort needs someone to ask). A request that arrives after a server
-//!   forgot the transaction (two epochs after its collection) is taken as
-//!   new; drivers stop before that (a recovery driver stops when told the
-//!   transaction committed), but nothing enforces it.
+//! * Termination asks the leader only, not the other participants
+//!   (cooperative termination): a participant whose leader is down waits
+//!   for it to restart. A request that arrives after a server forgot the
+//!   transaction (`forget_after`, at least two epochs, after its
+//!   collection) is still taken as new; drivers stop at the first `Gone`
+//!   before that, but nothing enforces it.
 //! * A crashed coordinator's request is not logged (see above); neither
 //!   is a read-only transaction's (it is simply retried).
 //! * Merged pieces (§4.2): the paper has the coordinator run OCC+2PC;

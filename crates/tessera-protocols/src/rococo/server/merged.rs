@@ -32,6 +32,14 @@
 //! the log once all acknowledged a commit. Replayed, a participant holds
 //! the locks it voted for and a leader resends its decisions; an attempt
 //! the leader never decided is presumed aborted.
+//!
+//! **Termination**: a participant that voted yes and heard nothing for
+//! `ask_decision_after` asks the leader ([`Msg::OccAsk`], resent with
+//! backoff until a decision comes). Needed when the leader crashed before
+//! deciding and no driver resends the commit request (the client crashed
+//! too): the restarted leader has no record of the attempt, so nothing
+//! else would ever release the participant's locks. See
+//! `RococoServer::on_occ_ask` for why presuming abort is safe.
 //! A leader votes yes for a transaction whose pieces it already committed,
 //! so a driver that retries after the leader forgot the 2PC still ends.
 
