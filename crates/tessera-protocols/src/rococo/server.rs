@@ -902,7 +902,12 @@ impl Node<Msg> for RococoServer {
             }
             Msg::Commit { txn, deps } => self.on_commit(ctx, from, txn, &deps),
             Msg::Committed { txn } => {
-                if let Some(l) = self.locals.get_mut(&txn) {
+                // Only the transaction's own coordinator's word lets it be
+                // collected two epochs on: when a server's recovery driver
+                // finished it, the coordinator may merely be slow and still
+                // resending, and must get its replies, not `Gone` (it is
+                // collected after `forget_after` without a request).
+                if let Some(l) = self.locals.get_mut(&txn).filter(|_| from == txn.node()) {
                     l.committed = true;
                 }
                 // Another driver has every commit reply: ours must stop

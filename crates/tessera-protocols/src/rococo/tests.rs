@@ -816,18 +816,26 @@ impl Cluster {
 
 /// TPC-C seed 577 of the merged-pieces crash test, reduced: T's start
 /// replies to its coordinator are lost, so a server recovers T for a
-/// coordinator it thinks silent (§3.5) and commits it, and the servers
-/// collect it (§3.4). The coordinator's late resend must be answered
-/// `Gone` and end the attempt in doubt, running nothing. Before, it was
-/// ignored, the driver resent until the servers forgot the collection,
-/// and then its pieces ran a second time as a new transaction's (the
-/// seed: a NewOrder's stock written twice, 640 ms apart).
+/// coordinator it thinks silent (§3.5) and commits it. The coordinator,
+/// merely slow, resends: it gets its replies (the recovery driver's word
+/// does not let the servers collect T early), and T commits once. Once
+/// the servers have collected T, a late request is answered `Gone` and
+/// runs nothing. Before, the servers collected T two epochs after the
+/// recovery, ignored the coordinator's resends, then forgot T and ran its
+/// pieces a second time as a new transaction's (the seed: a NewOrder's
+/// stock written twice, 640 ms apart).
 #[test]
-fn a_late_request_of_a_collected_transaction_is_answered_gone() {
+fn a_late_request_of_a_recovered_transaction_is_answered() {
     let ms = tessera_core::ids::MS;
     let (a, b) = (Key::new(0, 1), Key::new(0, 2));
     let mut c = Cluster::new(&[(a, 10, 0), (b, 10, 1)]);
     let t = c.submit(0, Arc::new(Buy::new(&[a, b], PieceKind::Deferrable)));
+    let late = c
+        .queue
+        .iter()
+        .find(|(_, to, m)| to.0 == 0 && matches!(m, Msg::Start(s) if s.txn == t))
+        .cloned()
+        .expect("T's start request to S1");
     c.deliver_start(t, 0);
     c.deliver_start(t, 1);
     c.queue.retain(|(_, to, _)| to.0 != 2);
@@ -837,21 +845,35 @@ fn a_late_request_of_a_collected_transaction_is_answered_gone() {
     let stock = |c: &Cluster| dec(Some(&c.servers[0].store_ref().get(a).unwrap().value));
     assert_eq!(stock(&c), 9, "the recovery committed T");
     assert!(c.done.is_empty(), "T's coordinator heard nothing");
-    // Epochs go by (100 ms each) and both servers collect T.
+    // Epochs go by (100 ms each); the coordinator resends at last.
     for now in [200, 300, 400, 500] {
         c.tick(0, now * ms);
         c.tick(1, now * ms);
         c.run();
     }
-    assert_eq!(c.servers[0].graph_len(), 0, "T was collected");
-    // The coordinator resends its start requests.
+    assert!(c.servers[0].graph_len() > 0, "T is not collected yet");
     c.tick(2, 500 * ms);
     c.run();
-    match c.done.iter().find(|(x, _)| *x == t) {
-        Some((_, TxnOutcome::InDoubt)) => {}
-        other => panic!("T's attempt did not end in doubt: {other:?}"),
+    assert_eq!(c.outputs(t), [10, 10]);
+    assert_eq!(stock(&c), 9, "the resent requests ran nothing");
+    // Its coordinator's word lets the servers collect T.
+    for now in [600, 700, 800, 900] {
+        c.tick(0, now * ms);
+        c.tick(1, now * ms);
+        c.run();
     }
-    assert_eq!(stock(&c), 9, "the late requests ran nothing");
+    assert_eq!(c.servers[0].graph_len(), 0, "T was collected");
+    c.queue.push(late);
+    let n = c.queue.len();
+    c.step(n - 1);
+    let gone = c
+        .queue
+        .iter()
+        .any(|(_, to, m)| to.0 == 2 && matches!(m, Msg::Gone { txn } if *txn == t));
+    assert!(gone, "a request after the collection is answered Gone");
+    c.run();
+    assert_eq!(stock(&c), 9, "the late request ran nothing");
+    assert_eq!(c.done.len(), 1);
 }
 
 /// Termination of merged pieces' 2PC (§4.2 with §3.5): S2 voted yes for
