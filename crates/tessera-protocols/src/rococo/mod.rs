@@ -80,8 +80,11 @@
 //! heard no decision for [`RococoConfig::ask_decision_after`] asks the
 //! leader (**termination**, resent with backoff); the leader answers from
 //! its log, or, with no record of the attempt, logs and sends an abort.
-//! A late request of a transaction a server has collected is answered
-//! `Gone` (another driver finished it): the driver stops, in doubt.
+//! A server collects a transaction two epochs after its own coordinator
+//! says it has every reply; when a server's recovery driver finished it,
+//! only after `forget_after` without a request, so that a coordinator
+//! that was merely slow still gets its replies. A request that comes
+//! after the collection is answered `Gone`: the driver stops, in doubt.
 //!
 //! **Deviations from the paper**, each a choice:
 //! * Epochs advance on each server's own clock instead of by agreement
