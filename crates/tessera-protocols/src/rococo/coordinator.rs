@@ -302,6 +302,14 @@ impl Node<Msg> for RococoCoordinator {
                 round,
                 results,
             } => self.on_ro_read_ok(ctx, txn, round, results),
+            // A server recovering for us (it thought us silent, §3.5)
+            // committed the transaction and a server collected it: its
+            // results are lost, so the attempt ends in doubt.
+            Msg::Gone { txn } => {
+                if self.rw.remove(&txn).is_some() {
+                    ctx.done(txn, TxnOutcome::InDoubt);
+                }
+            }
             Msg::OccExecuteOk { txn, results } => {
                 if let Some(d) = self.rw.get_mut(&txn) {
                     d.on_occ_execute_ok(ctx, results);
@@ -318,6 +326,8 @@ impl Node<Msg> for RococoCoordinator {
             | Msg::OccVote { .. }
             | Msg::OccDecide { .. }
             | Msg::OccDecideOk { .. }
+            | Msg::OccAsk { .. }
+            | Msg::OccAbort { .. }
             | Msg::Start(_)
             | Msg::Commit { .. }
             | Msg::Committed { .. }

@@ -36,9 +36,11 @@
 //! [`driver`] and `server::merged`.
 //!
 //! **Read-only transactions** (§4.1, Figs. 9–10): rounds of reads, each
-//! waiting at the server for the conflicting writers it knows of to finish,
-//! repeated until two rounds in a row read the same versions (with a
-//! fallback of ours for hot keys, see [`coordinator`]).
+//! waiting at the server for the conflicting writers it knows of to finish
+//! — those known when it arrives and those that came while it waited: it
+//! reads only writes it waited for or that had finished — repeated until
+//! two rounds in a row read the same versions (with a fallback of ours for
+//! hot keys, see [`coordinator`]).
 //!
 //! **Garbage collection** (§3.4): servers tag vertices with an epoch that
 //! advances with time and drop what was finished two epochs ago.
@@ -74,7 +76,15 @@
 //! attempt before the acknowledgement, the leader's decision before it
 //! leaves; a restarted participant holds the locks it voted for, a
 //! restarted leader resends its decisions, and an attempt never decided is
-//! presumed aborted (`server::merged`).
+//! presumed aborted (`server::merged`). A participant that voted yes and
+//! heard no decision for [`RococoConfig::ask_decision_after`] asks the
+//! leader (**termination**, resent with backoff); the leader answers from
+//! its log, or, with no record of the attempt, logs and sends an abort.
+//! A server collects a transaction two epochs after its own coordinator
+//! says it has every reply; when a server's recovery driver finished it,
+//! only after `forget_after` without a request, so that a coordinator
+//! that was merely slow still gets its replies. A request that comes
+//! after the collection is answered `Gone`: the driver stops, in doubt.
 //!
 //! **Deviations from the paper**, each a choice:
 //! * Epochs advance on each server's own clock instead of by agreement
@@ -95,14 +105,12 @@
 //!   coordinator's transaction is recovered after `recover_after`: a
 //!   transaction whose client crashed while a participant of its merged
 //!   pieces' 2PC was down can take ~300 ms to finish.
-//! * Not done: a participant that voted yes does not ask its leader for
-//!   the decision. If the leader crashes before deciding and the
-//!   transaction's client crashes too (no driver resends the commit
-//!   request), the participant keeps that attempt's locks (presumed
-//!   abort needs someone to ask). A request that arrives after a server
-//!   forgot the transaction (two epochs after its collection) is taken as
-//!   new; drivers stop before that (a recovery driver stops when told the
-//!   transaction committed), but nothing enforces it.
+//! * Termination asks the leader only, not the other participants
+//!   (cooperative termination): a participant whose leader is down waits
+//!   for it to restart. A request that arrives after a server forgot the
+//!   transaction (`forget_after`, at least two epochs, after its
+//!   collection) is still taken as new; drivers stop at the first `Gone`
+//!   before that, but nothing enforces it.
 //! * A crashed coordinator's request is not logged (see above); neither
 //!   is a read-only transaction's (it is simply retried).
 //! * Merged pieces (§4.2): the paper has the coordinator run OCC+2PC;
@@ -156,6 +164,12 @@ pub struct RococoConfig {
     /// backed-off resend. Two drivers of one transaction are harmless
     /// ([`driver`]), so acting early costs only messages.
     pub recover_blocker_after: Time,
+    /// A participant that voted yes for merged pieces (§4.2) and heard no
+    /// decision for this long asks the 2PC's leader (termination; resent
+    /// with backoff to `8 × retransmit`): the leader resends its decisions
+    /// itself, so this matters only once the leader lost an undecided
+    /// attempt in a crash, and nobody else resends it.
+    pub ask_decision_after: Time,
     /// Length of a garbage-collection epoch (§3.4).
     pub epoch: Time,
     /// A server forgets a finished transaction whose coordinator never said
@@ -178,6 +192,7 @@ impl Default for RococoConfig {
             retransmit: 20 * MS,
             recover_after: 100 * MS,
             recover_blocker_after: 40 * MS,
+            ask_decision_after: 100 * MS,
             epoch: 100 * MS,
             forget_after: 1000 * MS,
             sweep: 5 * MS,

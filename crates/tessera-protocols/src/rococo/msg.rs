@@ -50,6 +50,18 @@ pub enum Msg {
     Committed {
         txn: TxnId,
     },
+    /// Server → driver: `txn` committed and this server has collected it
+    /// (§3.4), so it answers the driver's late request with this instead
+    /// of results it no longer has: another driver (a server recovering
+    /// for a coordinator it thought silent, §3.5) finished the
+    /// transaction. The driver stops, its outcome in doubt. Without this
+    /// answer the driver resent until the server forgot the collection
+    /// too and ran its pieces again as a new transaction's (TPC-C seed
+    /// 577 with merged pieces and crashes: a NewOrder's stock written
+    /// twice, 640 ms apart).
+    Gone {
+        txn: TxnId,
+    },
     /// Server → server: what do you know of `txn`? Answered once `txn` is
     /// at least COMMITTING there (§3.2).
     Inquire {
@@ -127,6 +139,22 @@ pub enum Msg {
     OccRetry {
         txn: TxnId,
     },
+    /// Participant → leader: *termination* of a 2PC (§4.2's OCC+2PC, §3.5):
+    /// this participant voted yes for `attempt` long ago and heard no
+    /// decision; what is it? Resent with backoff until answered by an
+    /// `OccDecide` or an `OccAbort`.
+    OccAsk {
+        txn: TxnId,
+        attempt: u32,
+    },
+    /// Leader → participant: `attempt` is aborted: release its locks. The
+    /// answer to an `OccAsk` about an attempt the leader has no record of
+    /// (presumed abort) or aborted, and to a late yes vote for an aborted
+    /// attempt; acknowledged by `OccDecideOk`.
+    OccAbort {
+        txn: TxnId,
+        attempt: u32,
+    },
 }
 
 fn inputs_size(pieces: &[u16], inputs: &[Vec<Value>]) -> usize {
@@ -155,7 +183,10 @@ impl WireSize for Msg {
                 } => replies_size(immediate) + 2 * received.len() + vertices_size(deps),
                 Msg::Commit { deps, .. } => vertices_size(deps),
                 Msg::CommitOk { deferred, .. } => replies_size(deferred),
-                Msg::Inquire { .. } | Msg::Committed { .. } | Msg::NotHere { .. } => 0,
+                Msg::Inquire { .. }
+                | Msg::Committed { .. }
+                | Msg::NotHere { .. }
+                | Msg::Gone { .. } => 0,
                 Msg::InquireOk { deps, .. } => vertices_size(deps),
                 Msg::RoRead { pieces, inputs, .. } => 4 + inputs_size(pieces, inputs),
                 Msg::RoReadOk { results, .. } => 4 + replies_size(results),
@@ -167,7 +198,7 @@ impl WireSize for Msg {
                 }
                 Msg::OccVote { .. } => 5,
                 Msg::OccDecide { req, .. } => 9 + inputs_size(&req.pieces, &req.inputs),
-                Msg::OccDecideOk { .. } => 4,
+                Msg::OccDecideOk { .. } | Msg::OccAsk { .. } | Msg::OccAbort { .. } => 4,
                 Msg::OccRetry { .. } => 0,
             }
     }

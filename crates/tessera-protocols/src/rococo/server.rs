@@ -158,9 +158,12 @@ impl RococoServer {
             match log::Record::decode(bytes, &self.codec) {
                 Ok(log::Record::Start(req)) => self.on_start(ctx, me, req, false),
                 Ok(log::Record::Merged(req)) => self.occ_replay_commit(ctx, req),
-                Ok(log::Record::Prepared { txn, attempt, keys }) => {
-                    self.occ_replay_prepared(ctx.now(), txn, attempt, keys)
-                }
+                Ok(log::Record::Prepared {
+                    txn,
+                    attempt,
+                    leader,
+                    keys,
+                }) => self.occ_replay_prepared(ctx.now(), txn, attempt, leader, keys),
                 Ok(log::Record::Aborted { txn, attempt }) => {
                     self.occ_release(ctx.now(), txn, attempt);
                 }
@@ -221,7 +224,11 @@ impl RococoServer {
     /// touch a key locked by merged pieces waits for their decision.
     fn on_start(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, req: Start, merged: bool) {
         if self.gone.contains_key(&req.txn) {
-            return; // a late duplicate of a transaction long finished
+            // A late request of a transaction long finished.
+            if !self.replaying {
+                ctx.send(from, Msg::Gone { txn: req.txn });
+            }
+            return;
         }
         // Replayed requests were not blocked when they were logged.
         if !merged && !self.replaying && self.occ.blocks(self.shard, &req, &self.locals) {
@@ -348,7 +355,9 @@ impl RococoServer {
 
     fn on_commit(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, deps: &[Vertex]) {
         let Some(local) = self.locals.get_mut(&txn) else {
-            if !self.gone.contains_key(&txn) {
+            if self.gone.contains_key(&txn) {
+                ctx.send(from, Msg::Gone { txn });
+            } else {
                 tracing::warn!(
                     ?txn,
                     "commit request for a transaction that never started here"
@@ -617,12 +626,33 @@ impl RococoServer {
         pieces: Vec<u16>,
         inputs: Vec<Vec<Value>>,
     ) {
+        let mut ro = ParkedRo {
+            from,
+            txn,
+            round,
+            proc,
+            pieces,
+            inputs,
+            pending: Vec::new(),
+        };
+        ro.pending = self.ro_conflicts(&ro);
+        if ro.pending.is_empty() {
+            self.answer_ro(ctx, ro);
+        } else {
+            self.ro_parked.push(ro);
+        }
+    }
+
+    /// The unfinished local transactions that last wrote a key `ro` reads
+    /// here: Fig. 10's "T' in S.dep conflicts with p and T'.finished is
+    /// false".
+    fn ro_conflicts(&self, ro: &ParkedRo) -> Vec<TxnId> {
         let mut pending = Vec::new();
-        for (&piece, inputs) in pieces.iter().zip(&inputs) {
-            if piece as usize >= proc.pieces().len() {
+        for (&piece, inputs) in ro.pieces.iter().zip(&ro.inputs) {
+            if piece as usize >= ro.proc.pieces().len() {
                 continue;
             }
-            let spec = proc.resolve(piece as usize, inputs);
+            let spec = ro.proc.resolve(piece as usize, inputs);
             for a in &spec.reads {
                 let Some(w) = self.tracker.last_writer(a.key) else {
                     continue;
@@ -633,22 +663,21 @@ impl RococoServer {
                 }
             }
         }
-        let ro = ParkedRo {
-            from,
-            txn,
-            round,
-            proc,
-            pieces,
-            inputs,
-            pending,
-        };
-        if ro.pending.is_empty() {
-            self.answer_ro(ctx, ro);
-        } else {
-            self.ro_parked.push(ro);
-        }
+        pending
     }
 
+    /// `finished` finished here: the read-only requests that waited for it
+    /// alone are read now — unless a transaction that arrived while they
+    /// waited has written what they read and is unfinished, in which case
+    /// they wait for that one too. Fig. 10 reads only once no conflicting
+    /// transaction is unfinished *when it reads*: §4.1's argument ("when
+    /// one server waits for a transaction to finish it is forcing that
+    /// transaction to at least start on all other involved servers")
+    /// holds only for writes the read waited for. Reading a newcomer's
+    /// immediate write without waiting let two rounds agree on a state no
+    /// serial order has (TPC-C seed 155 with merged pieces: a StockLevel
+    /// saw a NewOrder's stock write at one server, whose merged commit had
+    /// reached the other server 8 ms later, in two rounds in a row).
     fn release_ro(&mut self, ctx: &mut Ctx<Msg>, finished: TxnId) {
         if self.ro_parked.is_empty() {
             return;
@@ -664,8 +693,13 @@ impl RococoServer {
                 i += 1;
             }
         }
-        for ro in ready {
-            self.answer_ro(ctx, ro);
+        for mut ro in ready {
+            ro.pending = self.ro_conflicts(&ro);
+            if ro.pending.is_empty() {
+                self.answer_ro(ctx, ro);
+            } else {
+                self.ro_parked.push(ro);
+            }
         }
     }
 
@@ -692,14 +726,14 @@ impl RococoServer {
             }
             results.push(reply);
         }
-        ctx.send(
-            ro.from,
-            Msg::RoReadOk {
-                txn: ro.txn,
-                round: ro.round,
-                results,
-            },
-        );
+        // Like every reply (`log`), after the records of what it read: a
+        // finish a crash takes back must not have been seen.
+        let msg = Msg::RoReadOk {
+            txn: ro.txn,
+            round: ro.round,
+            results,
+        };
+        self.log.reply(ctx, ro.from, msg);
     }
 
     // ---- timers: resends, recovery, garbage collection ----
@@ -812,7 +846,13 @@ impl RococoServer {
             self.recovering.remove(&t);
             self.gone.insert(t, (epoch, scc));
         }
-        self.gone.retain(|_, (e, _)| *e + 2 > epoch);
+        // A collected transaction is remembered (and late requests get
+        // `Gone`) for two epochs, and at least `forget_after`: a request
+        // that comes after it is forgotten is taken as a new transaction's
+        // and runs its pieces again, so the mark must outlive the resends
+        // of any driver still going (they stop at the first `Gone`).
+        let keep = 2.max(forget_after / self.cfg.epoch.max(1));
+        self.gone.retain(|_, (e, _)| *e + keep > epoch);
         // A status request about a transaction that never showed up here
         // is dropped after two epochs; its asker resends it.
         self.inquiries.retain(|_, (e, _)| *e + 2 > epoch);
@@ -847,6 +887,8 @@ impl Node<Msg> for RococoServer {
                 req,
             } => self.on_occ_decide(ctx, from, attempt, commit, reply_to, req),
             Msg::OccDecideOk { txn, attempt } => self.on_occ_decide_ok(ctx, from, txn, attempt),
+            Msg::OccAsk { txn, attempt } => self.on_occ_ask(ctx, from, txn, attempt),
+            Msg::OccAbort { txn, attempt } => self.on_occ_abort(ctx, from, txn, attempt),
             // Replies to this server's own recovery drivers.
             Msg::OccExecuteOk { txn, results } => {
                 if let Some(d) = self.recovering.get_mut(&txn) {
@@ -860,7 +902,12 @@ impl Node<Msg> for RococoServer {
             }
             Msg::Commit { txn, deps } => self.on_commit(ctx, from, txn, &deps),
             Msg::Committed { txn } => {
-                if let Some(l) = self.locals.get_mut(&txn) {
+                // Only the transaction's own coordinator's word lets it be
+                // collected two epochs on: when a server's recovery driver
+                // finished it, the coordinator may merely be slow and still
+                // resending, and must get its replies, not `Gone` (it is
+                // collected after `forget_after` without a request).
+                if let Some(l) = self.locals.get_mut(&txn).filter(|_| from == txn.node()) {
                     l.committed = true;
                 }
                 // Another driver has every commit reply: ours must stop
@@ -872,6 +919,10 @@ impl Node<Msg> for RococoServer {
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
             Msg::InquireOk { deps, .. } => self.on_inquire_ok(ctx, &deps),
             Msg::NotHere { txn } => self.on_not_here(ctx, from, txn),
+            // Another driver finished the transaction ours drives.
+            Msg::Gone { txn } => {
+                self.recovering.remove(&txn);
+            }
             Msg::RoRead {
                 txn,
                 round,

@@ -702,3 +702,245 @@ fn a_commit_reply_restarts_the_backoff_of_the_driver() {
     let now = s.now;
     assert!(s.d.on_commit_ok(now, NodeId(1), vec![reply(1)]).is_some());
 }
+
+/// A read-only transaction (§4.1): one piece reading `key` on shard 0.
+#[derive(Debug)]
+struct ReadOne {
+    pieces: Vec<PieceSpec>,
+}
+
+impl ReadOne {
+    fn new(key: Key) -> Self {
+        ReadOne {
+            pieces: vec![PieceSpec {
+                shard: ShardId(0),
+                reads: vec![Access::all(key)],
+                writes: Vec::new(),
+                kind: PieceKind::Immediate,
+                inputs: Vec::new(),
+                dynamic: false,
+            }],
+        }
+    }
+}
+
+impl Procedure for ReadOne {
+    fn name(&self) -> &'static str {
+        "read-one"
+    }
+    fn pieces(&self) -> &[PieceSpec] {
+        &self.pieces
+    }
+    fn execute(&self, _: usize, reads: &[Option<&Value>], _: &[Value]) -> PieceResult {
+        PieceResult {
+            writes: Vec::new(),
+            output: enc(dec(reads[0])),
+            user_abort: false,
+        }
+    }
+}
+
+/// The transaction a read-write message is about.
+fn about(m: &Msg) -> Option<TxnId> {
+    match m {
+        Msg::Start(s) => Some(s.txn),
+        Msg::StartOk { txn, .. }
+        | Msg::Commit { txn, .. }
+        | Msg::CommitOk { txn, .. }
+        | Msg::Committed { txn } => Some(*txn),
+        _ => None,
+    }
+}
+
+/// TPC-C seed 155 of the merged-pieces crash test, reduced (Fig. 10): a
+/// read-only request waits at S1 for the unfinished writer W of its key;
+/// meanwhile U's immediate piece writes the key. When W finishes, the
+/// read must wait for U too: U is still in its start phase (its other
+/// pieces may not have reached their servers), and a read that sees it
+/// without waiting for it breaks §4.1's argument — two rounds can then
+/// agree on U seen here and not elsewhere. Before the fix the read was
+/// answered with U's write as soon as W finished.
+#[test]
+fn a_read_only_request_waits_for_writers_that_came_while_it_waited() {
+    let k = Key::new(0, 1);
+    let mut c = Cluster::new(&[(k, 10, 0)]);
+    let w = c.submit(0, Arc::new(Buy::new(&[k], PieceKind::Deferrable)));
+    c.deliver_start(w, 0);
+    let r = c.submit(1, Arc::new(ReadOne::new(k)));
+    let ro = |c: &Cluster| {
+        c.queue
+            .iter()
+            .position(|(_, _, m)| matches!(m, Msg::RoRead { txn, .. } if *txn == r))
+    };
+    let i = ro(&c).expect("the read is sent");
+    c.step(i);
+    assert!(ro(&c).is_none(), "the read waits for W");
+    let u = c.submit(1, Arc::new(Buy::new(&[k], PieceKind::Immediate)));
+    c.deliver_start(u, 0);
+    // W to its end, U's reply to its coordinator held back.
+    while let Some(i) = c.queue.iter().position(|(_, _, m)| about(m) == Some(w)) {
+        c.step(i);
+    }
+    assert!(c.done.iter().any(|(t, _)| *t == w), "W committed");
+    let answered = c
+        .queue
+        .iter()
+        .any(|(_, _, m)| matches!(m, Msg::RoReadOk { txn, .. } if *txn == r));
+    assert!(!answered, "the read saw U's write while U was unfinished");
+    c.run();
+    let reads = match &c.done.iter().find(|(t, _)| *t == r).expect("read done").1 {
+        TxnOutcome::Committed { reads, .. } => reads.clone(),
+        other => panic!("{other:?}"),
+    };
+    // U ran first (immediate) and W's deferred piece after it: the read,
+    // done once both finished, sees W's write.
+    assert_eq!(reads.len(), 1);
+    assert_eq!(reads[0].version, w.version());
+    assert_eq!(c.outputs(w), [9]);
+    assert_eq!(c.outputs(u), [10]);
+}
+
+impl Cluster {
+    /// Node `n`'s timer fires at `now` (resends, recovery, collection).
+    fn tick(&mut self, n: u32, now: tessera_core::ids::Time) {
+        let mut effects = Vec::new();
+        let mut ctx = Ctx::new(now, NodeId(n), &mut self.rng, &mut effects);
+        let timer = tessera_core::ids::TimerId(1);
+        match n {
+            0 | 1 => self.servers[n as usize].on_timer(&mut ctx, timer),
+            _ => self.coords[n as usize - 2].on_timer(&mut ctx, timer),
+        }
+        self.collect(NodeId(n), effects);
+    }
+}
+
+/// TPC-C seed 577 of the merged-pieces crash test, reduced: T's start
+/// replies to its coordinator are lost, so a server recovers T for a
+/// coordinator it thinks silent (§3.5) and commits it. The coordinator,
+/// merely slow, resends: it gets its replies (the recovery driver's word
+/// does not let the servers collect T early), and T commits once. Once
+/// the servers have collected T, a late request is answered `Gone` and
+/// runs nothing. Before, the servers collected T two epochs after the
+/// recovery, ignored the coordinator's resends, then forgot T and ran its
+/// pieces a second time as a new transaction's (the seed: a NewOrder's
+/// stock written twice, 640 ms apart).
+#[test]
+fn a_late_request_of_a_recovered_transaction_is_answered() {
+    let ms = tessera_core::ids::MS;
+    let (a, b) = (Key::new(0, 1), Key::new(0, 2));
+    let mut c = Cluster::new(&[(a, 10, 0), (b, 10, 1)]);
+    let t = c.submit(0, Arc::new(Buy::new(&[a, b], PieceKind::Deferrable)));
+    let late = c
+        .queue
+        .iter()
+        .find(|(_, to, m)| to.0 == 0 && matches!(m, Msg::Start(s) if s.txn == t))
+        .cloned()
+        .expect("T's start request to S1");
+    c.deliver_start(t, 0);
+    c.deliver_start(t, 1);
+    c.queue.retain(|(_, to, _)| to.0 != 2);
+    // S1 hears nothing more of T's coordinator: it drives T itself.
+    c.tick(0, 150 * ms);
+    c.run();
+    let stock = |c: &Cluster| dec(Some(&c.servers[0].store_ref().get(a).unwrap().value));
+    assert_eq!(stock(&c), 9, "the recovery committed T");
+    assert!(c.done.is_empty(), "T's coordinator heard nothing");
+    // Epochs go by (100 ms each); the coordinator resends at last.
+    for now in [200, 300, 400, 500] {
+        c.tick(0, now * ms);
+        c.tick(1, now * ms);
+        c.run();
+    }
+    assert!(c.servers[0].graph_len() > 0, "T is not collected yet");
+    c.tick(2, 500 * ms);
+    c.run();
+    assert_eq!(c.outputs(t), [10, 10]);
+    assert_eq!(stock(&c), 9, "the resent requests ran nothing");
+    // Its coordinator's word lets the servers collect T.
+    for now in [600, 700, 800, 900] {
+        c.tick(0, now * ms);
+        c.tick(1, now * ms);
+        c.run();
+    }
+    assert_eq!(c.servers[0].graph_len(), 0, "T was collected");
+    c.queue.push(late);
+    let n = c.queue.len();
+    c.step(n - 1);
+    let gone = c
+        .queue
+        .iter()
+        .any(|(_, to, m)| to.0 == 2 && matches!(m, Msg::Gone { txn } if *txn == t));
+    assert!(gone, "a request after the collection is answered Gone");
+    c.run();
+    assert_eq!(stock(&c), 9, "the late request ran nothing");
+    assert_eq!(c.done.len(), 1);
+}
+
+/// Termination of merged pieces' 2PC (§4.2 with §3.5): S2 voted yes for
+/// T's merged pieces; then the leader S1 crashed before deciding (nothing
+/// of T in its log) and T's client crashed too, so no one resends T's
+/// commit request. S2 must not keep its locks for ever: after
+/// `ask_decision_after` it asks S1, which has no record of the attempt and
+/// presumes it aborted. The abort is logged before it is sent: after
+/// another restart, T's commit request (its client came back) starts
+/// attempt 2, not a second attempt 1.
+#[test]
+fn a_prepared_participant_asks_and_a_leader_without_record_presumes_abort() {
+    let ms = tessera_core::ids::MS;
+    let (a, b, a2) = (Key::new(0, 1), Key::new(0, 2), Key::new(0, 3));
+    let mut c = Cluster::new(&[(a, 10, 0), (b, 10, 1), (a2, 10, 0)]);
+    let t = TxnId::new(NodeId(2), 0, 99);
+    let commit = Msg::OccCommit {
+        req: super::msg::Start {
+            txn: t,
+            proc: Arc::new(Buy::new(&[a, b], PieceKind::Immediate)),
+            pieces: vec![0, 1],
+            inputs: vec![Vec::new(), Vec::new()],
+        },
+        outputs: vec![enc(10), enc(10)],
+    };
+    let prepares = |c: &Cluster| -> Vec<(u32, u32)> {
+        c.queue
+            .iter()
+            .filter_map(|(_, to, m)| match m {
+                Msg::OccPrepare { attempt, .. } => Some((to.0, *attempt)),
+                _ => None,
+            })
+            .collect()
+    };
+    c.queue.push((NodeId(2), NodeId(0), commit.clone()));
+    c.step(0);
+    assert_eq!(prepares(&c), [(0, 1), (1, 1)]);
+    let i = c
+        .queue
+        .iter()
+        .position(|(_, to, m)| to.0 == 1 && matches!(m, Msg::OccPrepare { .. }))
+        .expect("prepare to S2");
+    c.step(i);
+    // S2 voted yes (T's keys there are locked); the leader crashes with
+    // the vote and its own prepare in flight.
+    c.restart(0);
+    assert!(c.queue.is_empty());
+    // T2 writes b at S2: its immediate piece waits for T's lock.
+    let t2 = c.submit(1, Arc::new(Buy::new(&[a2, b], PieceKind::Immediate)));
+    c.run();
+    assert!(c.done.is_empty(), "T2 waits for T's lock at S2");
+    // Before the timeout S2 asks nothing.
+    c.tick(1, 50 * ms);
+    assert!(c.queue.is_empty());
+    c.tick(1, 150 * ms);
+    let asked = c
+        .queue
+        .iter()
+        .any(|(_, to, m)| to.0 == 0 && matches!(m, Msg::OccAsk { txn, attempt: 1 } if *txn == t));
+    assert!(asked, "S2 asks the leader for the decision");
+    c.run();
+    assert_eq!(c.outputs(t2), [10, 10], "T's lock went; T wrote nothing");
+    // The presumed abort is in the leader's log: restarted, and asked to
+    // commit T again, it starts attempt 2.
+    c.restart(0);
+    c.queue.push((NodeId(2), NodeId(0), commit));
+    let n = c.queue.len();
+    c.step(n - 1);
+    assert_eq!(prepares(&c), [(0, 2), (1, 2)]);
+}

@@ -29,7 +29,8 @@
 //! * **Prepared** — merged pieces validated here: the attempt and the keys
 //!   locked, appended before the yes vote leaves, so that a participant
 //!   that voted yes still holds its locks after a crash, as a 2PC
-//!   participant's prepare record keeps them (`twopc::wal`).
+//!   participant's prepare record keeps them (`twopc::wal`), and asks
+//!   the leader it names for the decision if none comes.
 //! * **Aborted** — an attempt's abort decision reached this participant:
 //!   its locks go, and prepares of that attempt are refused; appended
 //!   before the acknowledgement leaves (the leader then stops resending
@@ -90,10 +91,12 @@ pub(super) enum Record {
     /// The commit of merged pieces here (§4.2).
     Merged(Start),
     /// Merged pieces of `txn`'s `attempt` validated here; `keys` locked,
-    /// each with whether it is written.
+    /// each with whether it is written; `leader` asked for the vote (and
+    /// is asked for the decision if none comes).
     Prepared {
         txn: TxnId,
         attempt: u32,
+        leader: NodeId,
         keys: Vec<(Key, bool)>,
     },
     /// The abort of `txn`'s `attempt` reached this participant.
@@ -176,10 +179,16 @@ impl Record {
                     put_txn_id(&mut out, m);
                 }
             }
-            Record::Prepared { txn, attempt, keys } => {
+            Record::Prepared {
+                txn,
+                attempt,
+                leader,
+                keys,
+            } => {
                 out.put_u8(PREPARED);
                 put_txn_id(&mut out, *txn);
                 out.put_u32_le(*attempt);
+                out.put_u32_le(leader.0);
                 put_varint(&mut out, keys.len() as u64);
                 for &(k, write) in keys {
                     put_key(&mut out, k);
@@ -232,13 +241,19 @@ impl Record {
             PREPARED => {
                 let txn = get_txn_id(buf)?;
                 let attempt = get_u32(buf, "attempt")?;
+                let leader = NodeId(get_u32(buf, "leader")?);
                 let n = get_len(buf, 2, "keys")?;
                 let mut keys = Vec::with_capacity(n);
                 for _ in 0..n {
                     let k = get_key(buf)?;
                     keys.push((k, get_bool(buf, "write")?));
                 }
-                Record::Prepared { txn, attempt, keys }
+                Record::Prepared {
+                    txn,
+                    attempt,
+                    leader,
+                    keys,
+                }
             }
             ABORTED => Record::Aborted {
                 txn: get_txn_id(buf)?,
@@ -367,6 +382,7 @@ mod tests {
             Record::Prepared {
                 txn: t,
                 attempt: 3,
+                leader: NodeId(1),
                 keys: vec![(k, true), (l, false)],
             },
             Record::Aborted { txn: t, attempt: 2 },

@@ -32,6 +32,14 @@
 //! the log once all acknowledged a commit. Replayed, a participant holds
 //! the locks it voted for and a leader resends its decisions; an attempt
 //! the leader never decided is presumed aborted.
+//!
+//! **Termination**: a participant that voted yes and heard nothing for
+//! `ask_decision_after` asks the leader ([`Msg::OccAsk`], resent with
+//! backoff until a decision comes). Needed when the leader crashed before
+//! deciding and no driver resends the commit request (the client crashed
+//! too): the restarted leader has no record of the attempt, so nothing
+//! else would ever release the participant's locks. See
+//! `RococoServer::on_occ_ask` for why presuming abort is safe.
 //! A leader votes yes for a transaction whose pieces it already committed,
 //! so a driver that retries after the leader forgot the 2PC still ends.
 
@@ -57,7 +65,6 @@ struct Part {
 /// A 2PC of merged pieces led by this server.
 struct Lead {
     attempt: u32,
-    proc: Txn,
     /// The driver that asked for the commit: start replies go there.
     reply_to: NodeId,
     parts: Vec<Part>,
@@ -81,13 +88,25 @@ impl Lock {
     }
 }
 
+/// A transaction whose merged pieces are prepared here (a yes vote).
+struct Prepared {
+    attempt: u32,
+    /// The keys it locked, each with whether it writes it.
+    keys: Vec<(Key, bool)>,
+    /// The 2PC's leader: asked for the decision if none comes.
+    leader: NodeId,
+    /// When the leader was last heard of (or asked), and how many times
+    /// it was asked since.
+    heard: Time,
+    asked: u32,
+}
+
 /// A server's merged-piece state.
 #[derive(Default)]
 pub(super) struct Occ {
     locks: FastMap<Key, Lock>,
-    /// Per transaction prepared here: its attempt and the keys it locked,
-    /// each with whether it writes it.
-    prepared: FastMap<TxnId, (u32, Vec<(Key, bool)>)>,
+    /// Per transaction prepared here.
+    prepared: FastMap<TxnId, Prepared>,
     /// The lowest attempt still acceptable per transaction, and when it
     /// was last touched.
     seen: FastMap<TxnId, (u32, Time)>,
@@ -141,8 +160,8 @@ impl Occ {
         self.parked.push((from, req));
     }
 
-    fn lock(&mut self, txn: TxnId, attempt: u32, keys: Vec<(Key, bool)>) {
-        for &(k, write) in &keys {
+    fn lock(&mut self, txn: TxnId, p: Prepared) {
+        for &(k, write) in &p.keys {
             let l = self.locks.entry(k).or_default();
             if write {
                 l.writer = Some(txn);
@@ -150,14 +169,14 @@ impl Occ {
                 l.readers.push(txn);
             }
         }
-        self.prepared.insert(txn, (attempt, keys));
+        self.prepared.insert(txn, p);
     }
 
     fn unlock(&mut self, txn: TxnId) {
-        let Some((_, keys)) = self.prepared.remove(&txn) else {
+        let Some(p) = self.prepared.remove(&txn) else {
             return;
         };
-        for (k, _) in keys {
+        for (k, _) in p.keys {
             if let Some(l) = self.locks.get_mut(&k) {
                 if l.writer == Some(txn) {
                     l.writer = None;
@@ -199,6 +218,7 @@ impl RococoServer {
     /// (a piece already committed here answers with its committed output).
     pub(super) fn on_occ_execute(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, req: Start) {
         if self.gone.contains_key(&req.txn) {
+            ctx.send(from, Msg::Gone { txn: req.txn });
             return;
         }
         let local = self.locals.get(&req.txn);
@@ -244,6 +264,10 @@ impl RococoServer {
         outputs: Vec<Value>,
     ) {
         let txn = req.txn;
+        if self.gone.contains_key(&txn) {
+            ctx.send(from, Msg::Gone { txn });
+            return;
+        }
         if req.pieces.len() != outputs.len() || req.inputs.len() != outputs.len() {
             tracing::warn!(?txn, "malformed merged-piece commit request");
             return;
@@ -304,7 +328,6 @@ impl RococoServer {
             txn,
             Lead {
                 attempt,
-                proc: req.proc,
                 reply_to: from,
                 parts,
                 decided: None,
@@ -324,7 +347,7 @@ impl RococoServer {
         outputs: Vec<Value>,
     ) {
         let txn = req.txn;
-        let ok = self.occ_validate(ctx, attempt, &req, &outputs);
+        let ok = self.occ_validate(ctx, from, attempt, &req, &outputs);
         tracing::trace!(
             shard = self.shard.0,
             ?txn,
@@ -346,6 +369,7 @@ impl RococoServer {
     fn occ_validate(
         &mut self,
         ctx: &mut Ctx<Msg>,
+        leader: NodeId,
         attempt: u32,
         req: &Start,
         outputs: &[Value],
@@ -366,10 +390,14 @@ impl RococoServer {
             return false;
         }
         *seen = (attempt, now);
-        match self.occ.prepared.get(&txn) {
-            Some((a, _)) if *a == attempt => return true,
-            Some(&(a, _)) => {
+        match self.occ.prepared.get_mut(&txn) {
+            Some(p) if p.attempt == attempt => {
+                p.heard = now;
+                return true;
+            }
+            Some(p) => {
                 // A newer attempt supersedes it: its locks go, for good.
+                let a = p.attempt;
                 self.occ.unlock(txn);
                 self.log.append(ctx, &Record::Aborted { txn, attempt: a });
             }
@@ -398,10 +426,18 @@ impl RococoServer {
             &Record::Prepared {
                 txn,
                 attempt,
+                leader,
                 keys: keys.clone(),
             },
         );
-        self.occ.lock(txn, attempt, keys);
+        let p = Prepared {
+            attempt,
+            keys,
+            leader,
+            heard: now,
+            asked: 0,
+        };
+        self.occ.lock(txn, p);
         true
     }
 
@@ -420,25 +456,15 @@ impl RococoServer {
         if attempt != l.attempt {
             // A yes to an attempt already aborted: release its locks.
             if ok && attempt < l.attempt {
-                let req = Start {
-                    txn,
-                    proc: l.proc.clone(),
-                    pieces: Vec::new(),
-                    inputs: Vec::new(),
-                };
-                ctx.send(
-                    from,
-                    Msg::OccDecide {
-                        attempt,
-                        commit: false,
-                        reply_to: l.reply_to,
-                        req,
-                    },
-                );
+                ctx.send(from, Msg::OccAbort { txn, attempt });
             }
             return;
         }
         let Some(i) = l.parts.iter().position(|p| p.node == from) else {
+            // A yes to an attempt presumed aborted (`on_occ_ask`).
+            if ok && l.decided == Some(false) {
+                ctx.send(from, Msg::OccAbort { txn, attempt });
+            }
             return;
         };
         if l.decided.is_some() {
@@ -499,15 +525,81 @@ impl RococoServer {
         req: Start,
     ) {
         let txn = req.txn;
-        if commit {
-            self.occ.unlock(txn);
-            self.on_start(ctx, reply_to, req, true);
-        } else if self.occ_release(ctx.now(), txn, attempt) {
-            self.log.append(ctx, &Record::Aborted { txn, attempt });
+        if !commit {
+            self.on_occ_abort(ctx, from, txn, attempt);
+            return;
         }
-        // After the commit's or the release's record.
+        self.occ.unlock(txn);
+        self.on_start(ctx, reply_to, req, true);
+        // After the commit's record.
         self.log.reply(ctx, from, Msg::OccDecideOk { txn, attempt });
         self.occ_unpark(ctx);
+    }
+
+    /// Abort: release the attempt's locks (logged), acknowledge.
+    pub(super) fn on_occ_abort(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        from: NodeId,
+        txn: TxnId,
+        attempt: u32,
+    ) {
+        if self.occ_release(ctx.now(), txn, attempt) {
+            self.log.append(ctx, &Record::Aborted { txn, attempt });
+        }
+        // After the release's record.
+        self.log.reply(ctx, from, Msg::OccDecideOk { txn, attempt });
+        self.occ_unpark(ctx);
+    }
+
+    /// The leader: a participant that voted yes for `attempt` asks for the
+    /// decision (termination). A decided attempt's decision is resent; an
+    /// attempt older than the current one was aborted (a new attempt
+    /// starts only after the last is decided); an attempt still collecting
+    /// votes is left to finish (its prepares are resent). An attempt this
+    /// leader has no record of was never decided: a decision is logged
+    /// before anyone hears it, and a commit every participant acknowledged
+    /// (`LeadDone`) leaves none prepared. It is lost with a crash and no
+    /// driver resends it, so it is presumed aborted — and the abort is
+    /// logged before it is sent, so that a driver that comes back later
+    /// gets a new attempt (`attempt + 1`) rather than a second run of this
+    /// one that could commit what a participant was told aborted.
+    pub(super) fn on_occ_ask(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        from: NodeId,
+        txn: TxnId,
+        attempt: u32,
+    ) {
+        if let Some(l) = self.occ.leading.get(&txn) {
+            if attempt < l.attempt || (attempt == l.attempt && l.decided == Some(false)) {
+                self.log.reply(ctx, from, Msg::OccAbort { txn, attempt });
+                return;
+            }
+            if attempt == l.attempt {
+                if l.decided.is_some() {
+                    if let Some(p) = l.parts.iter().find(|p| p.node == from) {
+                        let msg = decide_msg(l, p);
+                        self.log.reply(ctx, from, msg);
+                    }
+                }
+                return;
+            }
+        }
+        tracing::debug!(shard = self.shard.0, ?txn, attempt, asker = ?from, "merged pieces: presumed abort");
+        let me = ctx.me();
+        self.log.append(
+            ctx,
+            &Record::Decided {
+                txn,
+                attempt,
+                commit: false,
+                reply_to: me,
+                parts: Vec::new(),
+            },
+        );
+        self.occ_replay_decided(txn, attempt, false, me, Vec::new());
+        self.log.reply(ctx, from, Msg::OccAbort { txn, attempt });
     }
 
     /// `txn`'s `attempt` is aborted: release its locks if it holds them
@@ -517,7 +609,7 @@ impl RococoServer {
             .occ
             .prepared
             .get(&txn)
-            .is_some_and(|(a, _)| *a == attempt);
+            .is_some_and(|p| p.attempt == attempt);
         if held {
             self.occ.unlock(txn);
         }
@@ -526,18 +618,27 @@ impl RococoServer {
         held
     }
 
-    /// Replay of a prepare record: lock again what the yes vote promised.
+    /// Replay of a prepare record: lock again what the yes vote promised
+    /// (and ask its leader for the decision in due time).
     pub(super) fn occ_replay_prepared(
         &mut self,
         now: Time,
         txn: TxnId,
         attempt: u32,
+        leader: NodeId,
         keys: Vec<(Key, bool)>,
     ) {
         self.occ.unlock(txn);
         let seen = self.occ.seen.entry(txn).or_insert((attempt, now));
         *seen = (seen.0.max(attempt), now);
-        self.occ.lock(txn, attempt, keys);
+        let p = Prepared {
+            attempt,
+            keys,
+            leader,
+            heard: now,
+            asked: 0,
+        };
+        self.occ.lock(txn, p);
     }
 
     /// Replay of a merged commit: release the locks, run the start request.
@@ -557,9 +658,6 @@ impl RococoServer {
         reply_to: NodeId,
         parts: Vec<(NodeId, Start)>,
     ) {
-        let Some(proc) = parts.first().map(|(_, r)| r.proc.clone()) else {
-            return;
-        };
         let parts = parts
             .into_iter()
             .map(|(node, req)| Part {
@@ -574,7 +672,6 @@ impl RococoServer {
             txn,
             Lead {
                 attempt,
-                proc,
                 reply_to,
                 parts,
                 decided: Some(commit),
@@ -657,6 +754,33 @@ impl RococoServer {
                     _ => {}
                 }
             }
+        }
+        // Termination: ask the leader of every attempt voted yes for long
+        // ago and still undecided here (`on_occ_ask`).
+        let ask_after = self.cfg.ask_decision_after;
+        let mut ask: Vec<(TxnId, u32, NodeId)> = Vec::new();
+        for (&t, p) in self.occ.prepared.iter_mut() {
+            let wait = if p.asked == 0 {
+                ask_after
+            } else {
+                retransmit.saturating_mul(1 << p.asked.min(3))
+            };
+            if now.saturating_sub(p.heard) >= wait {
+                p.asked += 1;
+                p.heard = now;
+                ask.push((t, p.attempt, p.leader));
+            }
+        }
+        ask.sort_unstable();
+        for (txn, attempt, leader) in ask {
+            tracing::debug!(
+                shard = self.shard.0,
+                ?txn,
+                attempt,
+                ?leader,
+                "merged pieces: ask the leader for the decision"
+            );
+            ctx.send(leader, Msg::OccAsk { txn, attempt });
         }
         let prepared = &self.occ.prepared;
         self.occ
