@@ -330,33 +330,38 @@ pub fn store_digest(store: &Store) -> u64 {
     h.finish()
 }
 
+/// The keys of `a` whose value or version differs in `b`. A missing
+/// record equals an empty one: a never-written placeholder (locked by a
+/// transaction that aborted) or a deleted record one replica has collected
+/// and another not yet (COCO §6.3).
+pub(crate) fn differing_keys(a: &Store, b: &Store) -> Vec<tessera_core::ids::Key> {
+    a.records_sorted()
+        .into_iter()
+        .filter(|(k, rec)| {
+            b.get(*k).map_or(!rec.value.is_empty(), |o| {
+                o.value != rec.value
+                    || (!rec.value.is_empty() && o.meta.version != rec.meta.version)
+            })
+        })
+        .map(|(k, _)| k)
+        .collect()
+}
+
 /// Keys whose value or version differs between a shard's first replica
 /// and another of its replicas (0 once replication has converged), over
 /// each shard's replicas' stores (`None`: a replica without one, left
 /// out).
 pub(crate) fn divergent_keys<'a>(groups: impl IntoIterator<Item = Vec<Option<&'a Store>>>) -> u64 {
-    let differs = |a: &Store, b: &Store| {
-        a.records_sorted()
-            .into_iter()
-            .filter(|(k, rec)| {
-                // A missing record equals an empty one: a never-written
-                // placeholder (locked by a transaction that aborted) or a
-                // deleted record one replica has collected and another not
-                // yet (COCO §6.3).
-                b.get(*k).map_or(!rec.value.is_empty(), |o| {
-                    o.value != rec.value
-                        || (!rec.value.is_empty() && o.meta.version != rec.meta.version)
-                })
-            })
-            .count() as u64
-    };
     let mut n = 0;
     for g in groups {
         let Some((Some(first), rest)) = g.split_first() else {
             continue;
         };
         for other in rest.iter().flatten() {
-            n += differs(first, other).max(differs(other, first));
+            let d = differing_keys(first, other)
+                .len()
+                .max(differing_keys(other, first).len());
+            n += d as u64;
         }
     }
     n

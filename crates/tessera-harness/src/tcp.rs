@@ -347,20 +347,30 @@ fn settled_replica_stores(c: &ClusterConfig) -> anyhow::Result<(Vec<Vec<Store>>,
                 .map(|g| g.iter().map(Some).collect::<Vec<_>>()),
         );
         if divergent == 0 || std::time::Instant::now() >= until {
-            for (shard, g) in groups.iter().enumerate() {
-                for (k, r) in g[0].records_sorted() {
-                    for (i, o) in g.iter().enumerate().skip(1) {
-                        let theirs = o.get(k).map(|x| (x.meta.version, x.value.len()));
-                        if theirs != Some((r.meta.version, r.value.len())) {
-                            tracing::warn!(shard, replica = i, ?k, first = ?(r.meta.version, r.value.len()), ?theirs, "DEBUG differs");
-                        }
-                    }
-                }
+            if divergent > 0 {
+                warn_divergence(&groups);
             }
             return Ok((groups, divergent));
         }
         tracing::info!(divergent, "replicas not settled yet; fetching again");
         std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// Log the first keys on which a shard's replicas differ, with each
+/// replica's version and value there.
+fn warn_divergence(groups: &[Vec<Store>]) {
+    for (shard, g) in groups.iter().enumerate() {
+        for (i, other) in g.iter().enumerate().skip(1) {
+            let mut keys = crate::deploy::differing_keys(&g[0], other);
+            keys.extend(crate::deploy::differing_keys(other, &g[0]));
+            keys.sort_unstable();
+            keys.dedup();
+            for k in keys.into_iter().take(4) {
+                let at = |s: &Store| s.get(k).map(|r| (r.meta.version, r.value.clone()));
+                tracing::warn!(shard, replica = i, key = ?k, first = ?at(&g[0]), this = ?at(other), "replicas differ");
+            }
+        }
     }
 }
 
