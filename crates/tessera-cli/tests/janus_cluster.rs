@@ -50,7 +50,7 @@ fn janus_runs_over_tcp_with_three_replicas_per_shard_and_the_check_passes() {
 
 /// One replica of shard 0 is killed with SIGKILL mid-run (no checkpoint,
 /// no goodbye) and restarted: it replays its log, catches up from the
-/// other replicas, and the run's checks pass.
+/// other replicas, the run's checks pass and it ends with its peers' data.
 #[test]
 fn a_janus_replica_killed_mid_run_restarts_from_its_log_and_the_check_passes() {
     let mut c = cluster(false);
@@ -63,6 +63,7 @@ fn a_janus_replica_killed_mid_run_restarts_from_its_log_and_the_check_passes() {
     let row = row(bench, &c);
     assert_eq!(row["check"], "pass", "{row}");
     assert!(row["committed"].as_u64().unwrap() > 100, "{row}");
+    assert_eq!(counter(&row, "replica_divergent_keys"), 0, "{row}");
     assert!(
         c.log(victim).contains("recovered log"),
         "s{victim} did not replay its log:\n{}",

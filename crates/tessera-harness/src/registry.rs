@@ -786,7 +786,7 @@ fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
         // late. Measured 2026-11-25 with examples/janus-3x3.toml on two
         // busy cores: with the 2 s default, 4 of 13 runs ended with a
         // replica that had executed one or two transactions more than
-        // its peers (replica_divergent_keys > 0); with 20 s, none of 15.
+        // its peers (replica_divergent_keys > 0); with 20 s, none of 12.
         cfg.forget_epochs = cfg.forget_epochs.max(20_000 * MS / cfg.epoch);
     }
     Ok((cfg, spec))
