@@ -121,20 +121,20 @@ fn arb_msg() -> impl Strategy<Value = Msg> {
             }),
     );
     prop_oneof![
-        (t.clone(), b.clone(), arb_proc()).prop_map(|(txn, ballot, proc)| Msg::PreAccept {
+        (t.clone(), b, arb_proc()).prop_map(|(txn, ballot, proc)| Msg::PreAccept {
             txn,
             ballot,
             proc
         }),
-        (t.clone(), b.clone(), arb_deps()).prop_map(|(txn, ballot, deps)| Msg::PreAcceptOk {
+        (t.clone(), b, arb_deps()).prop_map(|(txn, ballot, deps)| Msg::PreAcceptOk {
             txn,
             ballot,
             deps
         }),
-        (t.clone(), b.clone()).prop_map(|(txn, ballot)| Msg::PreAcceptNotOk { txn, ballot }),
+        (t.clone(), b).prop_map(|(txn, ballot)| Msg::PreAcceptNotOk { txn, ballot }),
         (
             t.clone(),
-            b.clone(),
+            b,
             arb_deps(),
             any::<bool>(),
             proptest::option::of(arb_proc())
@@ -146,8 +146,8 @@ fn arb_msg() -> impl Strategy<Value = Msg> {
                 abandon,
                 proc
             }),
-        (t.clone(), b.clone()).prop_map(|(txn, ballot)| Msg::AcceptOk { txn, ballot }),
-        (t.clone(), b.clone()).prop_map(|(txn, ballot)| Msg::AcceptNotOk { txn, ballot }),
+        (t.clone(), b).prop_map(|(txn, ballot)| Msg::AcceptOk { txn, ballot }),
+        (t.clone(), b).prop_map(|(txn, ballot)| Msg::AcceptNotOk { txn, ballot }),
         arb_info().prop_map(Msg::Commit),
         (t.clone(), any::<bool>(), arb_replies()).prop_map(|(txn, abandon, results)| {
             Msg::CommitOk {
@@ -156,8 +156,8 @@ fn arb_msg() -> impl Strategy<Value = Msg> {
                 results,
             }
         }),
-        (t.clone(), b.clone()).prop_map(|(txn, ballot)| Msg::Prepare { txn, ballot }),
-        (t.clone(), b.clone(), prepared).prop_map(|(txn, ballot, prepared)| Msg::PrepareOk {
+        (t.clone(), b).prop_map(|(txn, ballot)| Msg::Prepare { txn, ballot }),
+        (t.clone(), b, prepared).prop_map(|(txn, ballot, prepared)| Msg::PrepareOk {
             txn,
             ballot,
             prepared
