@@ -250,14 +250,20 @@ pub fn run_protocol<P: Protocol>(
                 .unwrap_or_default()
         })
         .collect();
-    let replica_stores = if topology.shards.iter().any(|g| g.replicas.len() > 1) {
-        topology
-            .shards
-            .iter()
+    let replicated = topology.shards.iter().any(|g| g.replicas.len() > 1);
+    let groups = || {
+        topology.shards.iter().map(|g| {
+            g.replicas
+                .iter()
+                .map(|r| out.nodes[r.0 as usize].store())
+                .collect::<Vec<_>>()
+        })
+    };
+    let replica_stores = if replicated {
+        groups()
             .map(|g| {
-                g.replicas
-                    .iter()
-                    .map(|r| out.nodes[r.0 as usize].store().cloned().unwrap_or_default())
+                g.into_iter()
+                    .map(|s| s.cloned().unwrap_or_default())
                     .collect()
             })
             .collect()
@@ -265,8 +271,8 @@ pub fn run_protocol<P: Protocol>(
         Vec::new()
     };
     let mut counters = BTreeMap::new();
-    if topology.shards.iter().any(|g| g.replicas.len() > 1) {
-        counters.insert("replica_divergent_keys", divergent_keys(&topology, &out));
+    if replicated {
+        counters.insert("replica_divergent_keys", divergent_keys(groups()));
     }
     for r in &out.reports {
         for (name, n) in &r.counters {
@@ -324,34 +330,38 @@ pub fn store_digest(store: &Store) -> u64 {
     h.finish()
 }
 
+/// The keys of `a` whose value or version differs in `b`. A missing
+/// record equals an empty one: a never-written placeholder (locked by a
+/// transaction that aborted) or a deleted record one replica has collected
+/// and another not yet (COCO §6.3).
+pub(crate) fn differing_keys(a: &Store, b: &Store) -> Vec<tessera_core::ids::Key> {
+    a.records_sorted()
+        .into_iter()
+        .filter(|(k, rec)| {
+            b.get(*k).map_or(!rec.value.is_empty(), |o| {
+                o.value != rec.value
+                    || (!rec.value.is_empty() && o.meta.version != rec.meta.version)
+            })
+        })
+        .map(|(k, _)| k)
+        .collect()
+}
+
 /// Keys whose value or version differs between a shard's first replica
-/// and another of its replicas (0 once replication has converged).
-fn divergent_keys<M>(topology: &Topology, out: &RunOutput<M>) -> u64 {
+/// and another of its replicas (0 once replication has converged), over
+/// each shard's replicas' stores (`None`: a replica without one, left
+/// out).
+pub(crate) fn divergent_keys<'a>(groups: impl IntoIterator<Item = Vec<Option<&'a Store>>>) -> u64 {
     let mut n = 0;
-    for g in &topology.shards {
-        let Some(first) = out.nodes[g.leader().0 as usize].store() else {
+    for g in groups {
+        let Some((Some(first), rest)) = g.split_first() else {
             continue;
         };
-        for r in &g.replicas[1..] {
-            let Some(other) = out.nodes[r.0 as usize].store() else {
-                continue;
-            };
-            let differs = |a: &Store, b: &Store| {
-                a.records_sorted()
-                    .into_iter()
-                    .filter(|(k, rec)| {
-                        // A missing record equals an empty one: a
-                        // never-written placeholder (locked by a transaction
-                        // that aborted) or a deleted record one replica has
-                        // collected and another not yet (COCO §6.3).
-                        b.get(*k).map_or(!rec.value.is_empty(), |o| {
-                            o.value != rec.value
-                                || (!rec.value.is_empty() && o.meta.version != rec.meta.version)
-                        })
-                    })
-                    .count() as u64
-            };
-            n += differs(first, other).max(differs(other, first));
+        for other in rest.iter().flatten() {
+            let d = differing_keys(first, other)
+                .len()
+                .max(differing_keys(other, first).len());
+            n += d as u64;
         }
     }
     n

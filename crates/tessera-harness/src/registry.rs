@@ -106,16 +106,41 @@ impl ProtocolEntry {
     }
 
     /// Let the protocol run on `tcp` (its messages have a wire codec).
-    fn with_tcp<P: Protocol>(mut self, config: P::Config) -> Self
+    fn with_tcp<P: Protocol>(self, config: P::Config) -> Self
     where
         P::Msg: Codec,
     {
-        let c2 = config.clone();
-        let c3 = config.clone();
+        self.with_tcp_configured::<P>(move |spec| Ok((config.clone(), spec.clone())))
+    }
+
+    /// [`ProtocolEntry::with_tcp`] for a protocol whose configuration
+    /// `configure` derives from the run's spec (as for
+    /// [`ProtocolEntry::configured`]).
+    fn with_tcp_configured<P: Protocol>(
+        mut self,
+        configure: impl Fn(&BenchSpec) -> Result<(P::Config, BenchSpec), SpecError>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self
+    where
+        P::Msg: Codec,
+    {
+        let configure = Arc::new(configure);
+        let (c2, c3) = (configure.clone(), configure.clone());
         self.tcp = Some(TcpHooks {
-            bench: Box::new(move |spec, wl| crate::tcp::bench::<P>(&config, spec, wl)),
-            serve: Box::new(move |spec, wl, node| crate::tcp::serve::<P>(&c2, spec, wl, node)),
-            embed: Box::new(move |spec, wl, e| crate::tcp::embed::<P>(&c3, spec, wl, e)),
+            bench: Box::new(move |spec, wl| {
+                let (config, spec) = configure(spec)?;
+                crate::tcp::bench::<P>(&config, &spec, wl)
+            }),
+            serve: Box::new(move |spec, wl, node| {
+                let (config, spec) = c2(spec)?;
+                crate::tcp::serve::<P>(&config, &spec, wl, node)
+            }),
+            embed: Box::new(move |spec, wl, e| {
+                let (config, spec) = c3(spec)?;
+                crate::tcp::embed::<P>(&config, &spec, wl, e)
+            }),
         });
         self
     }
@@ -226,7 +251,8 @@ pub fn registry() -> Vec<ProtocolEntry> {
             "janus",
             "Janus: PreAccept/Accept/Commit over replica groups (3 by default), fast path on identical dependencies, no aborts for conflicts (OSDI '16)",
             janus,
-        ),
+        )
+        .with_tcp_configured::<Janus>(janus),
         ProtocolEntry::new::<OccProtocol>(
             "occ-unsafe",
             "OCC + 2PC with validation switched off: broken on purpose, for checker tests",
@@ -753,6 +779,16 @@ fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
     cfg.retransmit = cfg.retransmit.max(2 * rtt);
     cfg.inquire_after = cfg.inquire_after.max(4 * rtt);
     cfg.recover_after = cfg.recover_after.max(20 * rtt);
+    if spec.runtime == crate::RuntimeKind::Tcp {
+        // Tombstones answer messages about forgotten transactions for
+        // `forget_epochs` epochs, a timing assumption (janus/gc.rs); real
+        // processes on a loaded machine deliver some messages seconds
+        // late. Measured 2026-11-25 with examples/janus-3x3.toml on two
+        // busy cores: with the 2 s default, 4 of 13 runs ended with a
+        // replica that had executed one or two transactions more than
+        // its peers (replica_divergent_keys > 0); with 20 s, none of 12.
+        cfg.forget_epochs = cfg.forget_epochs.max(20_000 * MS / cfg.epoch);
+    }
     Ok((cfg, spec))
 }
 

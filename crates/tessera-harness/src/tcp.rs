@@ -106,11 +106,19 @@ where
         stats_every: c.stats_every(),
         wakeups: None,
     })?;
+    // The protocol's counters (what is left unfinished here, for one) are
+    // in no bench row: a server outlives its bench drivers.
+    let counters: Vec<String> = out
+        .reports
+        .iter()
+        .flat_map(|(_, r)| r.counters.iter().map(|(k, v)| format!("{k}={v}")))
+        .collect();
     tracing::info!(
         node = name,
         messages = out.net.messages,
         dropped = out.dropped,
         rejected = out.rejected,
+        counters = counters.join(" "),
         "stopped"
     );
     Ok(())
@@ -155,8 +163,14 @@ where
             "messages dropped (no route or full queue)"
         );
     }
-    let stores = fetch_stores(&c)?;
     let mut counters = std::collections::BTreeMap::new();
+    let (stores, replica_stores) = if c.shards.iter().any(|s| s.replicas.len() > 1) {
+        let (groups, divergent) = settled_replica_stores(&c)?;
+        counters.insert("replica_divergent_keys", divergent);
+        (groups.iter().map(|g| g[0].clone()).collect(), groups)
+    } else {
+        (fetch_stores(&c)?, Vec::new())
+    };
     for (_, r) in &out.reports {
         for (name, n) in &r.counters {
             *counters.entry(*name).or_insert(0) += n;
@@ -172,7 +186,7 @@ where
         // The servers load and run in their own processes.
         loaded_bytes: 0,
         server_busy: 0,
-        replica_stores: Vec::new(),
+        replica_stores,
         stores,
         net: out.net,
         events: out.events,
@@ -287,19 +301,89 @@ where
 
 /// Every shard leader's store, fetched from its server process.
 pub fn fetch_stores(c: &ClusterConfig) -> anyhow::Result<Vec<Store>> {
-    let topology = c.topology();
     let servers = c.servers();
-    topology
+    c.topology()
+        .shards
+        .iter()
+        .enumerate()
+        .map(|(s, g)| fetch_one(c, &servers, s, g.leader()))
+        .collect()
+}
+
+/// Every replica's store, per shard (the leader, replica 0, first): what
+/// the replica convergence count (`replica_divergent_keys`) compares.
+pub fn fetch_replica_stores(c: &ClusterConfig) -> anyhow::Result<Vec<Vec<Store>>> {
+    let servers = c.servers();
+    c.topology()
         .shards
         .iter()
         .enumerate()
         .map(|(s, g)| {
-            let leader = g.leader();
-            let addr = servers[leader.0 as usize].1;
-            let img = tessera_tcp::fetch_store(addr, leader, c.net.max_frame_bytes.max(1 << 30))
-                .with_context(|| format!("fetching shard {s}'s store from {addr}"))?
-                .ok_or_else(|| anyhow!("{addr} has no store for shard {s}"))?;
-            decode_store(&mut &img[..]).with_context(|| format!("shard {s}'s store image"))
+            g.replicas
+                .iter()
+                .map(|&r| fetch_one(c, &servers, s, r))
+                .collect()
         })
         .collect()
+}
+
+/// How long [`settled_replica_stores`] waits for the replicas to agree.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Every replica's store once the replicas of each shard agree, or as they
+/// are after [`SETTLE`], with the number of keys on which they differ.
+/// Replicas of a leaderless protocol settle after the clients stop: a
+/// replica that missed a Commit learns it from the others (Janus's
+/// announcements and Inquires, at their own periods), and a transaction
+/// whose coordinator stopped with the bench driver is finished by a
+/// replica's recovery (§3.3).
+fn settled_replica_stores(c: &ClusterConfig) -> anyhow::Result<(Vec<Vec<Store>>, u64)> {
+    let until = std::time::Instant::now() + SETTLE;
+    loop {
+        let groups = fetch_replica_stores(c)?;
+        let divergent = crate::deploy::divergent_keys(
+            groups
+                .iter()
+                .map(|g| g.iter().map(Some).collect::<Vec<_>>()),
+        );
+        if divergent == 0 || std::time::Instant::now() >= until {
+            if divergent > 0 {
+                warn_divergence(&groups);
+            }
+            return Ok((groups, divergent));
+        }
+        tracing::info!(divergent, "replicas not settled yet; fetching again");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// Log the first keys on which a shard's replicas differ, with each
+/// replica's version and value there.
+fn warn_divergence(groups: &[Vec<Store>]) {
+    for (shard, g) in groups.iter().enumerate() {
+        for (i, other) in g.iter().enumerate().skip(1) {
+            let mut keys = crate::deploy::differing_keys(&g[0], other);
+            keys.extend(crate::deploy::differing_keys(other, &g[0]));
+            keys.sort_unstable();
+            keys.dedup();
+            for k in keys.into_iter().take(4) {
+                let at = |s: &Store| s.get(k).map(|r| (r.meta.version, r.value.clone()));
+                tracing::warn!(shard, replica = i, key = ?k, first = ?at(&g[0]), this = ?at(other), "replicas differ");
+            }
+        }
+    }
+}
+
+/// The store of `node`, a replica of shard `s`.
+fn fetch_one(
+    c: &ClusterConfig,
+    servers: &[(tessera_core::NodeId, std::net::SocketAddr)],
+    s: usize,
+    node: tessera_core::NodeId,
+) -> anyhow::Result<Store> {
+    let addr = servers[node.0 as usize].1;
+    let img = tessera_tcp::fetch_store(addr, node, c.net.max_frame_bytes.max(1 << 30))
+        .with_context(|| format!("fetching shard {s}'s store from {addr}"))?
+        .ok_or_else(|| anyhow!("{addr} has no store for shard {s}"))?;
+    decode_store(&mut &img[..]).with_context(|| format!("shard {s}'s store image"))
 }

@@ -41,8 +41,21 @@ impl Cluster {
 
     /// `workload`: the body of the cluster file's `[workload]` table.
     pub fn with_workload(protocol: &str, fsync: bool, workload: &str) -> Self {
+        Cluster::replicated(protocol, fsync, workload, 3, 1)
+    }
+
+    /// `shards` shards of `replicas` replicas each: server `i` (node
+    /// `s<i>`) is replica `i % replicas` of shard `i / replicas`.
+    pub fn replicated(
+        protocol: &str,
+        fsync: bool,
+        workload: &str,
+        shards: usize,
+        replicas: usize,
+    ) -> Self {
+        let n = shards * replicas;
         let dir = tempfile::tempdir().unwrap();
-        let ports = free_ports(3);
+        let ports = free_ports(n);
         let mut text = format!(
             r#"
 [cluster]
@@ -60,9 +73,13 @@ stats_every_s = 0
 "#
         );
         for (i, p) in ports.iter().enumerate() {
-            text += &format!(
-                "[[nodes]]\nname = \"s{i}\"\naddr = \"127.0.0.1:{p}\"\n[[shards]]\nreplicas = [\"s{i}\"]\n"
-            );
+            text += &format!("[[nodes]]\nname = \"s{i}\"\naddr = \"127.0.0.1:{p}\"\n");
+        }
+        for s in 0..shards {
+            let names: Vec<String> = (0..replicas)
+                .map(|r| format!("\"s{}\"", s * replicas + r))
+                .collect();
+            text += &format!("[[shards]]\nreplicas = [{}]\n", names.join(", "));
         }
         let config = dir.path().join("cluster.toml");
         std::fs::write(&config, text).unwrap();
@@ -72,11 +89,11 @@ stats_every_s = 0
             ports,
             servers: Vec::new(),
         };
-        for i in 0..3 {
+        for i in 0..n {
             let child = c.spawn(i);
             c.servers.push(Some(child));
         }
-        for i in 0..3 {
+        for i in 0..n {
             c.wait_up(i);
         }
         c
@@ -114,6 +131,13 @@ stats_every_s = 0
 
     pub fn log(&self, i: usize) -> String {
         std::fs::read_to_string(self.dir.path().join(format!("s{i}.log"))).unwrap_or_default()
+    }
+
+    /// Every server's log, each under its name.
+    pub fn logs(&self) -> String {
+        (0..self.ports.len())
+            .map(|i| format!("--- s{i}\n{}", self.log(i)))
+            .collect()
     }
 
     pub fn bench(&self, duration: &str) -> Child {

@@ -91,6 +91,7 @@
 //! * The client's answer comes from the first replica of each shard to
 //!   reply, not the nearest by site.
 
+mod codec;
 mod coordinator;
 mod driver;
 mod gc;

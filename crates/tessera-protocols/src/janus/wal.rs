@@ -94,7 +94,12 @@ const COMMITTED: u8 = 4;
 const EXECUTED: u8 = 5;
 const FORGOTTEN: u8 = 6;
 
-fn put_deps(out: &mut BytesMut, deps: &[Dep]) {
+// The encoders below are shared with the wire codec ([`super::codec`]), so
+// that a message and a log record carry dependencies, components and piece
+// results alike.
+
+/// Dependencies: count, then per dependency its id and shards (varints).
+pub(super) fn put_deps(out: &mut BytesMut, deps: &[Dep]) {
     put_varint(out, deps.len() as u64);
     for d in deps {
         put_txn_id(out, d.txn);
@@ -109,7 +114,7 @@ fn get_u32v(buf: &mut &[u8], what: &'static str) -> Result<u32, DecodeError> {
     u32::try_from(get_varint(buf, what)?).map_err(|_| DecodeError::invalid(what, "> u32"))
 }
 
-fn get_deps(buf: &mut &[u8]) -> Result<Vec<Dep>, DecodeError> {
+pub(super) fn get_deps(buf: &mut &[u8]) -> Result<Vec<Dep>, DecodeError> {
     let n = get_len(buf, 9, "dependencies")?;
     let mut deps = Vec::with_capacity(n);
     for _ in 0..n {
@@ -127,32 +132,42 @@ fn get_deps(buf: &mut &[u8]) -> Result<Vec<Dep>, DecodeError> {
     Ok(deps)
 }
 
-fn put_ids(out: &mut BytesMut, ids: Option<&Arc<[TxnId]>>) {
-    match ids {
-        None => out.put_u8(0),
-        Some(ids) => {
-            out.put_u8(1);
-            put_varint(out, ids.len() as u64);
-            for &t in ids.iter() {
-                put_txn_id(out, t);
-            }
-        }
+/// A list of transaction ids: count, then 8 bytes each.
+pub(super) fn put_txns(out: &mut BytesMut, ids: &[TxnId]) {
+    put_varint(out, ids.len() as u64);
+    for &t in ids {
+        put_txn_id(out, t);
     }
 }
 
-fn get_ids(buf: &mut &[u8]) -> Result<Option<Arc<[TxnId]>>, DecodeError> {
-    if !get_bool(buf, "component present")? {
-        return Ok(None);
-    }
-    let n = get_len(buf, 8, "component")?;
+pub(super) fn get_txns(buf: &mut &[u8], what: &'static str) -> Result<Arc<[TxnId]>, DecodeError> {
+    let n = get_len(buf, 8, what)?;
     let mut ids = Vec::with_capacity(n);
     for _ in 0..n {
         ids.push(get_txn_id(buf)?);
     }
-    Ok(Some(ids.into()))
+    Ok(ids.into())
 }
 
-fn put_replies(out: &mut BytesMut, results: &[PieceReply]) {
+/// A component (or none): a presence byte, then [`put_txns`].
+pub(super) fn put_ids(out: &mut BytesMut, ids: Option<&Arc<[TxnId]>>) {
+    match ids {
+        None => out.put_u8(0),
+        Some(ids) => {
+            out.put_u8(1);
+            put_txns(out, ids);
+        }
+    }
+}
+
+pub(super) fn get_ids(buf: &mut &[u8]) -> Result<Option<Arc<[TxnId]>>, DecodeError> {
+    if !get_bool(buf, "component present")? {
+        return Ok(None);
+    }
+    get_txns(buf, "component").map(Some)
+}
+
+pub(super) fn put_replies(out: &mut BytesMut, results: &[PieceReply]) {
     put_varint(out, results.len() as u64);
     for r in results {
         put_varint(out, u64::from(r.piece));
@@ -170,7 +185,7 @@ fn put_replies(out: &mut BytesMut, results: &[PieceReply]) {
     }
 }
 
-fn get_replies(buf: &mut &[u8]) -> Result<Vec<PieceReply>, DecodeError> {
+pub(super) fn get_replies(buf: &mut &[u8]) -> Result<Vec<PieceReply>, DecodeError> {
     let n = get_len(buf, 4, "piece results")?;
     let mut results = Vec::with_capacity(n);
     for _ in 0..n {
