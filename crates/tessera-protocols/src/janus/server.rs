@@ -78,9 +78,6 @@ type PieceRef = (TxnId, u16);
 struct Asking {
     sent_at: Time,
     tries: u32,
-    /// A request has gone out (an Inquire about an ancestor with pieces
-    /// here waits a retransmit period first: its Commit normally comes).
-    sent: bool,
     /// A replica that announced it committed (for a transaction this one
     /// knows nothing else of).
     via: Option<NodeId>,
@@ -154,13 +151,9 @@ pub struct JanusServer {
     /// Whether records are written ([`ServerEnv::durable`], and every
     /// procedure so far had a codec).
     durable: bool,
-    /// Records issued, and durable, so far; the last record of the write
-    /// in flight (0: none), and the records issued since, each
-    /// length-prefixed ([`super::wal::records`]).
+    /// Records issued, and durable, so far (persist tokens).
     issued: u64,
     synced: u64,
-    flushing: u64,
-    unflushed: bytes::BytesMut,
     after_sync: VecDeque<(u64, AfterSync)>,
     /// Set from a restart until caught up.
     catch_up: Option<CatchUp>,
@@ -205,28 +198,18 @@ impl JanusServer {
             durable: env.durable,
             issued: 0,
             synced: 0,
-            flushing: 0,
-            unflushed: bytes::BytesMut::new(),
             after_sync: VecDeque::new(),
             catch_up: None,
             replayed: 0,
             caught_up: 0,
             catch_up_us: 0,
         };
-        for write in &env.recovered {
-            let recs = super::wal::records(write)
-                .and_then(|recs| {
-                    recs.into_iter()
-                        .map(|r| Record::decode(r, &env.codec))
-                        .collect::<Result<Vec<_>, _>>()
-                })
-                .unwrap_or_else(|e| {
-                    panic!("Janus server {:?}: its log does not decode: {e}", s.me)
-                });
-            for rec in recs {
-                s.restore(rec);
-                s.replayed += 1;
-            }
+        for bytes in &env.recovered {
+            let rec = Record::decode(bytes, &env.codec).unwrap_or_else(|e| {
+                panic!("Janus server {:?}: its log does not decode: {e}", s.me)
+            });
+            s.restore(rec);
+            s.replayed += 1;
         }
         if !env.recovered.is_empty() {
             s.gc.forgotten = 0;
@@ -882,7 +865,6 @@ impl JanusServer {
             Asking {
                 sent_at: ctx.now(),
                 tries: 0,
-                sent: true,
                 via: None,
             },
         );
@@ -966,7 +948,7 @@ impl JanusServer {
             return;
         }
         if now {
-            for to in self.inquirees(a, false, None) {
+            if let Some(to) = self.inquiree(a, 0) {
                 ctx.send(to, Msg::Inquire { txn: a });
             }
         }
@@ -975,35 +957,21 @@ impl JanusServer {
             Asking {
                 sent_at: ctx.now(),
                 tries: 0,
-                sent: now,
                 via: None,
             },
         );
     }
 
-    /// Whom to ask about `a`: the replicas of its shards other than this
-    /// one (`via`, the replica that announced it, when none is known) —
-    /// the first of them the first time, every one of them on a retry.
-    /// Asking one replica per try, in turn, left a restarted replica
-    /// without the ancestor it waited for until the end of a run (crash
-    /// seed 187): its first Inquire was lost, the next replica asked was
-    /// down, the next cut off, and the backoff of up to eight retransmit
-    /// periods put the following tries, lost again, past the cool-down.
-    /// Replicas answer a duplicate Inquire alike, and the asker ignores a
-    /// second answer.
-    fn inquirees(&self, a: TxnId, retry: bool, via: Option<NodeId>) -> Vec<NodeId> {
-        let mut all: Vec<NodeId> = self
-            .shards_of(a)
+    /// The `tries`-th server to ask about `a`: the replicas of its shards,
+    /// other than this one, in turn.
+    fn inquiree(&self, a: TxnId, tries: u32) -> Option<NodeId> {
+        let shards = self.shards_of(a);
+        let all: Vec<NodeId> = shards
             .iter()
             .flat_map(|s| self.topology.shards[s.0 as usize].replicas.iter().copied())
             .filter(|n| *n != self.me)
             .collect();
-        if all.is_empty() {
-            all.extend(via);
-        } else if !retry {
-            all.truncate(1);
-        }
-        all
+        (!all.is_empty()).then(|| all[tries as usize % all.len()])
     }
 
     fn on_inquire(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) {
@@ -1222,7 +1190,6 @@ impl JanusServer {
                     Asking {
                         sent_at: ctx.now(),
                         tries: 0,
-                        sent: true,
                         via: Some(from),
                     },
                 );
@@ -1257,7 +1224,6 @@ impl JanusServer {
                 Asking {
                     sent_at: ctx.now(),
                     tries: 0,
-                    sent: true,
                     via: Some(from),
                 },
             );
@@ -1360,12 +1326,12 @@ impl JanusServer {
             if now.saturating_sub(ask.sent_at) >= rto {
                 ask.tries += 1;
                 ask.sent_at = now;
-                resend.push((a, std::mem::replace(&mut ask.sent, true), ask.via));
+                resend.push((a, ask.tries, ask.via));
             }
         }
         resend.sort_unstable();
-        for (a, retry, via) in resend {
-            for to in self.inquirees(a, retry, via) {
+        for (a, tries, via) in resend {
+            if let Some(to) = self.inquiree(a, tries).or(via) {
                 ctx.send(to, Msg::Inquire { txn: a });
             }
         }
@@ -1431,28 +1397,13 @@ impl JanusServer {
         match rec.encode() {
             Ok(bytes) => {
                 self.issued += 1;
-                tessera_core::codec::put_bytes(&mut self.unflushed, &bytes);
-                if self.flushing == 0 {
-                    self.flush(ctx);
-                }
+                ctx.persist(self.issued, bytes);
             }
             Err(e) => {
                 tracing::error!(me = ?self.me, "Janus replica runs without a log (it will not survive a crash): {e}");
                 self.durable = false;
             }
         }
-    }
-
-    /// Group commit: the records issued since the last flush go to the log
-    /// as one write, at most one write in flight at a time. (One write per
-    /// record costs the simulator one event per record at the server, as a
-    /// WAL without group commit would cost one fsync each.)
-    fn flush(&mut self, ctx: &mut Ctx<Msg>) {
-        if self.unflushed.is_empty() {
-            return;
-        }
-        self.flushing = self.issued;
-        ctx.persist(self.issued, std::mem::take(&mut self.unflushed).freeze());
     }
 
     /// Do `what` once every record issued so far is durable.
@@ -1801,10 +1752,6 @@ impl Node<Msg> for JanusServer {
 
     fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
         self.synced = self.synced.max(token);
-        if token == self.flushing {
-            self.flushing = 0;
-            self.flush(ctx);
-        }
         while self
             .after_sync
             .front()
