@@ -6,7 +6,8 @@
 //! conflicts, §3.2), and the replicas of each shard hold the same data at
 //! the end; the servers' graph garbage collection runs throughout.
 //!
-//! `TESSERA_SEEDS` sets the number of seeds (default 200).
+//! `TESSERA_SEEDS` sets the number of seeds (default 200), or a range of
+//! them (`TESSERA_SEEDS=187..188` runs seed 187 alone).
 
 use tessera_core::history::Outcome;
 use tessera_core::ids::MS;
@@ -16,11 +17,19 @@ use tessera_harness::{run_bench, BenchOutcome, BenchSpec, RuntimeKind, WorkloadS
 use tessera_workloads::tpcc::{Mix, RemoteNewOrder};
 use tessera_workloads::{MicroConfig, TpccConfig, YcsbConfig};
 
+fn seed_range() -> std::ops::Range<u64> {
+    let Ok(v) = std::env::var("TESSERA_SEEDS") else {
+        return 0..200;
+    };
+    let bad = || panic!("TESSERA_SEEDS={v}: want a count (200) or a range (187..188)");
+    match v.split_once("..") {
+        Some((a, b)) => a.parse().unwrap_or_else(|_| bad())..b.parse().unwrap_or_else(|_| bad()),
+        None => 0..v.parse().unwrap_or_else(|_| bad()),
+    }
+}
+
 fn seeds() -> u64 {
-    std::env::var("TESSERA_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200)
+    seed_range().end
 }
 
 /// A contended run of `seed`: zipf 0.99 over few keys, micro on even seeds
@@ -146,7 +155,7 @@ fn assert_converged(s: &BenchSpec, out: &BenchOutcome) {
 #[test]
 fn janus_is_strictly_serializable_commits_everything_and_converges() {
     let (mut fast, mut slow, mut forgotten) = (0, 0, 0);
-    for seed in 0..seeds() {
+    for seed in seed_range() {
         let s = spec(seed, false);
         let out =
             run_bench(&s).unwrap_or_else(|e| panic!("seed {seed}: {e:#}\nreplay: {}", replay(&s)));
@@ -194,8 +203,10 @@ fn janus_is_strictly_serializable_commits_everything_and_converges() {
     }
     // Contention and faults exercise both paths, and graph garbage
     // collection (50 ms epochs) runs under them.
-    assert!(fast > 0 && slow > 0, "fast {fast} slow {slow}");
-    assert!(forgotten > 0, "nothing was forgotten");
+    if seed_range().count() >= 10 {
+        assert!(fast > 0 && slow > 0, "fast {fast} slow {slow}");
+        assert!(forgotten > 0, "nothing was forgotten");
+    }
 }
 
 /// Replicas crash and restart from their logs, a minority of each shard at
@@ -208,13 +219,21 @@ fn janus_is_strictly_serializable_commits_everything_and_converges() {
 #[test]
 fn janus_survives_crashes_of_replicas_and_coordinators() {
     let (mut recovered, mut replayed, mut caught_up) = (0, 0, 0);
-    for seed in 0..seeds() {
+    for seed in seed_range() {
         let s = spec(seed, true);
         let out =
             run_bench(&s).unwrap_or_else(|e| panic!("seed {seed}: {e:#}\nreplay: {}", replay(&s)));
         let report = out.check.as_ref().expect("checked");
         assert!(report.ok, "seed {seed}: {report}\nreplay: {}", replay(&s));
-        assert!(out.row.committed > 0);
+        assert!(
+            out.row.committed > 0,
+            "seed {seed}: nothing committed ({} attempts, {} failed, {} in the history; {:?})\nreplay: {}",
+            out.row.attempts,
+            out.row.failed,
+            out.history.as_ref().map_or(0, |h| h.txns.len()),
+            out.raw.counters,
+            replay(&s)
+        );
         let counter = |name: &str| out.raw.counters.get(name).copied().unwrap_or(0);
         let h = out.history.as_ref().expect("recorded");
         let aborted = h
@@ -233,9 +252,11 @@ fn janus_survives_crashes_of_replicas_and_coordinators() {
         replayed += counter("janus_replayed");
         caught_up += counter("janus_caught_up");
     }
-    assert!(recovered > 0, "no seed needed a recovery");
-    assert!(replayed > 0, "no replica restarted from its log");
-    assert!(caught_up > 0, "no restarted replica caught up");
+    if seed_range().count() >= 10 {
+        assert!(recovered > 0, "no seed needed a recovery");
+        assert!(replayed > 0, "no replica restarted from its log");
+        assert!(caught_up > 0, "no restarted replica caught up");
+    }
 }
 
 /// TPC-C's NewOrder and Payment (§6.3's read-write transactions) over 3
