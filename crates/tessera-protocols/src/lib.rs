@@ -51,6 +51,7 @@ pub mod nocc;
 pub mod occ;
 pub mod oocc;
 pub mod paxos;
+pub mod piece;
 pub mod rococo;
 pub mod tapir;
 pub mod tombstones;

@@ -62,18 +62,7 @@ pub struct Vertex {
     pub scc: Option<Arc<[TxnId]>>,
 }
 
-/// One executed piece, as a server reports it.
-#[derive(Clone, Debug)]
-pub struct PieceReply {
-    pub piece: u16,
-    pub reads: Vec<ReadObs>,
-    pub writes: Vec<Key>,
-    pub output: Value,
-    /// The piece asked to abort its transaction (a TPC-C NewOrder with an
-    /// unused item). Rococo honours it when it came from an immediate piece
-    /// before anything was written ([`crate::rococo`], §3.1); Janus does not.
-    pub user_abort: bool,
-}
+pub use crate::piece::PieceReply;
 
 pub(crate) fn vertices_size(deps: &[Vertex]) -> usize {
     deps.iter()

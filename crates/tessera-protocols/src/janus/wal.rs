@@ -38,10 +38,10 @@ use bytes::{BufMut, Bytes, BytesMut};
 use std::sync::Arc;
 use tessera_core::codec::{
     decode_txn, encode_txn, get_bool, get_key, get_len, get_txn_id, get_u8, get_value, get_varint,
-    get_version, put_bytes, put_key, put_txn_id, put_varint, DecodeCx, DecodeError, EncodeError,
+    put_bytes, put_key, put_txn_id, put_varint, DecodeCx, DecodeError, EncodeError,
 };
 use tessera_core::ids::{Key, ShardId, TxnId};
-use tessera_core::txn::{ReadObs, Txn, Value};
+use tessera_core::txn::{Txn, Value};
 
 /// First byte of every Janus server record: `'J'`.
 pub const TAG: u8 = 0x4A;
@@ -167,57 +167,7 @@ pub(super) fn get_ids(buf: &mut &[u8]) -> Result<Option<Arc<[TxnId]>>, DecodeErr
     get_txns(buf, "component").map(Some)
 }
 
-pub(super) fn put_replies(out: &mut BytesMut, results: &[PieceReply]) {
-    put_varint(out, results.len() as u64);
-    for r in results {
-        put_varint(out, u64::from(r.piece));
-        put_varint(out, r.reads.len() as u64);
-        for o in &r.reads {
-            put_key(out, o.key);
-            out.put_u64_le(o.version.0);
-        }
-        put_varint(out, r.writes.len() as u64);
-        for &k in &r.writes {
-            put_key(out, k);
-        }
-        put_bytes(out, &r.output);
-        out.put_u8(u8::from(r.user_abort));
-    }
-}
-
-pub(super) fn get_replies(buf: &mut &[u8]) -> Result<Vec<PieceReply>, DecodeError> {
-    let n = get_len(buf, 4, "piece results")?;
-    let mut results = Vec::with_capacity(n);
-    for _ in 0..n {
-        let piece = u16::try_from(get_varint(buf, "piece")?)
-            .map_err(|_| DecodeError::invalid("piece", "> u16"))?;
-        let k = get_len(buf, 17, "reads")?;
-        let mut reads = Vec::with_capacity(k);
-        for _ in 0..k {
-            let key = get_key(buf)?;
-            reads.push(ReadObs {
-                key,
-                version: get_version(buf)?,
-            });
-        }
-        let k = get_len(buf, 9, "writes")?;
-        let mut writes = Vec::with_capacity(k);
-        for _ in 0..k {
-            writes.push(get_key(buf)?);
-        }
-        let output = get_value(buf, "piece output")?;
-        let user_abort = get_bool(buf, "user abort")?;
-        results.push(PieceReply {
-            piece,
-            reads,
-            writes,
-            output,
-            user_abort,
-        });
-    }
-    Ok(results)
-}
-
+pub(super) use crate::piece::{get_replies, put_replies};
 impl Record {
     /// The record's bytes; fails only for a procedure whose workload has
     /// no codec.
@@ -384,6 +334,7 @@ impl Record {
 mod tests {
     use super::*;
     use tessera_core::ids::{NodeId, Version};
+    use tessera_core::txn::ReadObs;
 
     fn t(i: u32) -> TxnId {
         TxnId::new(NodeId(9), 0, i)

@@ -4,23 +4,15 @@ use super::log::LogRecord;
 use crate::paxos::PaxosMsg;
 use bytes::{BufMut, BytesMut};
 use tessera_core::codec::{
-    bytes_len, decode_txn, encode_txn, get_bool, get_key, get_len, get_txn_id, get_u8, get_value,
-    get_varint, get_version, key_len, put_bytes, put_key, put_txn_id, put_varint, varint_len,
-    Codec, DecodeCx, DecodeError, EncodeError,
+    bytes_len, decode_txn, encode_txn, get_bool, get_len, get_txn_id, get_u8, get_value,
+    get_varint, put_bytes, put_txn_id, put_varint, varint_len, Codec, DecodeCx, DecodeError,
+    EncodeError,
 };
-use tessera_core::ids::{Key, NodeId, Time, TxnId};
+use tessera_core::ids::{NodeId, Time, TxnId};
 use tessera_core::node::WireSize;
-use tessera_core::txn::{AbortReason, ReadObs, Txn, Value};
+use tessera_core::txn::{AbortReason, Txn, Value};
 
-/// One executed piece, as the participant reports it.
-#[derive(Clone, Debug)]
-pub struct PieceReply {
-    pub piece: u16,
-    pub reads: Vec<ReadObs>,
-    pub writes: Vec<Key>,
-    pub output: Value,
-    pub user_abort: bool,
-}
+pub use crate::piece::PieceReply;
 
 /// Coordinator → participant: run these pieces of `txn`.
 #[derive(Clone, Debug)]
@@ -220,16 +212,6 @@ impl Msg {
     }
 }
 
-fn reply_len(r: &PieceReply) -> usize {
-    varint_len(r.piece.into())
-        + varint_len(r.reads.len() as u64)
-        + r.reads.iter().map(|o| key_len(o.key) + 8).sum::<usize>()
-        + varint_len(r.writes.len() as u64)
-        + r.writes.iter().map(|k| key_len(*k)).sum::<usize>()
-        + bytes_len(&r.output)
-        + 1
-}
-
 /// Layout: tag (1 byte), transaction id (8 bytes), then per type:
 /// * Execute: commit flag byte, since (varint), floor (8), the procedure
 ///   ([`tessera_core::codec::encode_txn`]), piece count and indices
@@ -268,23 +250,7 @@ impl Codec for Msg {
                     }
                 }
             }
-            Msg::ExecuteOk { results, .. } => {
-                put_varint(out, results.len() as u64);
-                for r in results {
-                    put_varint(out, r.piece.into());
-                    put_varint(out, r.reads.len() as u64);
-                    for o in &r.reads {
-                        put_key(out, o.key);
-                        out.put_u64_le(o.version.0);
-                    }
-                    put_varint(out, r.writes.len() as u64);
-                    for k in &r.writes {
-                        put_key(out, *k);
-                    }
-                    put_bytes(out, &r.output);
-                    out.put_u8(u8::from(r.user_abort));
-                }
-            }
+            Msg::ExecuteOk { results, .. } => crate::piece::put_replies(out, results),
             Msg::NotLeader {
                 leader: Some(l), ..
             } => put_varint(out, l.0.into()),
@@ -303,34 +269,7 @@ impl Codec for Msg {
             }
             tag::EXECUTE_OK => {
                 let committed = get_bool(buf, "committed flag")?;
-                let n = get_len(buf, 4, "piece replies")?;
-                let mut results = Vec::with_capacity(n);
-                for _ in 0..n {
-                    let piece = get_varint(buf, "piece index")?;
-                    let piece = u16::try_from(piece)
-                        .map_err(|_| DecodeError::invalid("piece index", "> u16"))?;
-                    let nr = get_len(buf, 17, "reads")?;
-                    let mut reads = Vec::with_capacity(nr);
-                    for _ in 0..nr {
-                        let key = get_key(buf)?;
-                        let version = get_version(buf)?;
-                        reads.push(ReadObs { key, version });
-                    }
-                    let nw = get_len(buf, 9, "writes")?;
-                    let mut writes = Vec::with_capacity(nw);
-                    for _ in 0..nw {
-                        writes.push(get_key(buf)?);
-                    }
-                    let output = get_value(buf, "piece output")?;
-                    let user_abort = get_bool(buf, "user abort flag")?;
-                    results.push(PieceReply {
-                        piece,
-                        reads,
-                        writes,
-                        output,
-                        user_abort,
-                    });
-                }
+                let results = crate::piece::get_replies(buf)?;
                 Msg::ExecuteOk {
                     txn,
                     results,
@@ -481,9 +420,7 @@ impl WireSize for Msg {
                             })
                             .sum::<usize>()
                 }
-                Msg::ExecuteOk { results, .. } => {
-                    varint_len(results.len() as u64) + results.iter().map(reply_len).sum::<usize>()
-                }
+                Msg::ExecuteOk { results, .. } => crate::piece::replies_len(results),
                 Msg::NotLeader { leader, .. } => leader.map_or(0, |l| varint_len(l.0.into())),
                 _ => 0,
             }

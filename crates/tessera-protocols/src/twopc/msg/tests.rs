@@ -7,6 +7,7 @@ use rand::SeedableRng;
 use std::sync::Arc;
 use tessera_core::ids::Version;
 use tessera_core::txn::Procedure;
+use tessera_core::txn::ReadObs;
 use tessera_core::workload::Workload;
 use tessera_core::Key;
 use tessera_workloads::{Ycsb, YcsbConfig};
