@@ -94,17 +94,13 @@ fn arb_lease() -> impl Strategy<Value = LeaseMsg> {
         });
     let n = any::<u64>();
     prop_oneof![
-        (n.clone(), n.clone(), n.clone()).prop_map(|(epoch, old, new)| LeaseMsg::Prepare {
-            epoch,
-            old,
-            new
-        }),
-        (n.clone(), n.clone()).prop_map(|(epoch, new)| LeaseMsg::Commit { epoch, new }),
-        (n.clone(), stage).prop_map(|(epoch, stage)| LeaseMsg::Ack { epoch, stage }),
-        n.clone().prop_map(|round| LeaseMsg::Poll { round }),
-        (n.clone(), stats).prop_map(|(round, stats)| LeaseMsg::Stats { round, stats }),
-        n.clone().prop_map(|seq| LeaseMsg::Sync { seq }),
-        (n.clone(), n).prop_map(|(seq, time)| LeaseMsg::SyncReply { seq, time }),
+        (n, n, n).prop_map(|(epoch, old, new)| LeaseMsg::Prepare { epoch, old, new }),
+        (n, n).prop_map(|(epoch, new)| LeaseMsg::Commit { epoch, new }),
+        (n, stage).prop_map(|(epoch, stage)| LeaseMsg::Ack { epoch, stage }),
+        n.prop_map(|round| LeaseMsg::Poll { round }),
+        (n, stats).prop_map(|(round, stats)| LeaseMsg::Stats { round, stats }),
+        n.prop_map(|seq| LeaseMsg::Sync { seq }),
+        (n, n).prop_map(|(seq, time)| LeaseMsg::SyncReply { seq, time }),
     ]
 }
 
