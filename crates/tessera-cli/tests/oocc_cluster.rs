@@ -135,3 +135,20 @@ fn replicated_memory_nodes_are_refused_before_anything_starts() {
     );
     assert!(!dir.path().join("run").join("pids").exists());
 }
+
+/// Protocol knobs given to `bench` on `tcp` reach the driver's
+/// coordinators (the long-lease test above), and a protocol that does not
+/// read one refuses it there as on the other runtimes, before anything
+/// runs (they were silently dropped on `tcp`).
+#[test]
+fn knobs_a_protocol_does_not_read_are_refused_on_tcp() {
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/cluster-3.toml");
+    let out = Command::new(BIN)
+        .args(["bench", "--runtime", "tcp", "--config", config])
+        .args(["--duration", "1s", "--lease-us", "5"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--lease-us"), "{err}");
+}

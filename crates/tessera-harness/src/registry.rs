@@ -56,6 +56,16 @@ impl<C, F> Configure<C> for F where
 {
 }
 
+/// The configuration `config` of protocol `name`, for any spec without
+/// knobs or replicas (it takes neither).
+fn fixed<C: Clone + Send + Sync + 'static>(name: &'static str, config: C) -> impl Configure<C> {
+    move |spec: &BenchSpec| {
+        unreplicated(spec, name)?;
+        only_knobs(spec, name, &[])?;
+        Ok((config.clone(), spec.clone()))
+    }
+}
+
 /// A runnable protocol: name, one-line summary, and how to run it.
 pub struct ProtocolEntry {
     pub name: &'static str,
@@ -78,11 +88,7 @@ impl ProtocolEntry {
     where
         P::Config: Clone,
     {
-        Self::configured::<P>(name, summary, move |spec| {
-            unreplicated(spec, name)?;
-            only_knobs(spec, name, &[])?;
-            Ok((config.clone(), spec.clone()))
-        })
+        Self::configured::<P>(name, summary, fixed(name, config))
     }
 
     /// A protocol whose configuration (and defaults, such as the number of
@@ -114,12 +120,14 @@ impl ProtocolEntry {
         (self.accepts)(spec)
     }
 
-    /// Let the protocol run on `tcp` (its messages have a wire codec).
+    /// Let the protocol run on `tcp` (its messages have a wire codec), with
+    /// the fixed configuration and the checks of [`ProtocolEntry::new`].
     fn with_tcp<P: Protocol>(self, config: P::Config) -> Self
     where
         P::Msg: Codec,
     {
-        self.with_tcp_configured::<P>(move |spec| Ok((config.clone(), spec.clone())))
+        let name = self.name;
+        self.with_tcp_configured::<P>(fixed(name, config))
     }
 
     /// [`ProtocolEntry::with_tcp`] for a protocol whose configuration
