@@ -90,7 +90,7 @@ pub fn up(config: &Path) -> Result<()> {
     // Fail before starting anything if the protocol or workload is bad.
     let spec = tessera_harness::tcp::spec_of(Arc::new(c.clone()))?;
     spec.validate()?;
-    registry::find(&spec.protocol)?;
+    registry::find(&spec.protocol)?.accepts(&spec)?;
     let exe = std::env::current_exe().map_err(|e| Failure::Run(e.into()))?;
     for d in [pid_dir(&c), c.cluster.run_dir.join("logs")] {
         fs::create_dir_all(&d).map_err(|e| io_fail("cannot create", &d, e))?;

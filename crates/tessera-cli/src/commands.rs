@@ -250,25 +250,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     if let Some(c) = &a.client_sites {
         s.client_sites = Some(ClientSites::parse(c)?);
     }
-    s.knobs = Knobs {
-        switch_cache: a.switch_cache,
-        switch_max_ops: a.switch_max_ops,
-        switch_value_width: a.switch_value_width,
-        switch_stages: a.switch_stages,
-        recirculation_ns: a.recirculation_ns,
-        commit: a.commit.clone(),
-        epoch_ms: a.epoch_ms,
-        isolation: a.isolation.clone(),
-        oocc_lease: a.oocc_lease,
-        oocc_write_unlock: a.oocc_write_unlock,
-        oocc_delayed_lock: a.oocc_delayed_lock,
-        lease_us: a.lease_us,
-        oocc_lease_adapt: a.oocc_lease_adapt,
-        oocc_lease_min_us: a.oocc_lease_min_us,
-        oocc_lease_max_us: a.oocc_lease_max_us,
-        oocc_lease_period_us: a.oocc_lease_period_us,
-        oocc_drift_stop: a.oocc_drift_stop,
-    };
+    s.knobs = knobs_of(a);
     if a.write_ratio.is_some() && !matches!(s.workload, WorkloadSpec::Counter(_)) {
         return Err(Failure::Usage(
             "--write-ratio applies to --workload counter".into(),
@@ -351,6 +333,29 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     Ok(s)
 }
 
+/// The protocol knobs the flags set.
+fn knobs_of(a: &RunArgs) -> Knobs {
+    Knobs {
+        switch_cache: a.switch_cache,
+        switch_max_ops: a.switch_max_ops,
+        switch_value_width: a.switch_value_width,
+        switch_stages: a.switch_stages,
+        recirculation_ns: a.recirculation_ns,
+        commit: a.commit.clone(),
+        epoch_ms: a.epoch_ms,
+        isolation: a.isolation.clone(),
+        oocc_lease: a.oocc_lease,
+        oocc_write_unlock: a.oocc_write_unlock,
+        oocc_delayed_lock: a.oocc_delayed_lock,
+        lease_us: a.lease_us,
+        oocc_lease_adapt: a.oocc_lease_adapt,
+        oocc_lease_min_us: a.oocc_lease_min_us,
+        oocc_lease_max_us: a.oocc_lease_max_us,
+        oocc_lease_period_us: a.oocc_lease_period_us,
+        oocc_drift_stop: a.oocc_drift_stop,
+    }
+}
+
 /// A tcp run: the workload and protocol come from the cluster file (the
 /// servers already run them); run-length and client flags apply.
 fn tcp_spec_of(a: &RunArgs, path: &Path) -> Result<BenchSpec> {
@@ -386,6 +391,12 @@ fn tcp_spec_of(a: &RunArgs, path: &Path) -> Result<BenchSpec> {
     s.check = a.check;
     s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
     s.max_unreleased = a.max_unreleased.unwrap_or(s.max_unreleased);
+    // Protocol knobs configure the coordinators of this driver's client
+    // hosts, not the running servers: a protocol takes only those that
+    // need nothing of its servers (the memory-node protocols' lease and
+    // ablation flags; their memory nodes run no protocol logic) and refuses
+    // the others.
+    s.knobs = knobs_of(a);
     s.validate()?;
     Ok(s)
 }

@@ -5,8 +5,7 @@
 
 mod common;
 
-use common::Cluster;
-use std::process::Child;
+use common::{counter, row, Cluster};
 use std::time::Duration;
 
 /// Two shards of three replicas: servers s0-s2 are shard 0, s3-s5 shard 1.
@@ -14,25 +13,6 @@ const YCSB: &str = "name = \"ycsb\"\npartitions = 2\nkeys_per_partition = 2000\n
 
 fn cluster(fsync: bool) -> Cluster {
     Cluster::replicated("janus", fsync, YCSB, 2, 3)
-}
-
-/// The bench's last row, after it exited successfully.
-fn row(bench: Child, c: &Cluster) -> serde_json::Value {
-    let out = bench.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "bench failed: {}\n{}\nlogs:\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout),
-        c.logs()
-    );
-    c.rows().pop().expect("a row")
-}
-
-fn counter(row: &serde_json::Value, name: &str) -> u64 {
-    row["counters"][name]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no counter {name} in {row}"))
 }
 
 /// The isolation and lost-write checks pass, transactions commit on

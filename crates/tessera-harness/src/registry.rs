@@ -44,6 +44,28 @@ struct TcpHooks {
     embed: Embedder,
 }
 
+/// How a protocol's configuration, and the spec it runs with (defaults
+/// such as its replicas), follow from the run's spec.
+trait Configure<C>:
+    Fn(&BenchSpec) -> Result<(C, BenchSpec), SpecError> + Send + Sync + 'static
+{
+}
+
+impl<C, F> Configure<C> for F where
+    F: Fn(&BenchSpec) -> Result<(C, BenchSpec), SpecError> + Send + Sync + 'static
+{
+}
+
+/// The configuration `config` of protocol `name`, for any spec without
+/// knobs or replicas (it takes neither).
+fn fixed<C: Clone + Send + Sync + 'static>(name: &'static str, config: C) -> impl Configure<C> {
+    move |spec: &BenchSpec| {
+        unreplicated(spec, name)?;
+        only_knobs(spec, name, &[])?;
+        Ok((config.clone(), spec.clone()))
+    }
+}
+
 /// A runnable protocol: name, one-line summary, and how to run it.
 pub struct ProtocolEntry {
     pub name: &'static str,
@@ -66,11 +88,7 @@ impl ProtocolEntry {
     where
         P::Config: Clone,
     {
-        Self::configured::<P>(name, summary, move |spec| {
-            unreplicated(spec, name)?;
-            only_knobs(spec, name, &[])?;
-            Ok((config.clone(), spec.clone()))
-        })
+        Self::configured::<P>(name, summary, fixed(name, config))
     }
 
     /// A protocol whose configuration (and defaults, such as the number of
@@ -78,10 +96,7 @@ impl ProtocolEntry {
     fn configured<P: Protocol>(
         name: &'static str,
         summary: &'static str,
-        configure: impl Fn(&BenchSpec) -> Result<(P::Config, BenchSpec), SpecError>
-            + Send
-            + Sync
-            + 'static,
+        configure: impl Configure<P::Config>,
     ) -> Self {
         let configure = Arc::new(configure);
         let check = configure.clone();
@@ -105,24 +120,20 @@ impl ProtocolEntry {
         (self.accepts)(spec)
     }
 
-    /// Let the protocol run on `tcp` (its messages have a wire codec).
+    /// Let the protocol run on `tcp` (its messages have a wire codec), with
+    /// the fixed configuration and the checks of [`ProtocolEntry::new`].
     fn with_tcp<P: Protocol>(self, config: P::Config) -> Self
     where
         P::Msg: Codec,
     {
-        self.with_tcp_configured::<P>(move |spec| Ok((config.clone(), spec.clone())))
+        let name = self.name;
+        self.with_tcp_configured::<P>(fixed(name, config))
     }
 
     /// [`ProtocolEntry::with_tcp`] for a protocol whose configuration
     /// `configure` derives from the run's spec (as for
     /// [`ProtocolEntry::configured`]).
-    fn with_tcp_configured<P: Protocol>(
-        mut self,
-        configure: impl Fn(&BenchSpec) -> Result<(P::Config, BenchSpec), SpecError>
-            + Send
-            + Sync
-            + 'static,
-    ) -> Self
+    fn with_tcp_configured<P: Protocol>(mut self, configure: impl Configure<P::Config>) -> Self
     where
         P::Msg: Codec,
     {
@@ -143,6 +154,36 @@ impl ProtocolEntry {
             }),
         });
         self
+    }
+
+    /// A protocol on memory nodes ([`tessera_protocols::disagg`]), on every
+    /// runtime. On `tcp` its compute nodes run only in the bench driver,
+    /// where all client hosts share one clock and reach each other: OOCC's
+    /// coordinators measure their drift against the Lease Manager's host
+    /// and DrTM's leases are times of the coordinators' common clock
+    /// (DrTM assumes PTP), neither of which holds between an embedded
+    /// client's process and another's. Embedding one is refused.
+    fn memory_node_protocol<P: Protocol>(
+        name: &'static str,
+        summary: &'static str,
+        configure: impl Configure<P::Config> + Clone,
+    ) -> Self
+    where
+        P::Msg: Codec,
+    {
+        let mut e = Self::configured::<P>(name, summary, configure.clone())
+            .with_tcp_configured::<P>(configure);
+        if let Some(t) = e.tcp.as_mut() {
+            t.embed = Box::new(move |_, _, _| {
+                anyhow::bail!(
+                    "{name} runs its compute nodes only in `tessera bench --runtime tcp`: \
+                     its client hosts must share one clock and reach each other, which \
+                     embedded clients (the client library, `tessera txn`) in their own \
+                     processes do not"
+                )
+            });
+        }
+        e
     }
 
     fn tcp_hooks(&self) -> anyhow::Result<&TcpHooks> {
@@ -321,12 +362,12 @@ pub fn registry() -> Vec<ProtocolEntry> {
             },
         )
         .hidden(),
-        ProtocolEntry::configured::<Oocc>(
+        ProtocolEntry::memory_node_protocol::<Oocc>(
             "oocc",
             "OOCC on memory nodes: implicit leases (one-round read-only), delayed write lock, write unlock (OOCC Alg. 1)",
             |spec| oocc(spec, OoccConfig::oocc()),
         ),
-        ProtocolEntry::configured::<Oocc>(
+        ProtocolEntry::memory_node_protocol::<Oocc>(
             "ford-occ",
             "OCC on memory nodes, FORD-style: execute + CAS lock, validate + undo log, commit, release (OOCC Fig. 3)",
             |spec| oocc(spec, OoccConfig::ford()),
@@ -341,12 +382,12 @@ pub fn registry() -> Vec<ProtocolEntry> {
             },
         )
         .hidden(),
-        ProtocolEntry::configured::<Drtm>(
+        ProtocolEntry::memory_node_protocol::<Drtm>(
             "drtm",
             "DrTM on memory nodes: 2PL, shared locks as leases set by CAS in the lock word, exclusive locks by CAS (OOCC §VIII baseline)",
             drtm,
         ),
-        ProtocolEntry::configured::<Dslr>(
+        ProtocolEntry::memory_node_protocol::<Dslr>(
             "dslr",
             "DSLR on memory nodes: 2PL with FAA reader-writer ticket locks, queueing instead of aborting (OOCC §VIII baseline)",
             dslr,
@@ -388,6 +429,24 @@ fn rococo(
 }
 
 fn unreplicated(spec: &BenchSpec, name: &str) -> Result<(), SpecError> {
+    // On `tcp` the cluster file lays out the replicas.
+    let file = spec.cluster.as_ref().and_then(|c| {
+        c.shards
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.replicas.len() > 1)
+    });
+    if let Some((i, s)) = file {
+        return Err(SpecError::Invalid {
+            flag: "[[shards]] replicas",
+            value: format!(
+                "{} nodes for shard {i} ({})",
+                s.replicas.len(),
+                s.replicas.join(", ")
+            ),
+            allowed: format!("one node per shard for {name}, which is not replicated"),
+        });
+    }
     match spec.replicas.filter(|r| *r != 1) {
         Some(r) => Err(SpecError::Invalid {
             flag: "--replicas",
@@ -552,7 +611,7 @@ fn coco(spec: &BenchSpec, cc: Cc) -> Result<(CocoConfig, BenchSpec), SpecError> 
 /// adaptation and the drift stop switch the spec sets. Only the OOCC knobs
 /// apply.
 fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), SpecError> {
-    on_memory_nodes(
+    let run = on_memory_nodes(
         spec,
         &[
             "--oocc-lease",
@@ -574,7 +633,7 @@ fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), S
     config.drift_stop = k.oocc_drift_stop.unwrap_or(config.drift_stop);
     config.lease_ns = lease_ns(spec)?.unwrap_or(config.lease_ns);
     config.adapt = lease_adapt(spec, config.lease, config.lease_ns)?;
-    Ok((config, spec.clone()))
+    Ok((config, run))
 }
 
 /// The Lease Manager's adaptation (§VII.A), off unless `--oocc-lease-adapt
@@ -652,15 +711,14 @@ fn lease_adapt(
 /// DrTM's configuration: `--lease-us` sets its shared-lock lease (400 µs
 /// by default, §VIII.A).
 fn drtm(spec: &BenchSpec) -> Result<(DrtmConfig, BenchSpec), SpecError> {
-    on_memory_nodes(spec, &["--lease-us"])?;
+    let run = on_memory_nodes(spec, &["--lease-us"])?;
     let mut config = DrtmConfig::default();
     config.lease_ns = lease_ns(spec)?.unwrap_or(config.lease_ns);
-    Ok((config, spec.clone()))
+    Ok((config, run))
 }
 
 fn dslr(spec: &BenchSpec) -> Result<(DslrConfig, BenchSpec), SpecError> {
-    on_memory_nodes(spec, &[])?;
-    Ok((DslrConfig::default(), spec.clone()))
+    Ok((DslrConfig::default(), on_memory_nodes(spec, &[])?))
 }
 
 /// `--lease-us` in nanoseconds, if given (zero is refused).
@@ -675,11 +733,21 @@ fn lease_ns(spec: &BenchSpec) -> Result<Option<tessera_core::ids::Time>, SpecErr
     }
 }
 
-/// What every protocol on memory nodes refuses: knobs other than `knobs`,
-/// and replication.
-fn on_memory_nodes(spec: &BenchSpec, knobs: &[&'static str]) -> Result<(), SpecError> {
+/// What every protocol on memory nodes refuses (knobs other than `knobs`,
+/// and replication), and the spec it runs: on `tcp`, clients start nothing
+/// in the cool-down (`--drain`), so that the transactions in flight
+/// release their locks before the bench driver exits. Memory nodes outlive
+/// the driver and nothing recovers a compute node's locks (OOCC's logs
+/// are not replayed), so a transaction cut off at the end would leave its
+/// records locked for every later run on the same memory nodes.
+fn on_memory_nodes(spec: &BenchSpec, knobs: &[&'static str]) -> Result<BenchSpec, SpecError> {
     only_knobs(spec, &spec.protocol, knobs)?;
-    unreplicated(spec, &spec.protocol)
+    unreplicated(spec, &spec.protocol)?;
+    let mut spec = spec.clone();
+    if spec.runtime == crate::RuntimeKind::Tcp {
+        spec.drain = spec.cooldown;
+    }
+    Ok(spec)
 }
 
 /// NOCC's configuration from the spec's knobs; one switch unless told.

@@ -383,7 +383,9 @@ fn fetch_one(
 ) -> anyhow::Result<Store> {
     let addr = servers[node.0 as usize].1;
     let img = tessera_tcp::fetch_store(addr, node, c.net.max_frame_bytes.max(1 << 30))
-        .with_context(|| format!("fetching shard {s}'s store from {addr}"))?
+        .with_context(|| {
+            format!("fetching shard {s}'s store from {addr} (is its server still running?)")
+        })?
         .ok_or_else(|| anyhow!("{addr} has no store for shard {s}"))?;
     decode_store(&mut &img[..]).with_context(|| format!("shard {s}'s store image"))
 }

@@ -5,7 +5,7 @@
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_tessera");
@@ -53,6 +53,25 @@ impl Cluster {
         shards: usize,
         replicas: usize,
     ) -> Self {
+        let wal = format!("fsync = {fsync}\ncheckpoint_mb = 1");
+        Cluster::build(protocol, &wal, workload, shards, replicas, 1)
+    }
+
+    /// `shards` unreplicated shards and `hosts` client hosts in the bench
+    /// driver, without a write-ahead log (memory nodes keep none).
+    pub fn unlogged(protocol: &str, workload: &str, shards: usize, hosts: u32) -> Self {
+        Cluster::build(protocol, "enabled = false", workload, shards, 1, hosts)
+    }
+
+    /// `wal`: the body of the cluster file's `[wal]` table.
+    fn build(
+        protocol: &str,
+        wal: &str,
+        workload: &str,
+        shards: usize,
+        replicas: usize,
+        hosts: u32,
+    ) -> Self {
         let n = shards * replicas;
         let dir = tempfile::tempdir().unwrap();
         let ports = free_ports(n);
@@ -65,9 +84,9 @@ run_dir = "run"
 {workload}
 [clients]
 clients = 12
+hosts = {hosts}
 [wal]
-fsync = {fsync}
-checkpoint_mb = 1
+{wal}
 [net]
 stats_every_s = 0
 "#
@@ -184,6 +203,46 @@ stats_every_s = 0
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
     }
+}
+
+/// The bench's output once it exits, or a failure if it runs for more
+/// than `limit` (a hang).
+pub fn finish_within(mut bench: Child, limit: Duration, c: &Cluster) -> Output {
+    let t = Instant::now();
+    while bench.try_wait().unwrap().is_none() {
+        if t.elapsed() > limit {
+            bench.kill().unwrap();
+            let out = bench.wait_with_output().unwrap();
+            panic!(
+                "bench still running after {limit:?}: {}\nlogs:\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                c.logs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bench.wait_with_output().unwrap()
+}
+
+/// The bench's last row, after it exited successfully (within two
+/// minutes).
+pub fn row(bench: Child, c: &Cluster) -> serde_json::Value {
+    let out = finish_within(bench, Duration::from_secs(120), c);
+    assert!(
+        out.status.success(),
+        "bench failed: {}\n{}\nlogs:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout),
+        c.logs()
+    );
+    c.rows().pop().expect("a row")
+}
+
+/// Protocol counter `name` of a bench row.
+pub fn counter(row: &serde_json::Value, name: &str) -> u64 {
+    row["counters"][name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no counter {name} in {row}"))
 }
 
 impl Drop for Cluster {

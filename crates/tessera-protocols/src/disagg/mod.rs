@@ -23,6 +23,7 @@
 //! be ordered after it, so no ordering across batches is needed.
 
 pub mod client;
+pub mod codec;
 pub mod memory;
 pub mod region;
 pub mod verbs;
