@@ -7,18 +7,29 @@
 //!
 //! In epoch mode the worker does not wait for the release (§3.1): once a
 //! transaction's commit decision is taken (locks held, reads validated,
-//! timestamp chosen) — its write-back then runs asynchronously (§4.2: "the
-//! third step can run asynchronously and a worker thread does not need to
-//! wait") — or a read-only transaction has validated, the coordinator
-//! reports it finished ([`Ctx::finished`]) and its client starts the next
-//! one. Nor does the worker wait for the decision record to be durable:
-//! the paper's epoch mode has no per-transaction durable write (its redo
-//! logs are forced at the epoch's end, §6.2); ours exists only so that
-//! primaries of a crashed coordinator learn its outcome. The outcome
-//! follows at the epoch's commit, or as an abort if the epoch aborts or
-//! the write-back finds its locks gone.
+//! timestamp chosen) it sends the write-back, which then runs
+//! asynchronously (§4.2: "the third step can run asynchronously and a
+//! worker thread does not need to wait") — or a read-only transaction has
+//! validated — the coordinator reports it finished ([`Ctx::finished`]) and
+//! its client starts the next one. The outcome follows at the epoch's
+//! commit, or as an abort if the epoch aborts or the write-back finds its
+//! locks gone.
+//!
+//! Two things keep that next transaction from tripping over this one, as
+//! they do in COCO's implementation:
+//! * its requests to a primary carry the write-backs sent there and not
+//!   yet acknowledged ([`Decided`]), which the primary installs first —
+//!   the order one connection per worker gives the paper;
+//! * the write-back goes out at the decision: the epoch mode has no
+//!   per-transaction durable write (redo logs are forced at the epoch's
+//!   end, §6.2). A crash of the coordinator between write-backs is a
+//!   failure that aborts the open epochs (§3.2): the restarted coordinator
+//!   asks the epoch manager to abort them (**Rejoin**) and presumes no
+//!   abort of its earlier transactions before that abort is durable. The
+//!   2PC modes force the decision before the write-back, as 2PC does, so
+//!   that primaries of a crashed coordinator learn its outcome.
 
-use super::msg::{Granted, Msg, PieceReply};
+use super::msg::{Decided, Granted, Msg, PieceReply};
 use super::tid::{epoch_of, lt_occ_ts, pt_occ_tid};
 use super::{Cc, CocoConfig, CommitMode, Isolation};
 use bytes::{BufMut, Bytes, BytesMut};
@@ -36,7 +47,7 @@ enum Phase {
     Executing,
     Locking,
     Validating,
-    /// Waiting for the commit decision to be durable.
+    /// Waiting for the commit decision to be durable (2PC modes).
     Deciding,
     WritingBack,
     /// Reported (or parked until its epoch commits): forgotten here.
@@ -95,6 +106,12 @@ pub struct CocoCoordinator {
     open: BTreeSet<TxnId>,
     /// Durable commit decisions not yet fully written back: (ts, epoch).
     decided: FastMap<TxnId, (u64, u64)>,
+    /// Epoch mode: write-backs sent to each primary and not yet
+    /// acknowledged, carried by later requests to it (see [`Decided`]).
+    unacked: BTreeMap<NodeId, Vec<Decided>>,
+    /// False from a restart in epoch mode until the epoch manager has
+    /// durably aborted the open epochs (**Rejoin**, see the module doc).
+    rejoined: bool,
     /// PT-OCC rule (b): the last TID this worker issued.
     last_tid: u64,
     committed_epoch: u64,
@@ -117,13 +134,15 @@ impl CocoCoordinator {
             }
         }
         CocoCoordinator {
-            config,
+            config: config.clone(),
             topology: env.topology,
             me: env.me,
             incarnation: env.incarnation,
             txns: tessera_core::fast_map(),
             open: BTreeSet::new(),
             decided,
+            unacked: BTreeMap::new(),
+            rejoined: config.commit != CommitMode::Epoch || env.incarnation == 0,
             last_tid: 0,
             committed_epoch: 0,
             parked: BTreeMap::new(),
@@ -136,27 +155,53 @@ impl CocoCoordinator {
         self.topology.leader(shard)
     }
 
-    /// The replica that serves reads: on this host's site if one is, else
-    /// the primary; only the primary when backups are not kept up to date,
-    /// and for S2PL, whose reads take locks, which only the primary keeps
-    /// (§3: 2PL "must always read from the primary replica"; §7.1.2 lets
-    /// only the OCC variants read the nearest one).
+    /// The epoch manager's node (see [`super::epoch`]).
+    fn manager(&self) -> NodeId {
+        self.topology.leader(ShardId(0))
+    }
+
+    /// The replica that serves reads (§4.1): the primary when it is as near
+    /// as any — on this host's site, or no replica is — else a replica on
+    /// this host's site. COCO reads a local copy when the node has one and
+    /// otherwise the primary; among replicas all equally near, a backup
+    /// would only answer staler (its writes come asynchronously) and fail
+    /// validation more. Only the primary when backups are not kept up to
+    /// date, and for S2PL, whose reads take locks, which only the primary
+    /// keeps (§3: 2PL "must always read from the primary replica"; §7.1.2
+    /// lets only the OCC variants read the nearest one).
     fn nearest(&self, shard: ShardId) -> NodeId {
         let group = &self.topology.shards[shard.0 as usize].replicas;
         if !self.config.commit.replicates() || self.config.cc == Cc::S2pl {
             return group[0];
         }
-        let site = self.topology.nodes[self.me.0 as usize].site;
+        let site_of = |n: NodeId| self.topology.nodes[n.0 as usize].site;
+        let site = site_of(self.me);
         let local: Vec<NodeId> = group
             .iter()
             .copied()
-            .filter(|n| self.topology.nodes[n.0 as usize].site == site)
+            .filter(|n| site_of(*n) == site)
             .collect();
-        if local.is_empty() {
+        if local.is_empty() || local.contains(&group[0]) {
             group[0]
         } else {
             local[self.me.0 as usize % local.len()]
         }
+    }
+
+    /// The write-backs a request to `to` carries (see [`Decided`]).
+    fn decided_at(&self, to: NodeId) -> Vec<Decided> {
+        self.unacked.get(&to).cloned().unwrap_or_default()
+    }
+
+    /// `txn`'s write-backs need no carrying any more (acknowledged at
+    /// `at`, or everywhere when `None`: it ended).
+    fn acked(&mut self, txn: TxnId, at: Option<NodeId>) {
+        self.unacked.retain(|n, ds| {
+            if at.is_none_or(|a| a == *n) {
+                ds.retain(|d| d.txn != txn);
+            }
+            !ds.is_empty()
+        });
     }
 
     fn floor(&self, txn: TxnId) -> TxnId {
@@ -200,6 +245,7 @@ impl CocoCoordinator {
                 .filter_map(|(r, _)| r.as_ref())
                 .flat_map(|r| r.writes.iter().cloned())
                 .collect();
+            let to = self.nearest(shard);
             let msg = Msg::Read {
                 txn,
                 floor: self.floor(txn),
@@ -207,8 +253,8 @@ impl CocoCoordinator {
                 pieces: ids,
                 inputs,
                 own,
+                decided: self.decided_at(to),
             };
-            let to = self.nearest(shard);
             if self.config.cc == Cc::S2pl && !st.locked_at.contains(&to) {
                 // It may lock there even if its answer is lost.
                 st.locked_at.push(to);
@@ -375,6 +421,7 @@ impl CocoCoordinator {
             let msg = Msg::Prepare {
                 txn,
                 floor,
+                decided: self.decided_at(to),
                 writes,
                 reads,
                 ts: st.ts_for_validation(&self.config),
@@ -500,9 +547,15 @@ impl CocoCoordinator {
             self.release(ctx, txn, st);
             return;
         }
-        st.phase = Phase::Deciding;
         st.out.clear();
-        self.finish_executing(ctx, txn, st);
+        if self.config.commit == CommitMode::Epoch {
+            // No per-transaction durable write in epoch mode (see the
+            // module doc): write back now, then let the worker go on.
+            self.write_back(ctx, txn, st);
+            self.finish_executing(ctx, txn, st);
+            return;
+        }
+        st.phase = Phase::Deciding;
         ctx.persist(txn.0, decision_record(txn, st.ts, st.epoch));
     }
 
@@ -528,7 +581,7 @@ impl CocoCoordinator {
         }
     }
 
-    fn write_back(&self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
+    fn write_back(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
         self.release_reads(ctx, txn, st);
         st.phase = Phase::WritingBack;
         for shard in st.writes.keys() {
@@ -538,6 +591,13 @@ impl CocoCoordinator {
                 ts: st.ts,
                 epoch: st.epoch,
             };
+            if self.config.commit == CommitMode::Epoch {
+                self.unacked.entry(to).or_default().push(Decided {
+                    txn,
+                    ts: st.ts,
+                    epoch: st.epoch,
+                });
+            }
             ctx.send(to, msg.clone());
             st.out.push(Out {
                 to,
@@ -551,6 +611,7 @@ impl CocoCoordinator {
         let Some(mut st) = self.txns.remove(&txn) else {
             return;
         };
+        self.acked(txn, Some(from));
         if st.phase == Phase::WritingBack {
             for o in st.out.iter_mut().filter(|o| o.to == from) {
                 o.answered = true;
@@ -667,6 +728,7 @@ impl CocoCoordinator {
         }
         self.open.remove(&txn);
         self.decided.remove(&txn);
+        self.acked(txn, None);
         st.phase = Phase::Done;
         ctx.done(txn, TxnOutcome::Aborted(reason));
     }
@@ -683,6 +745,10 @@ impl CocoCoordinator {
             }
         } else if let Some(&(ts, epoch)) = self.decided.get(&txn) {
             ctx.send(from, Msg::WriteBack { txn, ts, epoch });
+        } else if !self.rejoined {
+            // Restarted in epoch mode: what it wrote back before the crash
+            // is reverted with the open epochs, not presumed aborted here
+            // (the primary asks again, or the abort drops its locks).
         } else {
             // Presumed abort: not live and no durable decision.
             ctx.send(from, Msg::Abort { txn });
@@ -692,6 +758,9 @@ impl CocoCoordinator {
     fn tick(&mut self, ctx: &mut Ctx<Msg>) {
         let now = ctx.now();
         let rto = self.config.retransmit;
+        if !self.rejoined {
+            ctx.send(self.manager(), Msg::Rejoin);
+        }
         for st in self.txns.values_mut() {
             if now < st.retransmit_at {
                 continue;
@@ -759,6 +828,9 @@ impl Coordinator<Msg> for CocoCoordinator {
 impl Node<Msg> for CocoCoordinator {
     fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
         ctx.set_timer(self.config.retransmit / 2, TICK);
+        if !self.rejoined {
+            ctx.send(self.manager(), Msg::Rejoin);
+        }
     }
 
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
@@ -780,6 +852,11 @@ impl Node<Msg> for CocoCoordinator {
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
             Msg::EpochCommit { epoch, aborted } => self.on_epoch_commit(ctx, epoch, aborted),
             Msg::EpochAbort { epoch, next } => self.on_epoch_abort(ctx, epoch, next),
+            Msg::EpochStatus { committed, aborted } => {
+                // The open epochs of before the restart are durably aborted.
+                self.rejoined = true;
+                self.on_epoch_commit(ctx, committed, aborted);
+            }
             Msg::Abort { txn } => {
                 // A primary lost the transaction's locks to an epoch abort.
                 if let Some(mut st) = self.txns.remove(&txn) {

@@ -35,6 +35,7 @@ fn lock(txn: TxnId, writes: Vec<(Key, Value)>, reads: Vec<(Key, u64)>, ts: u64) 
     Msg::Prepare {
         txn,
         floor: txn,
+        decided: Vec::new(),
         writes,
         reads,
         ts,

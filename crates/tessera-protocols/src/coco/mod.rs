@@ -75,9 +75,17 @@
 //!   epoch commits (its prepare cannot be answered); the system resumes
 //!   when it restarts. The epoch manager is not replicated.
 //! * Recovery is built for `epoch` mode only; in the 2PC modes a crashed
-//!   server restarts from the load. A coordinator forces its commit
-//!   decision before write-back, as 2PC does, so that primaries of a
-//!   crashed coordinator learn its outcome (**Inquire**, presumed abort).
+//!   server restarts from the load. In the 2PC modes a coordinator forces
+//!   its commit decision before write-back, as 2PC does, so that
+//!   primaries of a crashed coordinator learn its outcome (**Inquire**,
+//!   presumed abort); in `epoch` mode it writes back at once and a
+//!   restarted coordinator aborts the open epochs instead (§3.2, see
+//!   `CocoCoordinator`).
+//! * Our network does not keep a worker's messages in order, which the
+//!   paper's connections do: in `epoch` mode a request to a primary
+//!   carries the coordinator's unacknowledged write-backs there (see
+//!   `msg::Decided`). S2PL's **Release** of read locks is not carried,
+//!   so a worker's next transaction can still meet its own read locks.
 //! * The log is one buffer per server (a simulated server is one worker),
 //!   and the simulator keeps the whole log: a checkpoint bounds what
 //!   recovery reads, not what the disk holds. A checkpoint is a full image

@@ -41,12 +41,28 @@ pub struct Granted {
     pub floor: u64,
 }
 
+/// A write-back this coordinator sent a primary and has not yet seen
+/// acknowledged (epoch mode). Later requests to that primary carry it, and
+/// the primary installs it before serving them: COCO's worker sends its
+/// write, then its next transaction's requests, down one ordered
+/// connection (§4.2, Fig. 3), so its next transaction never meets its own
+/// previous one's locks or reads around its writes. Our network does not
+/// keep order, so the request carries what the connection would have
+/// delivered first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decided {
+    pub txn: TxnId,
+    pub ts: u64,
+    pub epoch: u64,
+}
+
 #[derive(Clone, Debug)]
 pub enum Msg {
     /// Coordinator → nearest replica (S2PL: the primary, which locks what
     /// the pieces read and write): run these pieces on your data. `own`
     /// holds the transaction's earlier buffered writes on the shard, which
-    /// its pieces read instead of the store. `floor` as in **Prepare**.
+    /// its pieces read instead of the store. `floor` as in **Prepare**;
+    /// `decided`: write-backs to install first (see [`Decided`]).
     Read {
         txn: TxnId,
         floor: TxnId,
@@ -54,6 +70,7 @@ pub enum Msg {
         pieces: Vec<u16>,
         inputs: Vec<Vec<Value>>,
         own: Vec<(Key, Value)>,
+        decided: Vec<Decided>,
     },
     /// `locks`: S2PL only.
     ReadOk {
@@ -67,9 +84,11 @@ pub enum Msg {
     /// transaction's lock round (writes) ends everywhere before its
     /// validation round (reads) starts; a snapshot transaction sends both
     /// parts in one round (§5.3.3), validating at its `TID_SI` (LT-OCC).
+    /// `decided`: write-backs to install first (see [`Decided`]).
     Prepare {
         txn: TxnId,
         floor: TxnId,
+        decided: Vec<Decided>,
         writes: Vec<(Key, Value)>,
         reads: Vec<(Key, u64)>,
         ts: u64,
@@ -153,8 +172,11 @@ pub enum Msg {
     },
     /// A restarted server → epoch manager: it lost what it had not
     /// prepared; abort the open epochs and say what is committed (§3.2).
+    /// Also a restarted client host in epoch mode, whose transactions may
+    /// have written back at some primaries and not others (§3.2: a failure
+    /// aborts the epoch).
     Rejoin,
-    /// Epoch manager → a rejoining server: epochs up to `committed` that
+    /// Epoch manager → a rejoining node: epochs up to `committed` that
     /// are in no `aborted` range are committed; replay those (see
     /// [`super::redo`]).
     EpochStatus {
@@ -176,12 +198,14 @@ impl WireSize for Msg {
                     pieces,
                     inputs,
                     own,
+                    decided,
                     ..
                 } => {
                     8 + 2
                         + 2 * pieces.len()
                         + inputs.iter().flatten().map(|v| 4 + v.len()).sum::<usize>()
                         + kv_size(own)
+                        + 24 * decided.len()
                 }
                 Msg::ReadOk { results, locks, .. } => {
                     locks.map_or(0, |_| 17)
@@ -197,7 +221,12 @@ impl WireSize for Msg {
                             })
                             .sum::<usize>()
                 }
-                Msg::Prepare { writes, reads, .. } => 16 + kv_size(writes) + reads.len() * 20,
+                Msg::Prepare {
+                    writes,
+                    reads,
+                    decided,
+                    ..
+                } => 16 + kv_size(writes) + reads.len() * 20 + 24 * decided.len(),
                 Msg::Prepared { .. } => 25,
                 Msg::EpochCommit { aborted, .. } | Msg::EpochStatus { aborted, .. } => {
                     8 + 16 * aborted.len()

@@ -6,7 +6,7 @@
 use super::epoch::{Action, EpochManager};
 use super::gc::{self, Garbage};
 use super::locks::{lock_exclusive, lock_shared, unlock_shared};
-use super::msg::{Granted, Msg, PieceReply, TsRead};
+use super::msg::{Decided, Granted, Msg, PieceReply, TsRead};
 use super::redo::{self, Entry, Recovered};
 use super::undo::{Saved, Undo};
 use super::{Cc, CocoConfig, CommitMode, Isolation};
@@ -812,6 +812,14 @@ impl CocoServer {
         );
     }
 
+    /// Install the write-backs a request carries before serving it (see
+    /// [`Decided`]): the coordinator sent them first.
+    fn install_decided(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, decided: Vec<Decided>) {
+        for d in decided {
+            self.on_write_back(ctx, from, d.txn, d.ts, d.epoch);
+        }
+    }
+
     fn on_write_back(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, ts: u64, epoch: u64) {
         let Some(h) = self.held.remove(&txn) else {
             match self.ended.get(txn) {
@@ -1099,15 +1107,23 @@ impl CocoServer {
                 pieces,
                 inputs,
                 own,
-            } => self.on_read(ctx, from, txn, floor, proc, pieces, inputs, own),
+                decided,
+            } => {
+                self.install_decided(ctx, from, decided);
+                self.on_read(ctx, from, txn, floor, proc, pieces, inputs, own)
+            }
             Msg::Prepare {
                 txn,
                 floor,
+                decided,
                 writes,
                 reads,
                 ts,
                 round,
-            } => self.on_prepare(ctx, from, txn, floor, writes, reads, ts, round),
+            } => {
+                self.install_decided(ctx, from, decided);
+                self.on_prepare(ctx, from, txn, floor, writes, reads, ts, round)
+            }
             Msg::WriteBack { txn, ts, epoch } => self.on_write_back(ctx, from, txn, ts, epoch),
             Msg::Abort { txn } => self.on_abort(ctx, txn),
             Msg::Release { txn } => self.on_release(ctx, txn),

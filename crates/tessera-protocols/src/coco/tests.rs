@@ -107,6 +107,7 @@ fn prepare(txn: TxnId, writes: bool, reads: Vec<(Key, u64)>) -> Msg {
     Msg::Prepare {
         txn,
         floor: txn,
+        decided: Vec::new(),
         writes: if writes {
             vec![(Key::new(0, 1), Value::from_static(b"x"))]
         } else {
@@ -287,6 +288,7 @@ fn lt_occ_snapshot_validates_reads_at_tid_si() {
             Msg::Prepare {
                 txn: t,
                 floor: t,
+                decided: Vec::new(),
                 writes: vec![(x, Value::from_static(b"x2"))],
                 reads: vec![(x, 5), (y, 3)],
                 // TID_SI: the largest wts the transaction saw.
@@ -486,6 +488,16 @@ impl Cluster {
         }
     }
 
+    /// Tell the coordinators (nodes `coords`) that `epoch` committed.
+    fn epoch_committed(&mut self, epoch: u64, coords: &[u32]) {
+        for &n in coords {
+            let aborted = Vec::new();
+            self.at(NodeId(n), |node, ctx| {
+                node.on_message(ctx, NodeId(0), Msg::EpochCommit { epoch, aborted })
+            });
+        }
+    }
+
     fn committed(&self, txn: TxnId) -> bool {
         self.done
             .iter()
@@ -598,6 +610,7 @@ fn read(txn: TxnId, proc: Arc<dyn Procedure>) -> Msg {
         pieces: vec![0],
         inputs: vec![Vec::new()],
         own: Vec::new(),
+        decided: Vec::new(),
     }
 }
 
@@ -659,12 +672,19 @@ fn s2pl_no_wait_conflicts_refuse_and_write_back_releases() {
     assert!(granted(&p.replies(3, read(t(6), reader()))));
 }
 
-/// S2PL never reads at a backup, even with one on the coordinator's site
-/// that PT-OCC reads from (§3: locks live at the primary).
+/// Where a coordinator sends a **Read**: S2PL never reads at a backup,
+/// even with one on the coordinator's site that PT-OCC reads from (§3:
+/// locks live at the primary); with every replica on its site, PT-OCC
+/// reads the primary too (§4.1: a backup is no nearer, only staler).
 #[test]
 fn s2pl_reads_at_the_primary() {
-    let topology = Arc::new(Topology::new(1, 3, 2));
-    for (cc, replica) in [(Cc::PtOcc, 1), (Cc::S2pl, 0)] {
+    let spread = Arc::new(Topology::new(1, 3, 2).on_sites(3, false));
+    let one_site = Arc::new(Topology::new(1, 3, 2));
+    for (topology, cc, replica) in [
+        (&spread, Cc::PtOcc, 1),
+        (&spread, Cc::S2pl, 0),
+        (&one_site, Cc::PtOcc, 0),
+    ] {
         let me = NodeId(4);
         let mut coord = CocoCoordinator::new(
             CocoConfig::new(cc, CommitMode::Epoch),
@@ -691,7 +711,12 @@ fn s2pl_reads_at_the_primary() {
                 _ => None,
             })
             .collect();
-        assert_eq!(to, [NodeId(replica)], "{cc:?}");
+        assert_eq!(
+            to,
+            [NodeId(replica)],
+            "{cc:?} on {} sites",
+            topology.nodes.iter().map(|n| n.site).max().unwrap() + 1
+        );
     }
 }
 
@@ -759,18 +784,116 @@ fn s2pl_epoch_releases_locks_at_write_back_and_results_at_the_epoch() {
     let r = c.servers[0].store().unwrap().get(X).unwrap();
     assert!(r.meta.wts > wts, "TIDs grow along the overwrite");
     assert_eq!(r.meta.version, t2.version());
-    let epoch = super::tid::epoch_of(r.meta.wts);
-    for n in [2, 3] {
-        c.at(NodeId(n), |node, ctx| {
-            node.on_message(
-                ctx,
-                NodeId(0),
-                Msg::EpochCommit {
-                    epoch,
-                    aborted: Vec::new(),
-                },
-            )
-        });
-    }
+    c.epoch_committed(super::tid::epoch_of(r.meta.wts), &[2, 3]);
     assert!(c.committed(t1) && c.committed(t2));
+}
+
+/// Epoch mode (§4.2, Fig. 3): a worker moves on at the decision, and its
+/// next transaction's requests reach the primary before the previous
+/// one's write-back does. They carry that write-back, so the primary
+/// installs it first: the next transaction reads the new value and locks
+/// the record, instead of reading around the write and meeting its lock
+/// (before, it aborted on the lock conflict). No durable write delays the
+/// write-back: it goes out with the decision.
+#[test]
+fn epoch_next_transaction_of_a_worker_meets_no_lock_of_its_previous_one() {
+    for cc in [Cc::PtOcc, Cc::LtOcc] {
+        let mut c = Cluster::new(CocoConfig::new(cc, CommitMode::Epoch));
+        let t1 = c.submit(0, 1, Rw::proc(true, &[X]));
+        let late = |q: &[(NodeId, NodeId, Msg)]| {
+            q.iter()
+                .position(|(_, _, m)| !matches!(m, Msg::WriteBack { .. }))
+        };
+        while let Some(i) = late(&c.queue) {
+            c.step(i);
+        }
+        assert!(
+            c.queue
+                .iter()
+                .all(|(_, _, m)| matches!(m, Msg::WriteBack { txn, .. } if *txn == t1)),
+            "{cc:?}: t1 decided, its write-back held back: {:?}",
+            c.queue
+        );
+        assert!(!c.queue.is_empty(), "{cc:?}: t1 wrote nothing back");
+        let t2 = c.submit(0, 2, Rw::proc(true, &[X]));
+        while let Some(i) = late(&c.queue) {
+            c.step(i);
+        }
+        c.run(|_| None);
+        assert!(
+            c.done.is_empty(),
+            "{cc:?}: aborted or released early: {:?}",
+            c.done
+        );
+        let r = c.servers[0].store().unwrap().get(X).unwrap();
+        assert_eq!(r.meta.version, t2.version(), "{cc:?}: t2 installed last");
+        assert_eq!(r.meta.lock, 0, "{cc:?}");
+        c.epoch_committed(super::tid::epoch_of(r.meta.wts), &[2]);
+        assert!(c.committed(t1) && c.committed(t2), "{cc:?}: {:?}", c.done);
+        let saw_t1 = c.done.iter().any(|(t, o)| {
+            *t == t2
+                && matches!(o, TxnOutcome::Committed { reads, .. }
+                    if reads.iter().any(|r| r.key == X && r.version == t1.version()))
+        });
+        assert!(saw_t1, "{cc:?}: t2 read around t1's write");
+    }
+}
+
+/// A client host restarted in epoch mode wrote nothing durable about its
+/// transactions: it asks the epoch manager to abort the open epochs
+/// (**Rejoin**, §3.2) and presumes none of its earlier transactions
+/// aborted before the answer, since one may have written back at another
+/// primary already. Then it answers as 2PC's presumed abort does.
+#[test]
+fn a_restarted_epoch_coordinator_rejoins_before_presuming_aborts() {
+    let topology = Arc::new(Topology::new(2, 1, 2));
+    let me = NodeId(2);
+    let mut coord = CocoCoordinator::new(
+        CocoConfig::new(Cc::PtOcc, CommitMode::Epoch),
+        CoordinatorEnv {
+            me,
+            topology,
+            incarnation: 1,
+            recovered: Vec::new(),
+        },
+    );
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+    let mut step = |f: &mut dyn FnMut(&mut CocoCoordinator, &mut Ctx<Msg>)| {
+        let mut effects = Vec::new();
+        let mut ctx = Ctx::new(0, me, &mut rng, &mut effects);
+        f(&mut coord, &mut ctx);
+        effects
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::Send { to, msg } => Some((to, msg)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let sent = step(&mut |c, ctx| c.on_start(ctx));
+    assert!(
+        matches!(sent[..], [(NodeId(0), Msg::Rejoin)]),
+        "rejoin at the manager: {sent:?}"
+    );
+    let old = TxnId::new(me, 0, 7);
+    let sent = step(&mut |c, ctx| c.on_message(ctx, NodeId(1), Msg::Inquire { txn: old }));
+    assert!(
+        sent.is_empty(),
+        "presumed an abort before the rejoin: {sent:?}"
+    );
+    step(&mut |c, ctx| {
+        c.on_message(
+            ctx,
+            NodeId(0),
+            Msg::EpochStatus {
+                committed: 3,
+                aborted: vec![(4, 6)],
+            },
+        )
+    });
+    let sent = step(&mut |c, ctx| c.on_message(ctx, NodeId(1), Msg::Inquire { txn: old }));
+    assert!(
+        matches!(sent[..], [(NodeId(1), Msg::Abort { txn })] if txn == old),
+        "{sent:?}"
+    );
 }
