@@ -32,11 +32,11 @@
 //! then written by the same transaction waits its own lease out (DrTM has
 //! no lease upgrade); YCSB never does that.
 
-use crate::disagg::client::{self, Endpoint, Exec, Incoming, Step};
+use crate::disagg::client::{self, Driven, Driver, Endpoint, Exec, Step};
 use crate::disagg::{MemoryNode, Msg, NicCosts, SlotImage, Verb, VerbResult};
-use tessera_core::ids::{Key, NodeId, Time, TimerId, TxnId, MS, US};
-use tessera_core::node::{Ctx, Node, NodeReport};
-use tessera_core::protocol::{Coordinator, CoordinatorEnv, Protocol, ServerEnv};
+use tessera_core::ids::{Key, Time, TimerId, TxnId, MS, US};
+use tessera_core::node::Ctx;
+use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
 use tessera_core::txn::{AbortReason, Attempt, TxnOutcome};
 use tessera_core::FastMap;
 
@@ -76,14 +76,14 @@ impl Protocol for Drtm {
     type Msg = Msg;
     type Config = DrtmConfig;
     type Server = MemoryNode;
-    type Coordinator = DrtmCoordinator;
+    type Coordinator = Driven<DrtmCoordinator>;
 
     fn server(config: &DrtmConfig, env: ServerEnv) -> MemoryNode {
         MemoryNode::new(env, config.bucket_slots, config.nic.clone())
     }
 
-    fn coordinator(config: &DrtmConfig, env: CoordinatorEnv) -> DrtmCoordinator {
-        DrtmCoordinator::new(config.clone(), env)
+    fn coordinator(config: &DrtmConfig, env: CoordinatorEnv) -> Driven<DrtmCoordinator> {
+        Driven(DrtmCoordinator::new(config.clone(), env))
     }
 }
 
@@ -124,8 +124,9 @@ struct Lock {
     cas_tries: u32,
 }
 
+/// What a verb of a round is for (the shared client's `P`).
 #[derive(Clone, Copy, Debug)]
-enum Purpose {
+pub enum Purpose {
     Locate {
         key: Key,
         probe: u32,
@@ -182,24 +183,9 @@ impl DrtmCoordinator {
         }
     }
 
-    fn start(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
-        let id = attempt.id;
-        let run = Run {
-            exec: Exec::new(attempt),
-            pending: 0,
-            committing: false,
-            wake: None,
-        };
-        self.runs.insert(id, run);
-        self.advance(ctx, id);
-    }
-
     fn post(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, round: client::Round<Purpose>) -> usize {
-        let posted = self.net.post(ctx, txn, round, true);
-        if let Some(run) = self.runs.get_mut(&txn) {
-            run.pending = posted;
-        }
-        posted
+        let pending = self.runs.get_mut(&txn).map(|r| &mut r.pending);
+        self.net.post_awaited(ctx, txn, round, pending)
     }
 
     /// Every answer of the last round is in: run pieces, fetch and lock
@@ -306,6 +292,26 @@ impl DrtmCoordinator {
         self.net.post(ctx, txn, round, false);
         ctx.done(txn, TxnOutcome::Aborted(reason));
     }
+}
+
+impl Driver for DrtmCoordinator {
+    type Purpose = Purpose;
+
+    fn net(&mut self) -> &mut Endpoint<Purpose> {
+        &mut self.net
+    }
+
+    fn start(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
+        let id = attempt.id;
+        let run = Run {
+            exec: Exec::new(attempt),
+            pending: 0,
+            committing: false,
+            wake: None,
+        };
+        self.runs.insert(id, run);
+        self.advance(ctx, id);
+    }
 
     fn on_done(&mut self, ctx: &mut Ctx<Msg>, id: u64, results: Vec<VerbResult>) {
         let Some((txn, purposes)) = self.net.answered(id) else {
@@ -355,10 +361,26 @@ impl DrtmCoordinator {
             }
         }
         let run = self.runs.get_mut(&txn).expect("answered");
-        run.pending = run.pending.saturating_sub(1);
-        if run.pending == 0 {
+        if client::last_answer(&mut run.pending) {
             self.advance(ctx, txn);
         }
+    }
+
+    fn on_own_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
+        if let Some(txn) = self.waits.remove(&id.0) {
+            self.advance(ctx, txn);
+        }
+    }
+
+    fn take_counters(&mut self) -> Vec<(&'static str, u64)> {
+        let c = std::mem::take(&mut self.counters);
+        vec![
+            ("ro_commits", c.ro_commits),
+            ("lock_aborts", c.lock_aborts),
+            ("lease_aborts", c.lease_aborts),
+            ("lease_cas", c.lease_cas),
+            ("lease_wait_ns", c.lease_wait_ns),
+        ]
     }
 }
 
@@ -384,56 +406,6 @@ fn fetched(x: &mut Exec<Lock>, key: Key, write: bool, img: &SlotImage, valid_aft
         }
         _ if word::is_write(img.lock) => x.fail(AbortReason::LockConflict),
         _ => r.lock.expect = Some(img.lock),
-    }
-}
-
-impl Coordinator<Msg> for DrtmCoordinator {
-    fn submit(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
-        if let Some(a) = self.net.admit(attempt) {
-            self.start(ctx, a);
-        }
-    }
-}
-
-impl Node<Msg> for DrtmCoordinator {
-    fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
-        self.net.connect(ctx);
-    }
-
-    fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
-        match self.net.on_message(from, msg) {
-            Incoming::Start(attempts) => {
-                for a in attempts {
-                    self.start(ctx, a);
-                }
-            }
-            Incoming::Done(id, results) => self.on_done(ctx, id, results),
-            Incoming::Nothing => {}
-        }
-    }
-
-    fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
-        if self.net.on_timer(ctx, id) {
-            return;
-        }
-        if let Some(txn) = self.waits.remove(&id.0) {
-            self.advance(ctx, txn);
-        }
-    }
-
-    fn take_report(&mut self) -> NodeReport {
-        let c = std::mem::take(&mut self.counters);
-        NodeReport {
-            client: None,
-            counters: vec![
-                ("ro_commits", c.ro_commits),
-                ("lock_aborts", c.lock_aborts),
-                ("lease_aborts", c.lease_aborts),
-                ("lease_cas", c.lease_cas),
-                ("lease_wait_ns", c.lease_wait_ns),
-                ("bucket_reads", std::mem::take(&mut self.net.bucket_reads)),
-            ],
-        }
     }
 }
 

@@ -43,11 +43,11 @@
 //! shared ticket and written later by the same transaction would wait for
 //! itself: that transaction aborts (no upgrades; YCSB never does it).
 
-use crate::disagg::client::{self, Endpoint, Exec, Incoming, Step};
+use crate::disagg::client::{self, Driven, Driver, Endpoint, Exec, Step};
 use crate::disagg::{Addr, MemoryNode, Msg, NicCosts, Verb, VerbResult};
-use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, MS, US};
-use tessera_core::node::{Ctx, Node, NodeReport};
-use tessera_core::protocol::{Coordinator, CoordinatorEnv, Protocol, ServerEnv};
+use tessera_core::ids::{Key, ShardId, Time, TimerId, TxnId, MS, US};
+use tessera_core::node::Ctx;
+use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
 use tessera_core::txn::{AbortReason, Attempt, TxnOutcome};
 use tessera_core::FastMap;
 
@@ -91,14 +91,14 @@ impl Protocol for Dslr {
     type Msg = Msg;
     type Config = DslrConfig;
     type Server = MemoryNode;
-    type Coordinator = DslrCoordinator;
+    type Coordinator = Driven<DslrCoordinator>;
 
     fn server(config: &DslrConfig, env: ServerEnv) -> MemoryNode {
         MemoryNode::new(env, config.bucket_slots, config.nic.clone())
     }
 
-    fn coordinator(config: &DslrConfig, env: CoordinatorEnv) -> DslrCoordinator {
-        DslrCoordinator::new(config.clone(), env)
+    fn coordinator(config: &DslrConfig, env: CoordinatorEnv) -> Driven<DslrCoordinator> {
+        Driven(DslrCoordinator::new(config.clone(), env))
     }
 }
 
@@ -219,8 +219,9 @@ struct Lock {
     ticket: Option<Ticket>,
 }
 
+/// What a verb of a round is for (the shared client's `P`).
 #[derive(Clone, Copy, Debug)]
-enum Purpose {
+pub enum Purpose {
     Locate {
         key: Key,
         probe: u32,
@@ -299,28 +300,9 @@ impl DslrCoordinator {
         }
     }
 
-    fn start(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
-        let id = attempt.id;
-        let run = Run {
-            exec: Exec::new(attempt),
-            phase: Phase::Acquire,
-            pending: 0,
-            waiting_since: None,
-            stalled_polls: 0,
-            saw_release: false,
-            fewest_ahead: u64::MAX,
-            polling: false,
-        };
-        self.runs.insert(id, run);
-        self.settle(ctx, id);
-    }
-
     fn post(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, round: client::Round<Purpose>) -> usize {
-        let posted = self.net.post(ctx, txn, round, true);
-        if let Some(run) = self.runs.get_mut(&txn) {
-            run.pending = posted;
-        }
-        posted
+        let pending = self.runs.get_mut(&txn).map(|r| &mut r.pending);
+        self.net.post_awaited(ctx, txn, round, pending)
     }
 
     /// The last round is answered (or a poll is due): undo void tickets,
@@ -519,6 +501,30 @@ impl DslrCoordinator {
             self.settle(ctx, txn);
         }
     }
+}
+
+impl Driver for DslrCoordinator {
+    type Purpose = Purpose;
+
+    fn net(&mut self) -> &mut Endpoint<Purpose> {
+        &mut self.net
+    }
+
+    fn start(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
+        let id = attempt.id;
+        let run = Run {
+            exec: Exec::new(attempt),
+            phase: Phase::Acquire,
+            pending: 0,
+            waiting_since: None,
+            stalled_polls: 0,
+            saw_release: false,
+            fewest_ahead: u64::MAX,
+            polling: false,
+        };
+        self.runs.insert(id, run);
+        self.settle(ctx, id);
+    }
 
     fn on_done(&mut self, ctx: &mut Ctx<Msg>, id: u64, results: Vec<VerbResult>) {
         let Some((txn, purposes)) = self.net.answered(id) else {
@@ -612,61 +618,27 @@ impl DslrCoordinator {
         }
         self.net.post(ctx, txn, resets, false);
         let run = self.runs.get_mut(&txn).expect("answered");
-        run.pending = run.pending.saturating_sub(1);
-        if run.pending == 0 {
+        if client::last_answer(&mut run.pending) {
             self.settle(ctx, txn);
         }
     }
-}
 
-impl Coordinator<Msg> for DslrCoordinator {
-    fn submit(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
-        if let Some(a) = self.net.admit(attempt) {
-            self.start(ctx, a);
-        }
-    }
-}
-
-impl Node<Msg> for DslrCoordinator {
-    fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
-        self.net.connect(ctx);
-    }
-
-    fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
-        match self.net.on_message(from, msg) {
-            Incoming::Start(attempts) => {
-                for a in attempts {
-                    self.start(ctx, a);
-                }
-            }
-            Incoming::Done(id, results) => self.on_done(ctx, id, results),
-            Incoming::Nothing => {}
-        }
-    }
-
-    fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
-        if self.net.on_timer(ctx, id) {
-            return;
-        }
+    fn on_own_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
         if let Some(txn) = self.polls.remove(&id.0) {
             self.poll(ctx, txn);
         }
     }
 
-    fn take_report(&mut self) -> NodeReport {
+    fn take_counters(&mut self) -> Vec<(&'static str, u64)> {
         let c = std::mem::take(&mut self.counters);
-        NodeReport {
-            client: None,
-            counters: vec![
-                ("ro_commits", c.ro_commits),
-                ("queued", c.queued),
-                ("polls", c.polls),
-                ("deadlock_aborts", c.deadlock_aborts),
-                ("upgrade_aborts", c.upgrade_aborts),
-                ("resets", c.resets),
-                ("bucket_reads", std::mem::take(&mut self.net.bucket_reads)),
-            ],
-        }
+        vec![
+            ("ro_commits", c.ro_commits),
+            ("queued", c.queued),
+            ("polls", c.polls),
+            ("deadlock_aborts", c.deadlock_aborts),
+            ("upgrade_aborts", c.upgrade_aborts),
+            ("resets", c.resets),
+        ]
     }
 }
 

@@ -48,8 +48,8 @@ use super::{Addr, Geometry, Msg, SlotImage, Verb, VerbResult};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, Version};
-use tessera_core::node::Ctx;
-use tessera_core::protocol::CoordinatorEnv;
+use tessera_core::node::{Ctx, Node, NodeReport};
+use tessera_core::protocol::{Coordinator, CoordinatorEnv};
 use tessera_core::topology::Topology;
 use tessera_core::txn::{AbortReason, Attempt, PieceSpec, ReadObs, TxnOutcome, Value};
 use tessera_core::FastMap;
@@ -189,6 +189,22 @@ impl<P> Endpoint<P> {
             }
             ctx.send(self.topology.leader(shard), Msg::Batch { id, ack, verbs });
             posted += 1;
+        }
+        posted
+    }
+
+    /// [`post`](Self::post) signaled, and note in `pending` (the
+    /// transaction's, if it still runs) how many answers to await.
+    pub fn post_awaited(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        txn: TxnId,
+        round: Round<P>,
+        pending: Option<&mut usize>,
+    ) -> usize {
+        let posted = self.post(ctx, txn, round, true);
+        if let Some(pending) = pending {
+            *pending = posted;
         }
         posted
     }
@@ -365,6 +381,74 @@ impl<P> Endpoint<P> {
                 "memory node region full: no free slot to insert into"
             );
             exec.fail(AbortReason::Timeout);
+        }
+    }
+}
+
+/// One awaited answer came in: whether it was the last of its round.
+pub fn last_answer(pending: &mut usize) -> bool {
+    *pending = pending.saturating_sub(1);
+    *pending == 0
+}
+
+/// What makes a memory-node coordinator itself. [`Driven`] does the rest
+/// alike for each: admission, connecting, handing on answers and timers,
+/// and the report.
+pub trait Driver: Send {
+    type Purpose;
+    fn net(&mut self) -> &mut Endpoint<Self::Purpose>;
+    /// Run an admitted attempt.
+    fn start(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt);
+    /// Batch `id` (signaled) answered.
+    fn on_done(&mut self, ctx: &mut Ctx<Msg>, id: u64, results: Vec<VerbResult>);
+    /// A timer of the protocol's own (numbered from 1).
+    fn on_own_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId);
+    /// The protocol's counters, taken for the report (`bucket_reads`
+    /// follows them).
+    fn take_counters(&mut self) -> Vec<(&'static str, u64)>;
+}
+
+/// A [`Driver`] run as a coordinator node.
+pub struct Driven<D>(pub D);
+
+impl<D: Driver> Coordinator<Msg> for Driven<D> {
+    fn submit(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
+        if let Some(a) = self.0.net().admit(attempt) {
+            self.0.start(ctx, a);
+        }
+    }
+}
+
+impl<D: Driver> Node<Msg> for Driven<D> {
+    fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
+        self.0.net().connect(ctx);
+    }
+
+    fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        match self.0.net().on_message(from, msg) {
+            Incoming::Start(attempts) => {
+                for a in attempts {
+                    self.0.start(ctx, a);
+                }
+            }
+            Incoming::Done(id, results) => self.0.on_done(ctx, id, results),
+            Incoming::Nothing => {}
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
+        if !self.0.net().on_timer(ctx, id) {
+            self.0.on_own_timer(ctx, id);
+        }
+    }
+
+    fn take_report(&mut self) -> NodeReport {
+        let mut counters = self.0.take_counters();
+        let bucket_reads = std::mem::take(&mut self.0.net().bucket_reads);
+        counters.push(("bucket_reads", bucket_reads));
+        NodeReport {
+            client: None,
+            counters,
         }
     }
 }

@@ -317,11 +317,8 @@ impl OoccCoordinator {
     /// Post one round (signaled) and wait for its answers. Returns the
     /// number of batches: none means there was nothing to post.
     fn post(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, round: Round) -> usize {
-        let posted = self.net.post(ctx, txn, round, true);
-        if let Some(run) = self.runs.get_mut(&txn) {
-            run.pending = posted;
-        }
-        posted
+        let pending = self.runs.get_mut(&txn).map(|r| &mut r.pending);
+        self.net.post_awaited(ctx, txn, round, pending)
     }
 
     /// Move `txn` on after its round finished (or at its start).
@@ -692,8 +689,7 @@ impl OoccCoordinator {
         if run.phase == Phase::Execute {
             run.exec_end = ctx.now();
         }
-        run.pending = run.pending.saturating_sub(1);
-        if run.pending == 0 {
+        if client::last_answer(&mut run.pending) {
             self.advance(ctx, txn);
         }
     }
