@@ -78,6 +78,9 @@ type PieceRef = (TxnId, u16);
 struct Asking {
     sent_at: Time,
     tries: u32,
+    /// A request has gone out (an Inquire about an ancestor with pieces
+    /// here waits a retransmit period first: its Commit normally comes).
+    sent: bool,
     /// A replica that announced it committed (for a transaction this one
     /// knows nothing else of).
     via: Option<NodeId>,
@@ -865,6 +868,7 @@ impl JanusServer {
             Asking {
                 sent_at: ctx.now(),
                 tries: 0,
+                sent: true,
                 via: None,
             },
         );
@@ -948,7 +952,7 @@ impl JanusServer {
             return;
         }
         if now {
-            if let Some(to) = self.inquiree(a, 0) {
+            for to in self.inquirees(a, false, None) {
                 ctx.send(to, Msg::Inquire { txn: a });
             }
         }
@@ -957,21 +961,35 @@ impl JanusServer {
             Asking {
                 sent_at: ctx.now(),
                 tries: 0,
+                sent: now,
                 via: None,
             },
         );
     }
 
-    /// The `tries`-th server to ask about `a`: the replicas of its shards,
-    /// other than this one, in turn.
-    fn inquiree(&self, a: TxnId, tries: u32) -> Option<NodeId> {
-        let shards = self.shards_of(a);
-        let all: Vec<NodeId> = shards
+    /// Whom to ask about `a`: the replicas of its shards other than this
+    /// one (`via`, the replica that announced it, when none is known) —
+    /// the first of them the first time, every one of them on a retry.
+    /// Asking one replica per try, in turn, left a restarted replica
+    /// without the ancestor it waited for until the end of a run (crash
+    /// seed 187): its first Inquire was lost, the next replica asked was
+    /// down, the next cut off, and the backoff of up to eight retransmit
+    /// periods put the following tries, lost again, past the cool-down.
+    /// Replicas answer a duplicate Inquire alike, and the asker ignores a
+    /// second answer.
+    fn inquirees(&self, a: TxnId, retry: bool, via: Option<NodeId>) -> Vec<NodeId> {
+        let mut all: Vec<NodeId> = self
+            .shards_of(a)
             .iter()
             .flat_map(|s| self.topology.shards[s.0 as usize].replicas.iter().copied())
             .filter(|n| *n != self.me)
             .collect();
-        (!all.is_empty()).then(|| all[tries as usize % all.len()])
+        if all.is_empty() {
+            all.extend(via);
+        } else if !retry {
+            all.truncate(1);
+        }
+        all
     }
 
     fn on_inquire(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) {
@@ -1190,6 +1208,7 @@ impl JanusServer {
                     Asking {
                         sent_at: ctx.now(),
                         tries: 0,
+                        sent: true,
                         via: Some(from),
                     },
                 );
@@ -1224,6 +1243,7 @@ impl JanusServer {
                 Asking {
                     sent_at: ctx.now(),
                     tries: 0,
+                    sent: true,
                     via: Some(from),
                 },
             );
@@ -1326,12 +1346,12 @@ impl JanusServer {
             if now.saturating_sub(ask.sent_at) >= rto {
                 ask.tries += 1;
                 ask.sent_at = now;
-                resend.push((a, ask.tries, ask.via));
+                resend.push((a, std::mem::replace(&mut ask.sent, true), ask.via));
             }
         }
         resend.sort_unstable();
-        for (a, tries, via) in resend {
-            if let Some(to) = self.inquiree(a, tries).or(via) {
+        for (a, retry, via) in resend {
+            for to in self.inquirees(a, retry, via) {
                 ctx.send(to, Msg::Inquire { txn: a });
             }
         }

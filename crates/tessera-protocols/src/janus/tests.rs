@@ -1153,3 +1153,55 @@ fn a_restarted_replica_recovers_what_it_pre_accepted() {
     assert_eq!(c.counter("janus_recoveries"), 1, "one replica recovered T");
     c.assert_replicas_hold(11, t);
 }
+
+/// A retried Inquire goes to every replica of the ancestor's shards.
+/// Crash seed 187 of `janus_seeds` (with group commit) diverged when a
+/// restarted replica asked one replica per try: its first Inquire was
+/// lost, the next replica asked was down, the next cut off, and the
+/// backoff put the last tries, lost too, past the end of the run. Here
+/// replica 3 (shard 1) waits for T1 (shard 0 only): its Inquire to
+/// replica 0 is lost and replica 1 is down; one retransmit period later
+/// replicas 0 and 2 are asked as well, answer, and T2 goes on (it asks
+/// shard 0 for its piece 0's output).
+#[test]
+fn a_retried_inquire_reaches_every_replica_of_the_ancestor() {
+    use super::msg::{CommitInfo, Dep};
+    let mut c = Cluster::with_shards(2);
+    let t1 = c.submit(0);
+    c.run();
+    let t2 = TxnId::new(NodeId(RECOVERY), 0, 1);
+    let commit = Msg::Commit(Arc::new(CommitInfo {
+        txn: t2,
+        proc: Feed::proc(100),
+        deps: vec![Dep {
+            txn: t1,
+            shards: Arc::from([ShardId(0)]),
+        }],
+        abandon: false,
+    }));
+    assert!(c.ask_server(3, commit).is_empty());
+    let asked = |c: &Cluster| -> Vec<u32> {
+        let mut to: Vec<u32> = c
+            .queue
+            .iter()
+            .filter(|(f, _, m)| f.0 == 3 && matches!(m, Msg::Inquire { txn } if *txn == t1))
+            .map(|(_, d, _)| d.0)
+            .collect();
+        to.sort_unstable();
+        to
+    };
+    assert_eq!(asked(&c), [0], "first one replica");
+    c.queue.clear();
+    c.advance(JanusConfig::default().retransmit, &[]);
+    assert_eq!(asked(&c), [0, 1, 2], "then all of them");
+    let down = |d: NodeId, m: &Msg| d.0 == 1 || matches!(m, Msg::FetchOutput { .. });
+    c.run_holding(down);
+    assert!(
+        c.queue
+            .iter()
+            .any(|(f, _, m)| f.0 == 3
+                && matches!(m, Msg::FetchOutput { txn, piece: 0 } if *txn == t2)),
+        "T2 still waits for T1: {:?}",
+        c.queue
+    );
+}
