@@ -1154,6 +1154,49 @@ fn a_restarted_replica_recovers_what_it_pre_accepted() {
     c.assert_replicas_hold(11, t);
 }
 
+/// Group commit ([`super::wal`]): records issued while a write is in
+/// flight wait for it and go out together in the next write; an answer
+/// leaves only once the write holding its record is durable, and a crash
+/// loses exactly the writes not yet durable — here T2's and T3's
+/// PreAccepted records, never answered, so nobody counted on them.
+#[test]
+fn group_commit_answers_after_the_write_and_a_crash_loses_only_the_tail() {
+    let mut c = Cluster::new();
+    c.hold_sync = true;
+    let t1 = c.submit(0);
+    let t2 = c.submit(1);
+    let t3 = c.submit(0);
+    c.deliver_pre_accept(t1, 0);
+    assert_eq!(c.unsynced[0].len(), 1, "one write in flight");
+    c.deliver_pre_accept(t2, 0);
+    c.deliver_pre_accept(t3, 0);
+    assert_eq!(c.unsynced[0].len(), 1, "T2 and T3 wait for the next write");
+    let answered = |c: &Cluster| -> Vec<TxnId> {
+        c.queue
+            .iter()
+            .filter_map(|(f, _, m)| match m {
+                Msg::PreAcceptOk { txn, .. } if *f == NodeId(0) => Some(*txn),
+                _ => None,
+            })
+            .collect()
+    };
+    assert!(answered(&c).is_empty(), "{:?}", c.queue);
+    c.sync(0);
+    assert_eq!(answered(&c), [t1]);
+    let next = &c.unsynced[0];
+    assert_eq!(next.len(), 1, "one write for both records");
+    assert_eq!(super::wal::records(&next[0].1).expect("splits").len(), 2);
+    c.restart(0);
+    c.hold_sync = false;
+    for (t, known) in [(t1, true), (t2, false), (t3, false)] {
+        let held = c.ask_server(0, Msg::Prepare { txn: t, ballot: 1 });
+        assert!(
+            matches!(&held[..], [Msg::PrepareOk { prepared, .. }] if prepared.is_some() == known),
+            "{t:?}: {held:?}"
+        );
+    }
+}
+
 /// A retried Inquire goes to every replica of the ancestor's shards.
 /// Crash seed 187 of `janus_seeds` (with group commit) diverged when a
 /// restarted replica asked one replica per try: its first Inquire was
