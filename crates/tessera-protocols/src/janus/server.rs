@@ -411,9 +411,10 @@ impl JanusServer {
                 );
                 return;
             }
-            // Never pre-accepted here (lost). The own coordinator's Accept
-            // has no procedure and a majority elsewhere suffices; a
-            // recovery coordinator's has one, and needs this replica.
+            // Never pre-accepted here (lost, or down meanwhile): accept it
+            // with the procedure the Accept carries to a replica that did
+            // not answer PreAccept ([`Msg::Accept`]); the majority may need
+            // this replica.
             let Some(proc) = proc else { return };
             self.register(ctx, txn, ballot, proc);
         }

@@ -1248,3 +1248,39 @@ fn a_retried_inquire_reaches_every_replica_of_the_ancestor() {
         c.queue
     );
 }
+
+/// The own coordinator's Accept carries the procedure to a replica whose
+/// PreAccept-OK it lacks. Crash seeds 169 (with group commit) and 121
+/// (without) of `janus_seeds` stalled every client for 130–170 ms, past
+/// the measurement window: a coordinator took the slow
+/// path with two of a shard's three PreAccept-OKs, the third replica had
+/// never received the PreAccept and dropped the Accept (it had no
+/// procedure), and one of the two that had answered crashed — no
+/// majority of Accept-OKs until it came back, found by the next resend
+/// (up to 160 ms apart by then). Here replica 2 misses T's PreAccept, the coordinator goes
+/// slow with replicas 0 and 1, and replica 1 goes down: replicas 0 and 2
+/// accept and T commits within a few retransmit periods, long before any
+/// replica would suspect the coordinator and recover T (§3.3).
+#[test]
+fn an_accept_reaches_a_replica_that_missed_the_pre_accept() {
+    let mut c = Cluster::new();
+    let t = c.submit(0);
+    c.deliver_pre_accept(t, 0);
+    c.deliver_pre_accept(t, 1);
+    c.queue
+        .retain(|(_, d, m)| !(d.0 == 2 && matches!(m, Msg::PreAccept { .. })));
+    c.run();
+    assert!(c.done.is_empty(), "two of three: no fast path");
+    let down = |d: NodeId, _: &Msg| d.0 == 1;
+    let rto = JanusConfig::default().retransmit;
+    for _ in 0..4 {
+        c.advance(rto, &[0]);
+        c.run_holding(down);
+    }
+    assert!(c.now < JanusConfig::default().recover_after);
+    assert_eq!(c.saw(t), 10);
+    assert_eq!(c.paths(), (0, 1));
+    assert_eq!(c.counter("janus_recoveries"), 0);
+    assert_eq!(c.held(0, X)[0], (11, t.version()));
+    assert_eq!(c.held(0, X)[2], (11, t.version()));
+}
