@@ -983,8 +983,13 @@ impl JanusServer {
     }
 
     /// Whom to ask about `a`: the replicas of its shards other than this
-    /// one (`via`, the replica that announced it, when none is known) —
-    /// the first of them the first time, every one of them on a retry.
+    /// one — the first of them the first time, every one of them on a
+    /// retry. When its shards are not known here (a member of a component
+    /// adopted from a `Forgotten` answer), `via`, the replica that named
+    /// it, the first time, and every server on a retry: `via` may know it
+    /// only as a member too, or have lost what it learnt by Inquire in a
+    /// restart (crash seed 629: a restarted replica asked only `via`, of
+    /// another shard, until the end of the run, and lagged behind).
     /// Asking one replica per try, in turn, left a restarted replica
     /// without the ancestor it waited for until the end of a run (crash
     /// seed 187): its first Inquire was lost, the next replica asked was
@@ -993,10 +998,18 @@ impl JanusServer {
     /// Replicas answer a duplicate Inquire alike, and the asker ignores a
     /// second answer.
     fn inquirees(&self, a: TxnId, retry: bool, via: Option<NodeId>) -> Vec<NodeId> {
-        let mut all: Vec<NodeId> = self
-            .shards_of(a)
-            .iter()
-            .flat_map(|s| self.topology.shards[s.0 as usize].replicas.iter().copied())
+        let shards = self.shards_of(a);
+        let groups: Vec<&tessera_core::topology::ReplicaGroup> = if shards.is_empty() && retry {
+            self.topology.shards.iter().collect()
+        } else {
+            shards
+                .iter()
+                .map(|s| &self.topology.shards[s.0 as usize])
+                .collect()
+        };
+        let mut all: Vec<NodeId> = groups
+            .into_iter()
+            .flat_map(|g| g.replicas.iter().copied())
             .filter(|n| *n != self.me)
             .collect();
         if all.is_empty() {
@@ -1215,7 +1228,13 @@ impl JanusServer {
         // The other members: the sender decided the component, so it holds
         // each committed, or its tombstone; some may have pieces here.
         for &m in scc.iter().flat_map(|s| s.iter()) {
-            let known = m == txn || self.committed.contains_key(&m) || self.gc.is_gone(m);
+            // A member adopted already (finished) is not asked again: two
+            // unknown members' answers would otherwise ask for each other
+            // back and forth (crash seed 629, until a message was lost).
+            let known = m == txn
+                || self.committed.contains_key(&m)
+                || self.gc.is_gone(m)
+                || self.graph.get(m).is_some_and(|n| n.finished);
             if !known && !self.asking.contains_key(&m) {
                 ctx.send(from, Msg::Inquire { txn: m });
                 self.asking.insert(

@@ -691,6 +691,18 @@ impl Cluster {
             .collect()
     }
 
+    /// The servers that queued Inquires from server `from` about `t` go to.
+    fn inquired(&self, from: u32, t: TxnId) -> Vec<u32> {
+        let mut to: Vec<u32> = self
+            .queue
+            .iter()
+            .filter(|(f, _, m)| f.0 == from && matches!(m, Msg::Inquire { txn } if *txn == t))
+            .map(|(_, d, _)| d.0)
+            .collect();
+        to.sort_unstable();
+        to
+    }
+
     /// Delivers every queued message, and those they cause, except the
     /// ones `hold` picks, which stay queued.
     fn run_holding(&mut self, hold: impl Fn(NodeId, &Msg) -> bool) {
@@ -1223,20 +1235,10 @@ fn a_retried_inquire_reaches_every_replica_of_the_ancestor() {
         abandon: false,
     }));
     assert!(c.ask_server(3, commit).is_empty());
-    let asked = |c: &Cluster| -> Vec<u32> {
-        let mut to: Vec<u32> = c
-            .queue
-            .iter()
-            .filter(|(f, _, m)| f.0 == 3 && matches!(m, Msg::Inquire { txn } if *txn == t1))
-            .map(|(_, d, _)| d.0)
-            .collect();
-        to.sort_unstable();
-        to
-    };
-    assert_eq!(asked(&c), [0], "first one replica");
+    assert_eq!(c.inquired(3, t1), [0], "first one replica");
     c.queue.clear();
     c.advance(JanusConfig::default().retransmit, &[]);
-    assert_eq!(asked(&c), [0, 1, 2], "then all of them");
+    assert_eq!(c.inquired(3, t1), [0, 1, 2], "then all of them");
     let down = |d: NodeId, m: &Msg| d.0 == 1 || matches!(m, Msg::FetchOutput { .. });
     c.run_holding(down);
     assert!(
@@ -1283,4 +1285,58 @@ fn an_accept_reaches_a_replica_that_missed_the_pre_accept() {
     assert_eq!(c.counter("janus_recoveries"), 0);
     assert_eq!(c.held(0, X)[0], (11, t.version()));
     assert_eq!(c.held(0, X)[2], (11, t.version()));
+}
+
+/// A member of an adopted component whose shards are not known here is
+/// asked of every server on a retry, not only of the replica that named
+/// it; and members adopted already are not asked again. Crash seed 629
+/// of `janus_seeds` diverged: a restarted replica adopted a component
+/// from a `Forgotten` answer, one member of which had no pieces here and
+/// no dependency naming its shards, so it asked only the answering
+/// replica (of a third shard), which had learnt that member by Inquire
+/// before its own restart and no longer knew it — until the end of the
+/// run; meanwhile each `Forgotten` answer about one member made it ask
+/// for another back and forth. Here replica 0 executes T1 (x++) whose
+/// dependency T3 (shard 1) was forgotten in the component {T1, T2, T3,
+/// T4}: T2 and T4 are asked of replica 4, which answered; its
+/// `Forgotten` about T2 does not make replica 0 ask for T3 again; the
+/// retry about T4 goes to every other server, and replica 3's answer lets
+/// T1 run.
+#[test]
+fn an_adopted_member_of_unknown_shards_is_asked_of_every_server() {
+    use super::msg::{CommitInfo, Dep};
+    let mut c = Cluster::with_shards(2);
+    let id = |n| TxnId::new(NodeId(RECOVERY), 0, n);
+    let (t1, t2, t3, t4) = (id(1), id(2), id(3), id(4));
+    let commit = Msg::Commit(Arc::new(CommitInfo {
+        txn: t1,
+        proc: Incr::proc(),
+        deps: vec![Dep {
+            txn: t3,
+            shards: Arc::from([ShardId(1)]),
+        }],
+        abandon: false,
+    }));
+    assert!(c.ask_server(0, commit).is_empty(), "T1 waits for T3");
+    c.queue.clear();
+    let scc: Arc<[TxnId]> = Arc::from([t1, t2, t3, t4]);
+    let forgotten = |txn| Msg::Forgotten {
+        txn,
+        abandon: false,
+        scc: Some(scc.clone()),
+    };
+    c.queue.push((NodeId(4), NodeId(0), forgotten(t3)));
+    c.step(0);
+    assert_eq!((c.inquired(0, t2), c.inquired(0, t4)), (vec![4], vec![4]));
+    c.queue.clear();
+    c.queue.push((NodeId(4), NodeId(0), forgotten(t2)));
+    c.step(0);
+    assert!(c.inquired(0, t3).is_empty(), "asked again: {:?}", c.queue);
+    c.queue.clear();
+    c.advance(JanusConfig::default().retransmit, &[]);
+    assert_eq!(c.inquired(0, t4), [1, 2, 3, 4, 5], "then every server");
+    c.queue.clear();
+    c.queue.push((NodeId(3), NodeId(0), forgotten(t4)));
+    c.step(0);
+    assert_eq!(c.held(0, X)[0], (11, t1.version()), "T1 ran");
 }
