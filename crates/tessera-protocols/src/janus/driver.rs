@@ -178,7 +178,13 @@ impl Driver {
                         ballot: self.ballot,
                         deps: self.deps.clone(),
                         abandon: self.abandon,
-                        proc: self.recovery.then(|| self.proc.clone()),
+                        // A replica whose PreAccept-OK did not come may
+                        // never have pre-accepted: without the procedure
+                        // it could not accept, and a shard with another
+                        // replica down would have no majority (crash seed
+                        // 169: stalled until the down one came back).
+                        proc: (self.recovery || self.pre[s][i].is_none())
+                            .then(|| self.proc.clone()),
                     },
                     Phase::Commit if !self.executed[s][i] => {
                         Msg::Commit(self.commit.clone().expect("commit phase has its info"))

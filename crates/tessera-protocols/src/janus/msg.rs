@@ -85,7 +85,9 @@ pub enum Msg {
     /// coordinator's Accept (§3.3) may carry the abandon flag, and carries
     /// the procedure: a replica that never pre-accepted the transaction
     /// must be able to accept it, since an abandon is decided exactly when
-    /// the replicas that answered the Prepare do not hold it.
+    /// the replicas that answered the Prepare do not hold it. The own
+    /// coordinator's carries it to the replicas whose PreAccept-OK it does
+    /// not have, for the same reason: its majority may need them.
     Accept {
         txn: TxnId,
         ballot: Ballot,

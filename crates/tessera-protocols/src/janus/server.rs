@@ -78,6 +78,9 @@ type PieceRef = (TxnId, u16);
 struct Asking {
     sent_at: Time,
     tries: u32,
+    /// A request has gone out (an Inquire about an ancestor with pieces
+    /// here waits a retransmit period first: its Commit normally comes).
+    sent: bool,
     /// A replica that announced it committed (for a transaction this one
     /// knows nothing else of).
     via: Option<NodeId>,
@@ -151,9 +154,13 @@ pub struct JanusServer {
     /// Whether records are written ([`ServerEnv::durable`], and every
     /// procedure so far had a codec).
     durable: bool,
-    /// Records issued, and durable, so far (persist tokens).
+    /// Records issued, and durable, so far; the last record of the write
+    /// in flight (0: none), and the records issued since, each
+    /// length-prefixed ([`super::wal::records`]).
     issued: u64,
     synced: u64,
+    flushing: u64,
+    unflushed: bytes::BytesMut,
     after_sync: VecDeque<(u64, AfterSync)>,
     /// Set from a restart until caught up.
     catch_up: Option<CatchUp>,
@@ -198,18 +205,28 @@ impl JanusServer {
             durable: env.durable,
             issued: 0,
             synced: 0,
+            flushing: 0,
+            unflushed: bytes::BytesMut::new(),
             after_sync: VecDeque::new(),
             catch_up: None,
             replayed: 0,
             caught_up: 0,
             catch_up_us: 0,
         };
-        for bytes in &env.recovered {
-            let rec = Record::decode(bytes, &env.codec).unwrap_or_else(|e| {
-                panic!("Janus server {:?}: its log does not decode: {e}", s.me)
-            });
-            s.restore(rec);
-            s.replayed += 1;
+        for write in &env.recovered {
+            let recs = super::wal::records(write)
+                .and_then(|recs| {
+                    recs.into_iter()
+                        .map(|r| Record::decode(r, &env.codec))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .unwrap_or_else(|e| {
+                    panic!("Janus server {:?}: its log does not decode: {e}", s.me)
+                });
+            for rec in recs {
+                s.restore(rec);
+                s.replayed += 1;
+            }
         }
         if !env.recovered.is_empty() {
             s.gc.forgotten = 0;
@@ -394,9 +411,10 @@ impl JanusServer {
                 );
                 return;
             }
-            // Never pre-accepted here (lost). The own coordinator's Accept
-            // has no procedure and a majority elsewhere suffices; a
-            // recovery coordinator's has one, and needs this replica.
+            // Never pre-accepted here (lost, or down meanwhile): accept it
+            // with the procedure the Accept carries to a replica that did
+            // not answer PreAccept ([`Msg::Accept`]); the majority may need
+            // this replica.
             let Some(proc) = proc else { return };
             self.register(ctx, txn, ballot, proc);
         }
@@ -865,6 +883,7 @@ impl JanusServer {
             Asking {
                 sent_at: ctx.now(),
                 tries: 0,
+                sent: true,
                 via: None,
             },
         );
@@ -948,7 +967,7 @@ impl JanusServer {
             return;
         }
         if now {
-            if let Some(to) = self.inquiree(a, 0) {
+            for to in self.inquirees(a, false, None) {
                 ctx.send(to, Msg::Inquire { txn: a });
             }
         }
@@ -957,21 +976,48 @@ impl JanusServer {
             Asking {
                 sent_at: ctx.now(),
                 tries: 0,
+                sent: now,
                 via: None,
             },
         );
     }
 
-    /// The `tries`-th server to ask about `a`: the replicas of its shards,
-    /// other than this one, in turn.
-    fn inquiree(&self, a: TxnId, tries: u32) -> Option<NodeId> {
+    /// Whom to ask about `a`: the replicas of its shards other than this
+    /// one — the first of them the first time, every one of them on a
+    /// retry. When its shards are not known here (a member of a component
+    /// adopted from a `Forgotten` answer), `via`, the replica that named
+    /// it, the first time, and every server on a retry: `via` may know it
+    /// only as a member too, or have lost what it learnt by Inquire in a
+    /// restart (crash seed 629: a restarted replica asked only `via`, of
+    /// another shard, until the end of the run, and lagged behind).
+    /// Asking one replica per try, in turn, left a restarted replica
+    /// without the ancestor it waited for until the end of a run (crash
+    /// seed 187): its first Inquire was lost, the next replica asked was
+    /// down, the next cut off, and the backoff of up to eight retransmit
+    /// periods put the following tries, lost again, past the cool-down.
+    /// Replicas answer a duplicate Inquire alike, and the asker ignores a
+    /// second answer.
+    fn inquirees(&self, a: TxnId, retry: bool, via: Option<NodeId>) -> Vec<NodeId> {
         let shards = self.shards_of(a);
-        let all: Vec<NodeId> = shards
-            .iter()
-            .flat_map(|s| self.topology.shards[s.0 as usize].replicas.iter().copied())
+        let groups: Vec<&tessera_core::topology::ReplicaGroup> = if shards.is_empty() && retry {
+            self.topology.shards.iter().collect()
+        } else {
+            shards
+                .iter()
+                .map(|s| &self.topology.shards[s.0 as usize])
+                .collect()
+        };
+        let mut all: Vec<NodeId> = groups
+            .into_iter()
+            .flat_map(|g| g.replicas.iter().copied())
             .filter(|n| *n != self.me)
             .collect();
-        (!all.is_empty()).then(|| all[tries as usize % all.len()])
+        if all.is_empty() {
+            all.extend(via);
+        } else if !retry {
+            all.truncate(1);
+        }
+        all
     }
 
     fn on_inquire(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) {
@@ -1182,7 +1228,13 @@ impl JanusServer {
         // The other members: the sender decided the component, so it holds
         // each committed, or its tombstone; some may have pieces here.
         for &m in scc.iter().flat_map(|s| s.iter()) {
-            let known = m == txn || self.committed.contains_key(&m) || self.gc.is_gone(m);
+            // A member adopted already (finished) is not asked again: two
+            // unknown members' answers would otherwise ask for each other
+            // back and forth (crash seed 629, until a message was lost).
+            let known = m == txn
+                || self.committed.contains_key(&m)
+                || self.gc.is_gone(m)
+                || self.graph.get(m).is_some_and(|n| n.finished);
             if !known && !self.asking.contains_key(&m) {
                 ctx.send(from, Msg::Inquire { txn: m });
                 self.asking.insert(
@@ -1190,6 +1242,7 @@ impl JanusServer {
                     Asking {
                         sent_at: ctx.now(),
                         tries: 0,
+                        sent: true,
                         via: Some(from),
                     },
                 );
@@ -1224,6 +1277,7 @@ impl JanusServer {
                 Asking {
                     sent_at: ctx.now(),
                     tries: 0,
+                    sent: true,
                     via: Some(from),
                 },
             );
@@ -1326,12 +1380,12 @@ impl JanusServer {
             if now.saturating_sub(ask.sent_at) >= rto {
                 ask.tries += 1;
                 ask.sent_at = now;
-                resend.push((a, ask.tries, ask.via));
+                resend.push((a, std::mem::replace(&mut ask.sent, true), ask.via));
             }
         }
         resend.sort_unstable();
-        for (a, tries, via) in resend {
-            if let Some(to) = self.inquiree(a, tries).or(via) {
+        for (a, retry, via) in resend {
+            for to in self.inquirees(a, retry, via) {
                 ctx.send(to, Msg::Inquire { txn: a });
             }
         }
@@ -1397,13 +1451,28 @@ impl JanusServer {
         match rec.encode() {
             Ok(bytes) => {
                 self.issued += 1;
-                ctx.persist(self.issued, bytes);
+                tessera_core::codec::put_bytes(&mut self.unflushed, &bytes);
+                if self.flushing == 0 {
+                    self.flush(ctx);
+                }
             }
             Err(e) => {
                 tracing::error!(me = ?self.me, "Janus replica runs without a log (it will not survive a crash): {e}");
                 self.durable = false;
             }
         }
+    }
+
+    /// Group commit: the records issued since the last flush go to the log
+    /// as one write, at most one write in flight at a time. (One write per
+    /// record costs the simulator one event per record at the server, as a
+    /// WAL without group commit would cost one fsync each.)
+    fn flush(&mut self, ctx: &mut Ctx<Msg>) {
+        if self.unflushed.is_empty() {
+            return;
+        }
+        self.flushing = self.issued;
+        ctx.persist(self.issued, std::mem::take(&mut self.unflushed).freeze());
     }
 
     /// Do `what` once every record issued so far is durable.
@@ -1752,6 +1821,10 @@ impl Node<Msg> for JanusServer {
 
     fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
         self.synced = self.synced.max(token);
+        if token == self.flushing {
+            self.flushing = 0;
+            self.flush(ctx);
+        }
         while self
             .after_sync
             .front()

@@ -691,6 +691,18 @@ impl Cluster {
             .collect()
     }
 
+    /// The servers that queued Inquires from server `from` about `t` go to.
+    fn inquired(&self, from: u32, t: TxnId) -> Vec<u32> {
+        let mut to: Vec<u32> = self
+            .queue
+            .iter()
+            .filter(|(f, _, m)| f.0 == from && matches!(m, Msg::Inquire { txn } if *txn == t))
+            .map(|(_, d, _)| d.0)
+            .collect();
+        to.sort_unstable();
+        to
+    }
+
     /// Delivers every queued message, and those they cause, except the
     /// ones `hold` picks, which stay queued.
     fn run_holding(&mut self, hold: impl Fn(NodeId, &Msg) -> bool) {
@@ -1152,4 +1164,179 @@ fn a_restarted_replica_recovers_what_it_pre_accepted() {
     c.shuffle_run(&mut order, Some(0), 80);
     assert_eq!(c.counter("janus_recoveries"), 1, "one replica recovered T");
     c.assert_replicas_hold(11, t);
+}
+
+/// Group commit ([`super::wal`]): records issued while a write is in
+/// flight wait for it and go out together in the next write; an answer
+/// leaves only once the write holding its record is durable, and a crash
+/// loses exactly the writes not yet durable — here T2's and T3's
+/// PreAccepted records, never answered, so nobody counted on them.
+#[test]
+fn group_commit_answers_after_the_write_and_a_crash_loses_only_the_tail() {
+    let mut c = Cluster::new();
+    c.hold_sync = true;
+    let t1 = c.submit(0);
+    let t2 = c.submit(1);
+    let t3 = c.submit(0);
+    c.deliver_pre_accept(t1, 0);
+    assert_eq!(c.unsynced[0].len(), 1, "one write in flight");
+    c.deliver_pre_accept(t2, 0);
+    c.deliver_pre_accept(t3, 0);
+    assert_eq!(c.unsynced[0].len(), 1, "T2 and T3 wait for the next write");
+    let answered = |c: &Cluster| -> Vec<TxnId> {
+        c.queue
+            .iter()
+            .filter_map(|(f, _, m)| match m {
+                Msg::PreAcceptOk { txn, .. } if *f == NodeId(0) => Some(*txn),
+                _ => None,
+            })
+            .collect()
+    };
+    assert!(answered(&c).is_empty(), "{:?}", c.queue);
+    c.sync(0);
+    assert_eq!(answered(&c), [t1]);
+    let next = &c.unsynced[0];
+    assert_eq!(next.len(), 1, "one write for both records");
+    assert_eq!(super::wal::records(&next[0].1).expect("splits").len(), 2);
+    c.restart(0);
+    c.hold_sync = false;
+    for (t, known) in [(t1, true), (t2, false), (t3, false)] {
+        let held = c.ask_server(0, Msg::Prepare { txn: t, ballot: 1 });
+        assert!(
+            matches!(&held[..], [Msg::PrepareOk { prepared, .. }] if prepared.is_some() == known),
+            "{t:?}: {held:?}"
+        );
+    }
+}
+
+/// A retried Inquire goes to every replica of the ancestor's shards.
+/// Crash seed 187 of `janus_seeds` (with group commit) diverged when a
+/// restarted replica asked one replica per try: its first Inquire was
+/// lost, the next replica asked was down, the next cut off, and the
+/// backoff put the last tries, lost too, past the end of the run. Here
+/// replica 3 (shard 1) waits for T1 (shard 0 only): its Inquire to
+/// replica 0 is lost and replica 1 is down; one retransmit period later
+/// replicas 0 and 2 are asked as well, answer, and T2 goes on (it asks
+/// shard 0 for its piece 0's output).
+#[test]
+fn a_retried_inquire_reaches_every_replica_of_the_ancestor() {
+    use super::msg::{CommitInfo, Dep};
+    let mut c = Cluster::with_shards(2);
+    let t1 = c.submit(0);
+    c.run();
+    let t2 = TxnId::new(NodeId(RECOVERY), 0, 1);
+    let commit = Msg::Commit(Arc::new(CommitInfo {
+        txn: t2,
+        proc: Feed::proc(100),
+        deps: vec![Dep {
+            txn: t1,
+            shards: Arc::from([ShardId(0)]),
+        }],
+        abandon: false,
+    }));
+    assert!(c.ask_server(3, commit).is_empty());
+    assert_eq!(c.inquired(3, t1), [0], "first one replica");
+    c.queue.clear();
+    c.advance(JanusConfig::default().retransmit, &[]);
+    assert_eq!(c.inquired(3, t1), [0, 1, 2], "then all of them");
+    let down = |d: NodeId, m: &Msg| d.0 == 1 || matches!(m, Msg::FetchOutput { .. });
+    c.run_holding(down);
+    assert!(
+        c.queue
+            .iter()
+            .any(|(f, _, m)| f.0 == 3
+                && matches!(m, Msg::FetchOutput { txn, piece: 0 } if *txn == t2)),
+        "T2 still waits for T1: {:?}",
+        c.queue
+    );
+}
+
+/// The own coordinator's Accept carries the procedure to a replica whose
+/// PreAccept-OK it lacks. Crash seeds 169 (with group commit) and 121
+/// (without) of `janus_seeds` stalled every client for 130–170 ms, past
+/// the measurement window: a coordinator took the slow
+/// path with two of a shard's three PreAccept-OKs, the third replica had
+/// never received the PreAccept and dropped the Accept (it had no
+/// procedure), and one of the two that had answered crashed — no
+/// majority of Accept-OKs until it came back, found by the next resend
+/// (up to 160 ms apart by then). Here replica 2 misses T's PreAccept, the coordinator goes
+/// slow with replicas 0 and 1, and replica 1 goes down: replicas 0 and 2
+/// accept and T commits within a few retransmit periods, long before any
+/// replica would suspect the coordinator and recover T (§3.3).
+#[test]
+fn an_accept_reaches_a_replica_that_missed_the_pre_accept() {
+    let mut c = Cluster::new();
+    let t = c.submit(0);
+    c.deliver_pre_accept(t, 0);
+    c.deliver_pre_accept(t, 1);
+    c.queue
+        .retain(|(_, d, m)| !(d.0 == 2 && matches!(m, Msg::PreAccept { .. })));
+    c.run();
+    assert!(c.done.is_empty(), "two of three: no fast path");
+    let down = |d: NodeId, _: &Msg| d.0 == 1;
+    let rto = JanusConfig::default().retransmit;
+    for _ in 0..4 {
+        c.advance(rto, &[0]);
+        c.run_holding(down);
+    }
+    assert!(c.now < JanusConfig::default().recover_after);
+    assert_eq!(c.saw(t), 10);
+    assert_eq!(c.paths(), (0, 1));
+    assert_eq!(c.counter("janus_recoveries"), 0);
+    assert_eq!(c.held(0, X)[0], (11, t.version()));
+    assert_eq!(c.held(0, X)[2], (11, t.version()));
+}
+
+/// A member of an adopted component whose shards are not known here is
+/// asked of every server on a retry, not only of the replica that named
+/// it; and members adopted already are not asked again. Crash seed 629
+/// of `janus_seeds` diverged: a restarted replica adopted a component
+/// from a `Forgotten` answer, one member of which had no pieces here and
+/// no dependency naming its shards, so it asked only the answering
+/// replica (of a third shard), which had learnt that member by Inquire
+/// before its own restart and no longer knew it — until the end of the
+/// run; meanwhile each `Forgotten` answer about one member made it ask
+/// for another back and forth. Here replica 0 executes T1 (x++) whose
+/// dependency T3 (shard 1) was forgotten in the component {T1, T2, T3,
+/// T4}: T2 and T4 are asked of replica 4, which answered; its
+/// `Forgotten` about T2 does not make replica 0 ask for T3 again; the
+/// retry about T4 goes to every other server, and replica 3's answer lets
+/// T1 run.
+#[test]
+fn an_adopted_member_of_unknown_shards_is_asked_of_every_server() {
+    use super::msg::{CommitInfo, Dep};
+    let mut c = Cluster::with_shards(2);
+    let id = |n| TxnId::new(NodeId(RECOVERY), 0, n);
+    let (t1, t2, t3, t4) = (id(1), id(2), id(3), id(4));
+    let commit = Msg::Commit(Arc::new(CommitInfo {
+        txn: t1,
+        proc: Incr::proc(),
+        deps: vec![Dep {
+            txn: t3,
+            shards: Arc::from([ShardId(1)]),
+        }],
+        abandon: false,
+    }));
+    assert!(c.ask_server(0, commit).is_empty(), "T1 waits for T3");
+    c.queue.clear();
+    let scc: Arc<[TxnId]> = Arc::from([t1, t2, t3, t4]);
+    let forgotten = |txn| Msg::Forgotten {
+        txn,
+        abandon: false,
+        scc: Some(scc.clone()),
+    };
+    c.queue.push((NodeId(4), NodeId(0), forgotten(t3)));
+    c.step(0);
+    assert_eq!((c.inquired(0, t2), c.inquired(0, t4)), (vec![4], vec![4]));
+    c.queue.clear();
+    c.queue.push((NodeId(4), NodeId(0), forgotten(t2)));
+    c.step(0);
+    assert!(c.inquired(0, t3).is_empty(), "asked again: {:?}", c.queue);
+    c.queue.clear();
+    c.advance(JanusConfig::default().retransmit, &[]);
+    assert_eq!(c.inquired(0, t4), [1, 2, 3, 4, 5], "then every server");
+    c.queue.clear();
+    c.queue.push((NodeId(3), NodeId(0), forgotten(t4)));
+    c.step(0);
+    assert_eq!(c.held(0, X)[0], (11, t1.version()), "T1 ran");
 }

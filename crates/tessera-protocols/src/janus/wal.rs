@@ -28,6 +28,8 @@
 //!   from the graph, kept as tombstones, so that a replay does not rebuild
 //!   the whole history.
 //!
+//! A write to the log holds the records issued since the previous write
+//! (group commit), each length-prefixed ([`records`]).
 //! Records start with [`TAG`]; a log that does not decode was written by
 //! another build and is refused (the server panics naming the error)
 //! rather than guessed at.
@@ -37,8 +39,8 @@ use crate::depgraph::PieceReply;
 use bytes::{BufMut, Bytes, BytesMut};
 use std::sync::Arc;
 use tessera_core::codec::{
-    decode_txn, encode_txn, get_bool, get_key, get_len, get_txn_id, get_u8, get_value, get_varint,
-    put_bytes, put_key, put_txn_id, put_varint, DecodeCx, DecodeError, EncodeError,
+    decode_txn, encode_txn, get_bool, get_bytes, get_key, get_len, get_txn_id, get_u8, get_value,
+    get_varint, put_bytes, put_key, put_txn_id, put_varint, DecodeCx, DecodeError, EncodeError,
 };
 use tessera_core::ids::{Key, ShardId, TxnId};
 use tessera_core::txn::{Txn, Value};
@@ -330,6 +332,15 @@ impl Record {
     }
 }
 
+/// The records of one write to the log.
+pub fn records(mut write: &[u8]) -> Result<Vec<&[u8]>, DecodeError> {
+    let mut out = Vec::new();
+    while !write.is_empty() {
+        out.push(get_bytes(&mut write, "Janus record")?);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,8 +351,9 @@ mod tests {
         TxnId::new(NodeId(9), 0, i)
     }
 
-    /// Every record kind without a procedure comes back as written, and
-    /// cut or foreign bytes are refused.
+    /// Every record kind without a procedure comes back as written, a
+    /// write of several records splits back into them, and cut or foreign
+    /// bytes are refused.
     #[test]
     fn records_round_trip_and_bad_bytes_are_refused() {
         let deps = vec![Dep {
@@ -386,12 +398,16 @@ mod tests {
             },
         ];
         let cx = DecodeCx::default();
+        let mut write = BytesMut::new();
         for r in &recs {
             let b = r.encode().expect("no procedure to encode");
             let back = Record::decode(&b, &cx).expect("decodes");
             assert_eq!(format!("{back:?}"), format!("{r:?}"));
+            put_bytes(&mut write, &b);
             assert!(Record::decode(&b[..b.len() - 1], &cx).is_err(), "{r:?} cut");
         }
+        assert_eq!(records(&write).expect("splits").len(), recs.len());
+        assert!(records(&write[..write.len() - 1]).is_err());
         assert!(
             Record::decode(&[0x57, 2], &cx).is_err(),
             "not a Janus record"
