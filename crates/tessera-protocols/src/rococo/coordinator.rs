@@ -8,8 +8,10 @@
 //! district, then orders, then order lines, then stock) takes one round
 //! trip per link. Fig. 9 sends the later rounds' pieces with `input'`: here
 //! every piece of a later round goes out at once with the previous round's
-//! outputs as inputs, and goes again, within the round, when this round's
-//! outputs give it other inputs (the answer to the old ones is dropped). A
+//! outputs as inputs (those that were the same in the last two rounds; a
+//! moving one is waited for), and goes again, within the round, when this
+//! round's outputs give it other inputs (the answer to the old ones is
+//! dropped). A
 //! round is complete when every piece has an answer for the inputs its
 //! round gives it, so it is a round as Fig. 9's, every request of it sent
 //! after the previous round ended — all §4.1's argument uses — and a
@@ -51,6 +53,11 @@ struct ReadOnly {
     results: Vec<Option<PieceReply>>,
     /// The last complete round's answers (Fig. 9's `output'`).
     previous: Option<Vec<PieceReply>>,
+    /// Per piece: its output was the same in the last two rounds (or there
+    /// was one round). Only such outputs are sent ahead as inputs: one that
+    /// moves (a district's next order id under NewOrders) would send every
+    /// piece it feeds twice a round.
+    steady: Vec<bool>,
     next_tag: u32,
     retransmit_at: Time,
     rto: Time,
@@ -66,6 +73,7 @@ impl ReadOnly {
             sent: vec![None; n],
             results: vec![None; n],
             previous: None,
+            steady: vec![true; n],
             next_tag: 0,
             retransmit_at: now + rto,
             rto,
@@ -73,14 +81,14 @@ impl ReadOnly {
     }
 
     /// Piece `i`'s inputs as best known: each input piece's output of this
-    /// round, or else of the previous round (`None` in the first round
-    /// until this round's are in).
+    /// round, or else of the previous round if it is steady (`None` until
+    /// this round's are in otherwise, and in the first round).
     fn inputs(&self, i: usize) -> Option<Vec<Value>> {
         let previous = self.previous.as_deref();
         self.proc.pieces()[i].gather_inputs(|j| {
             self.results[j]
                 .as_ref()
-                .or_else(|| previous.map(|p| &p[j]))
+                .or_else(|| previous.filter(|_| self.steady[j]).map(|p| &p[j]))
                 .map(|r| &r.output)
         })
     }
@@ -165,7 +173,13 @@ impl ReadOnly {
     fn new_round(&mut self) {
         let n = self.results.len();
         self.round += 1;
-        self.previous = Some(self.results.drain(..).flatten().collect());
+        let results: Vec<PieceReply> = self.results.drain(..).flatten().collect();
+        if let Some(p) = &self.previous {
+            for (s, (a, b)) in self.steady.iter_mut().zip(p.iter().zip(&results)) {
+                *s = a.output == b.output;
+            }
+        }
+        self.previous = Some(results);
         self.results = vec![None; n];
         self.sent = vec![None; n];
     }
