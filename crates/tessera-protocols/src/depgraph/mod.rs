@@ -20,8 +20,8 @@ pub(crate) use wakeups::Wakeups;
 
 use std::sync::Arc;
 use tessera_core::ids::{Key, ShardId, TxnId, Version};
-use tessera_core::storage::Store;
-use tessera_core::txn::{PieceSpec, ReadObs, Txn, Value};
+use tessera_core::storage::{Record, Store};
+use tessera_core::txn::{PieceResult, PieceSpec, ReadObs, Txn, Value};
 
 /// A transaction's status in a dependency graph, ordered as the paper orders
 /// it: STARTED < COMMITTING < DECIDED (§3.2).
@@ -95,24 +95,7 @@ pub(crate) fn run_piece(
     piece: u16,
     inputs: &[Value],
 ) -> PieceReply {
-    let mut obs = Vec::with_capacity(spec.reads.len());
-    let res = {
-        let mut values: Vec<Option<&Value>> = Vec::with_capacity(spec.reads.len());
-        for a in &spec.reads {
-            let (value, version) = match store.get(a.key) {
-                Some(r) => (Some(&r.value), r.meta.version),
-                None => (None, Version::INITIAL),
-            };
-            values.push(value);
-            if !written.contains(&a.key) {
-                obs.push(ReadObs {
-                    key: a.key,
-                    version,
-                });
-            }
-        }
-        proc.execute(piece as usize, &values, inputs)
-    };
+    let (res, obs) = read_and_execute(|k| store.get(k), written, proc, spec, piece, inputs);
     if res.user_abort && !res.writes.is_empty() {
         tracing::warn!(
             ?txn,
@@ -142,6 +125,60 @@ pub(crate) fn run_piece(
     }
 }
 
+/// Read `spec`'s keys through `get` and run the piece's function on them;
+/// the observations skip the keys in `written` (the transaction's own
+/// writes).
+fn read_and_execute<'a>(
+    get: impl Fn(Key) -> Option<&'a Record>,
+    written: &[Key],
+    proc: &Txn,
+    spec: &PieceSpec,
+    piece: u16,
+    inputs: &[Value],
+) -> (PieceResult, Vec<ReadObs>) {
+    let mut obs = Vec::with_capacity(spec.reads.len());
+    let mut values: Vec<Option<&Value>> = Vec::with_capacity(spec.reads.len());
+    for a in &spec.reads {
+        let (value, version) = match get(a.key) {
+            Some(r) => (Some(&r.value), r.meta.version),
+            None => (None, Version::INITIAL),
+        };
+        values.push(value);
+        if !written.contains(&a.key) {
+            obs.push(ReadObs {
+                key: a.key,
+                version,
+            });
+        }
+    }
+    (proc.execute(piece as usize, &values, inputs), obs)
+}
+
+/// Run a piece of a read-only transaction on the records `get` shows
+/// (Rococo §4.1: the server's finished view): its reads and output; a
+/// write the piece asks for is dropped (and logged: a read-only
+/// transaction must not write).
+pub(crate) fn read_piece<'a>(
+    get: impl Fn(Key) -> Option<&'a Record>,
+    txn: TxnId,
+    proc: &Txn,
+    spec: &PieceSpec,
+    piece: u16,
+    inputs: &[Value],
+) -> PieceReply {
+    let (res, reads) = read_and_execute(get, &[], proc, spec, piece, inputs);
+    if !res.writes.is_empty() {
+        tracing::error!(?txn, name = proc.name(), "a read-only transaction wrote");
+    }
+    PieceReply {
+        piece,
+        reads,
+        writes: Vec::new(),
+        output: res.output,
+        user_abort: res.user_abort,
+    }
+}
+
 /// Run one piece on the current data without installing its writes: the
 /// execute and validate steps of Rococo's merged pieces (§4.2), which run
 /// optimistically and install only at the commit of their OCC+2PC.
@@ -151,7 +188,7 @@ pub(crate) fn dry_run(
     spec: &PieceSpec,
     piece: u16,
     inputs: &[Value],
-) -> tessera_core::txn::PieceResult {
+) -> PieceResult {
     let values: Vec<Option<&Value>> = spec
         .reads
         .iter()

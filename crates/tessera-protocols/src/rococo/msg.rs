@@ -83,14 +83,16 @@ pub enum Msg {
     /// the transactions they conflict with have finished (§4.1, Fig. 10).
     RoRead {
         txn: TxnId,
-        round: u32,
+        /// Names this request among the transaction's (each round's, and a
+        /// piece sent again within a round with other inputs); echoed.
+        tag: u32,
         proc: Txn,
         pieces: Vec<u16>,
         inputs: Vec<Vec<Value>>,
     },
     RoReadOk {
         txn: TxnId,
-        round: u32,
+        tag: u32,
         results: Vec<PieceReply>,
     },
     // ---- merged pieces: OCC+2PC in the start phase (§4.2) ----

@@ -11,13 +11,14 @@
 
 mod log;
 mod merged;
+mod view;
 
 use super::driver::{well_formed, Driver};
 use super::msg::{Edge, Msg, PieceReply, Start, Status, Vertex};
 use super::tracker::Tracker;
 use super::RococoConfig;
 use crate::depgraph::graph::{Decision, DepGraph};
-use crate::depgraph::{run_piece, Wakeups};
+use crate::depgraph::{read_piece, run_piece, Wakeups};
 use std::sync::Arc;
 use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId};
 use tessera_core::node::{Ctx, Node, NodeReport};
@@ -65,7 +66,7 @@ struct Asking {
 struct ParkedRo {
     from: NodeId,
     txn: TxnId,
-    round: u32,
+    tag: u32,
     proc: Txn,
     pieces: Vec<u16>,
     inputs: Vec<Vec<Value>>,
@@ -94,6 +95,10 @@ pub struct RococoServer {
     inquiries: FastMap<TxnId, (u64, Vec<NodeId>)>,
     asking: FastMap<TxnId, Asking>,
     ro_parked: Vec<ParkedRo>,
+    /// What read-only requests read: the data as of finished transactions.
+    view: view::FinishedView,
+    /// Read-only requests answered, and those of them that waited.
+    ro_reads: (u64, u64),
     /// Recovery drivers started (reported as `rococo_recoveries`; with
     /// `rococo_blocker_recoveries`, those started early for a blocker).
     recoveries: (u64, u64),
@@ -129,6 +134,8 @@ impl RococoServer {
             inquiries: tessera_core::fast_map(),
             asking: tessera_core::fast_map(),
             ro_parked: Vec::new(),
+            view: view::FinishedView::default(),
+            ro_reads: (0, 0),
             recovering: tessera_core::fast_map(),
             epoch: 0,
             gone: tessera_core::fast_map(),
@@ -306,7 +313,9 @@ impl RococoServer {
                 .keys
                 .extend(spec.reads.iter().chain(&spec.writes).map(|a| a.key));
             let reply = (spec.kind == PieceKind::Immediate).then(|| {
-                run_piece(
+                let declared = spec.writes.iter().map(|a| a.key);
+                self.view.before_immediate(&self.store, declared.clone());
+                let reply = run_piece(
                     &mut self.store,
                     txn,
                     &mut local.written,
@@ -314,7 +323,10 @@ impl RococoServer {
                     &spec,
                     piece,
                     &inputs,
-                )
+                );
+                self.view
+                    .after_immediate(&self.store, txn, declared, &reply.writes);
+                reply
             });
             immediate.extend(reply.clone());
             added.pieces.push(piece);
@@ -509,6 +521,11 @@ impl RococoServer {
                 self.finish(ctx, m);
             }
         }
+        // Read-only requests read once the whole component finished here:
+        // none sees some of its members and not others.
+        for &m in members.iter() {
+            self.release_ro(ctx, m);
+        }
     }
 
     /// Execute `t`'s deferred pieces here, set `T.finished`, reply.
@@ -523,7 +540,7 @@ impl RococoServer {
         for i in order {
             let r = &local.pieces[i];
             let spec = proc.resolve(r.piece as usize, &r.inputs);
-            replies.push(run_piece(
+            let reply = run_piece(
                 &mut self.store,
                 t,
                 &mut local.written,
@@ -531,8 +548,13 @@ impl RococoServer {
                 &spec,
                 r.piece,
                 &r.inputs,
-            ));
+            );
+            for &k in &reply.writes {
+                self.view.deferred(k);
+            }
+            replies.push(reply);
         }
+        self.view.finished(t, &local.written);
         let waiters = std::mem::take(&mut local.commit_waiters);
         local.deferred = Some(replies.clone());
         tracing::trace!(shard = self.shard.0, txn = ?t, "finished");
@@ -553,7 +575,6 @@ impl RococoServer {
             n.epoch = self.epoch;
         }
         self.wakeups.wake(t);
-        self.release_ro(ctx, t);
     }
 
     // ---- status requests ----
@@ -615,13 +636,19 @@ impl RococoServer {
 
     // ---- read-only transactions (§4.1, Fig. 10) ----
 
+    /// Fig. 10: wait until every transaction in `S.dep` that conflicts with
+    /// the pieces (wrote a key they read) and was unfinished when the
+    /// request came has finished, then read the finished view ([`view`]):
+    /// writes of transactions that came later are not seen, so they are
+    /// not waited for either — a read of a hot row is not starved by the
+    /// stream of its writers.
     #[allow(clippy::too_many_arguments)]
     fn on_ro_read(
         &mut self,
         ctx: &mut Ctx<Msg>,
         from: NodeId,
         txn: TxnId,
-        round: u32,
+        tag: u32,
         proc: Txn,
         pieces: Vec<u16>,
         inputs: Vec<Vec<Value>>,
@@ -629,7 +656,7 @@ impl RococoServer {
         let mut ro = ParkedRo {
             from,
             txn,
-            round,
+            tag,
             proc,
             pieces,
             inputs,
@@ -637,7 +664,7 @@ impl RococoServer {
         };
         ro.pending = self.ro_conflicts(&ro);
         if ro.pending.is_empty() {
-            self.answer_ro(ctx, ro);
+            self.answer_ro(ctx, ro, false);
         } else {
             self.ro_parked.push(ro);
         }
@@ -645,7 +672,8 @@ impl RococoServer {
 
     /// The unfinished local transactions that last wrote a key `ro` reads
     /// here: Fig. 10's "T' in S.dep conflicts with p and T'.finished is
-    /// false".
+    /// false". The last writer of a key finishes after the earlier ones
+    /// (they are its ancestors, or in its component).
     fn ro_conflicts(&self, ro: &ParkedRo) -> Vec<TxnId> {
         let mut pending = Vec::new();
         for (&piece, inputs) in ro.pieces.iter().zip(&ro.inputs) {
@@ -666,71 +694,46 @@ impl RococoServer {
         pending
     }
 
-    /// `finished` finished here: the read-only requests that waited for it
-    /// alone are read now — unless a transaction that arrived while they
-    /// waited has written what they read and is unfinished, in which case
-    /// they wait for that one too. Fig. 10 reads only once no conflicting
-    /// transaction is unfinished *when it reads*: §4.1's argument ("when
-    /// one server waits for a transaction to finish it is forcing that
-    /// transaction to at least start on all other involved servers")
-    /// holds only for writes the read waited for. Reading a newcomer's
-    /// immediate write without waiting let two rounds agree on a state no
-    /// serial order has (TPC-C seed 155 with merged pieces: a StockLevel
-    /// saw a NewOrder's stock write at one server, whose merged commit had
-    /// reached the other server 8 ms later, in two rounds in a row).
+    /// `finished` finished here: answer the read-only requests that waited
+    /// for it last.
     fn release_ro(&mut self, ctx: &mut Ctx<Msg>, finished: TxnId) {
-        if self.ro_parked.is_empty() {
-            return;
-        }
-        let mut ready = Vec::new();
         let mut i = 0;
         while i < self.ro_parked.len() {
             let ro = &mut self.ro_parked[i];
             ro.pending.retain(|t| *t != finished);
             if ro.pending.is_empty() {
-                ready.push(self.ro_parked.swap_remove(i));
+                let ro = self.ro_parked.swap_remove(i);
+                self.answer_ro(ctx, ro, true);
             } else {
                 i += 1;
             }
         }
-        for mut ro in ready {
-            ro.pending = self.ro_conflicts(&ro);
-            if ro.pending.is_empty() {
-                self.answer_ro(ctx, ro);
-            } else {
-                self.ro_parked.push(ro);
-            }
-        }
     }
 
-    fn answer_ro(&mut self, ctx: &mut Ctx<Msg>, ro: ParkedRo) {
+    fn answer_ro(&mut self, ctx: &mut Ctx<Msg>, ro: ParkedRo, waited: bool) {
+        self.ro_reads.0 += 1;
+        self.ro_reads.1 += u64::from(waited);
         let mut results = Vec::with_capacity(ro.pieces.len());
+        let (view, store) = (&self.view, &self.store);
         for (&piece, inputs) in ro.pieces.iter().zip(&ro.inputs) {
             if piece as usize >= ro.proc.pieces().len() {
                 continue;
             }
             let spec = ro.proc.resolve(piece as usize, inputs);
-            let mut none = Vec::new();
-            let mut reply = run_piece(
-                &mut self.store,
+            results.push(read_piece(
+                |k| view.get(store, k),
                 ro.txn,
-                &mut none,
                 &ro.proc,
                 &spec,
                 piece,
                 inputs,
-            );
-            if !reply.writes.is_empty() {
-                tracing::error!(txn = ?ro.txn, "a read-only transaction wrote");
-                reply.writes.clear();
-            }
-            results.push(reply);
+            ));
         }
         // Like every reply (`log`), after the records of what it read: a
         // finish a crash takes back must not have been seen.
         let msg = Msg::RoReadOk {
             txn: ro.txn,
-            round: ro.round,
+            tag: ro.tag,
             results,
         };
         self.log.reply(ctx, ro.from, msg);
@@ -925,11 +928,11 @@ impl Node<Msg> for RococoServer {
             }
             Msg::RoRead {
                 txn,
-                round,
+                tag,
                 proc,
                 pieces,
                 inputs,
-            } => self.on_ro_read(ctx, from, txn, round, proc, pieces, inputs),
+            } => self.on_ro_read(ctx, from, txn, tag, proc, pieces, inputs),
             // Replies to this server's own recovery drivers.
             Msg::StartOk {
                 txn,
@@ -972,11 +975,14 @@ impl Node<Msg> for RococoServer {
 
     fn take_report(&mut self) -> NodeReport {
         let (all, blockers) = std::mem::take(&mut self.recoveries);
+        let ro = std::mem::take(&mut self.ro_reads);
         NodeReport {
             client: None,
             counters: vec![
                 ("rococo_recoveries", all),
                 ("rococo_blocker_recoveries", blockers),
+                ("rococo_ro_reads", ro.0),
+                ("rococo_ro_reads_waited", ro.1),
             ],
         }
     }

@@ -753,18 +753,20 @@ fn about(m: &Msg) -> Option<TxnId> {
 }
 
 /// TPC-C seed 155 of the merged-pieces crash test, reduced (Fig. 10): a
-/// read-only request waits at S1 for the unfinished writer W of its key;
-/// meanwhile U's immediate piece writes the key. When W finishes, the
-/// read must wait for U too: U is still in its start phase (its other
-/// pieces may not have reached their servers), and a read that sees it
-/// without waiting for it breaks §4.1's argument — two rounds can then
-/// agree on U seen here and not elsewhere. Before the fix the read was
-/// answered with U's write as soon as W finished.
+/// read-only request waits at S0 for the unfinished writer W of its key;
+/// meanwhile U's immediate piece writes the key. U is still in its start
+/// phase (its other pieces may not have reached their servers): a read
+/// that sees its write breaks §4.1's argument — two rounds can then agree
+/// on U seen here and not elsewhere. Waiting for U too (the first fix)
+/// starves a read of a hot key, whose writers never stop coming. The read
+/// waits for W only, and reads the finished view: W's write, not U's,
+/// although U's is the store's. Before the finished view the read either
+/// saw U's write (the seed) or waited for U.
 #[test]
-fn a_read_only_request_waits_for_writers_that_came_while_it_waited() {
+fn a_read_only_request_waits_for_the_writers_it_found_and_sees_none_that_came_later() {
     let k = Key::new(0, 1);
     let mut c = Cluster::new(&[(k, 10, 0)]);
-    let w = c.submit(0, Arc::new(Buy::new(&[k], PieceKind::Deferrable)));
+    let w = c.submit(0, Arc::new(Buy::new(&[k], PieceKind::Immediate)));
     c.deliver_start(w, 0);
     let r = c.submit(1, Arc::new(ReadOne::new(k)));
     let ro = |c: &Cluster| {
@@ -777,27 +779,200 @@ fn a_read_only_request_waits_for_writers_that_came_while_it_waited() {
     assert!(ro(&c).is_none(), "the read waits for W");
     let u = c.submit(1, Arc::new(Buy::new(&[k], PieceKind::Immediate)));
     c.deliver_start(u, 0);
+    assert_eq!(
+        c.servers[0].store_ref().get(k).unwrap().meta.version,
+        u.version()
+    );
     // W to its end, U's reply to its coordinator held back.
     while let Some(i) = c.queue.iter().position(|(_, _, m)| about(m) == Some(w)) {
         c.step(i);
     }
     assert!(c.done.iter().any(|(t, _)| *t == w), "W committed");
-    let answered = c
-        .queue
-        .iter()
-        .any(|(_, _, m)| matches!(m, Msg::RoReadOk { txn, .. } if *txn == r));
-    assert!(!answered, "the read saw U's write while U was unfinished");
+    let answer = c.queue.iter().find_map(|(_, _, m)| match m {
+        Msg::RoReadOk { txn, results, .. } if *txn == r => Some(results[0].reads[0]),
+        _ => None,
+    });
+    let seen = answer.expect("the read is answered once W finished, U unfinished");
+    assert_eq!(
+        seen.version,
+        w.version(),
+        "the read saw U's unfinished write"
+    );
     c.run();
     let reads = match &c.done.iter().find(|(t, _)| *t == r).expect("read done").1 {
         TxnOutcome::Committed { reads, .. } => reads.clone(),
         other => panic!("{other:?}"),
     };
-    // U ran first (immediate) and W's deferred piece after it: the read,
-    // done once both finished, sees W's write.
+    // The second round came after U finished: it saw U, the rounds
+    // differed, and the third agreed with it.
     assert_eq!(reads.len(), 1);
-    assert_eq!(reads[0].version, w.version());
-    assert_eq!(c.outputs(w), [9]);
-    assert_eq!(c.outputs(u), [10]);
+    assert_eq!(reads[0].version, u.version());
+    assert_eq!(c.outputs(w), [10]);
+    assert_eq!(c.outputs(u), [9]);
+}
+
+/// A read-only transaction of two chained pieces (the shape of TPC-C's
+/// StockLevel): piece 0 reads `DISTRICT` on shard 0 and outputs it; piece
+/// 1 reads `ORDER_LINE:x` on shard 1 for that output `x` and outputs it.
+#[derive(Debug)]
+struct ReadChain {
+    pieces: Vec<PieceSpec>,
+}
+
+impl ReadChain {
+    fn new() -> Self {
+        let p = |shard, reads, inputs, dynamic| PieceSpec {
+            shard: ShardId(shard),
+            reads,
+            writes: Vec::new(),
+            kind: PieceKind::Immediate,
+            inputs,
+            dynamic,
+        };
+        ReadChain {
+            pieces: vec![
+                p(0, vec![Access::all(DISTRICT)], vec![], false),
+                p(1, Vec::new(), vec![0], true),
+            ],
+        }
+    }
+}
+
+impl Procedure for ReadChain {
+    fn name(&self) -> &'static str {
+        "read-chain"
+    }
+    fn pieces(&self) -> &[PieceSpec] {
+        &self.pieces
+    }
+    fn resolve(&self, piece: usize, inputs: &[Value]) -> Cow<'_, PieceSpec> {
+        if piece == 0 {
+            return Cow::Borrowed(&self.pieces[0]);
+        }
+        let mut spec = self.pieces[1].clone();
+        spec.reads = vec![Access::all(Key::new(ORDER_LINE, dec(inputs.first())))];
+        Cow::Owned(spec)
+    }
+    fn execute(&self, _: usize, reads: &[Option<&Value>], _: &[Value]) -> PieceResult {
+        PieceResult {
+            writes: Vec::new(),
+            output: enc(dec(reads[0])),
+            user_abort: false,
+        }
+    }
+}
+
+impl Cluster {
+    /// The read requests of `txn` queued: (to, pieces, inputs).
+    fn ro_reads(&self, txn: TxnId) -> Vec<(u32, Vec<u16>, Vec<Vec<u64>>)> {
+        self.queue
+            .iter()
+            .filter_map(|(_, to, m)| match m {
+                Msg::RoRead {
+                    txn: t,
+                    pieces,
+                    inputs,
+                    ..
+                } if *t == txn => Some((
+                    to.0,
+                    pieces.clone(),
+                    inputs
+                        .iter()
+                        .map(|i| i.iter().map(|v| dec(Some(v))).collect())
+                        .collect(),
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Coordinator `c`'s counters.
+    fn coord_counter(&mut self, c: usize, name: &str) -> u64 {
+        let report = Node::take_report(&mut self.coords[c]);
+        report
+            .counters
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0, |(_, v)| *v)
+    }
+}
+
+/// Fig. 9: the first round sends a piece once its inputs are in (here two
+/// round trips, one after the other); every later round sends all its
+/// pieces at once, each with the previous round's outputs as inputs, so a
+/// round that agrees costs one round trip. Before, every round re-ran the
+/// chain one hop at a time.
+#[test]
+fn later_rounds_send_every_piece_at_once_with_the_last_rounds_inputs() {
+    let mut c = Cluster::new(&[(DISTRICT, 5, 0), (Key::new(ORDER_LINE, 5), 7, 1)]);
+    let r = c.submit(0, Arc::new(ReadChain::new()));
+    assert_eq!(c.ro_reads(r), [(0, vec![0], vec![vec![]])]);
+    c.step(0);
+    c.step(0);
+    assert_eq!(
+        c.ro_reads(r),
+        [(1, vec![1], vec![vec![5]])],
+        "round 1, hop 2"
+    );
+    c.step(0);
+    c.step(0);
+    let mut round2 = c.ro_reads(r);
+    round2.sort();
+    assert_eq!(
+        round2,
+        [(0, vec![0], vec![vec![]]), (1, vec![1], vec![vec![5]])],
+        "round 2 sends both pieces at once"
+    );
+    c.run();
+    assert_eq!(c.outputs(r), [5, 7]);
+    assert_eq!(c.coord_counter(0, "rococo_ro_rounds"), 2);
+}
+
+/// A piece sent with the previous round's inputs is sent again, within the
+/// round, once this round's inputs are in and differ; its answer to the
+/// old inputs is dropped. Here a write moves `DISTRICT` from 5 to 4 between
+/// rounds 1 and 2: round 2 reads `ORDER_LINE:4`, not `:5`, and round 3
+/// agrees with it (three rounds; without the resend round 2 would mix the
+/// two and take a fourth).
+#[test]
+fn a_piece_sent_with_stale_inputs_is_sent_again_within_the_round() {
+    let mut c = Cluster::new(&[
+        (DISTRICT, 5, 0),
+        (Key::new(ORDER_LINE, 5), 7, 1),
+        (Key::new(ORDER_LINE, 4), 8, 1),
+    ]);
+    let r = c.submit(0, Arc::new(ReadChain::new()));
+    for _ in 0..4 {
+        c.step(0);
+    }
+    assert_eq!(c.ro_reads(r).len(), 2, "round 2 sent");
+    let w = c.submit(1, Arc::new(Buy::new(&[DISTRICT], PieceKind::Immediate)));
+    while let Some(i) = c.queue.iter().position(|(_, _, m)| about(m) == Some(w)) {
+        c.step(i);
+    }
+    assert_eq!(c.outputs(w), [5]);
+    // Round 2: the district read first, then the stale order-line read.
+    let i = c
+        .queue
+        .iter()
+        .position(|(_, to, _)| to.0 == 0)
+        .expect("piece 0");
+    c.step(i);
+    c.step(c.queue.len() - 1);
+    let i = c
+        .queue
+        .iter()
+        .position(|(_, to, _)| to.0 == 1)
+        .expect("piece 1");
+    c.step(i);
+    assert_eq!(
+        c.ro_reads(r),
+        [(1, vec![1], vec![vec![4]])],
+        "piece 1 sent again with round 2's input"
+    );
+    c.run();
+    assert_eq!(c.outputs(r), [4, 8]);
+    assert_eq!(c.coord_counter(0, "rococo_ro_rounds"), 3);
 }
 
 impl Cluster {
