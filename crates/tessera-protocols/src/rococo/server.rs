@@ -54,6 +54,10 @@ struct Local {
     last_heard: Time,
     /// Its coordinator has all commit replies (§3.4: committed).
     committed: bool,
+    /// When to push the commit reply to the coordinator again, and the
+    /// backoff after that: set when the reply was held for ancestors (see
+    /// [`RococoServer::push_replies`]), cleared by `Committed`.
+    push: Option<(Time, Time)>,
 }
 
 /// A status request of ours, unanswered.
@@ -270,6 +274,7 @@ impl RococoServer {
                     written: Vec::new(),
                     deferred: None,
                     commit_waiters: Vec::new(),
+                    push: None,
                     last_heard: ctx.now(),
                     committed: false,
                 },
@@ -556,6 +561,10 @@ impl RococoServer {
         }
         self.view.finished(t, &local.written);
         let waiters = std::mem::take(&mut local.commit_waiters);
+        if waiters.contains(&t.node()) {
+            let rto = self.cfg.retransmit;
+            local.push = Some((ctx.now() + rto, rto));
+        }
         local.deferred = Some(replies.clone());
         tracing::trace!(shard = self.shard.0, txn = ?t, "finished");
         if !self.replaying {
@@ -791,6 +800,7 @@ impl RococoServer {
             self.recover(ctx, t);
         }
         self.occ_sweep(ctx, now);
+        self.push_replies(ctx, now);
         let cap = self.cfg.retransmit * 8;
         let mut ids: Vec<TxnId> = self.recovering.keys().copied().collect();
         ids.sort_unstable();
@@ -800,6 +810,39 @@ impl RococoServer {
             }
         }
         ctx.set_timer(self.cfg.sweep, SWEEP);
+    }
+
+    /// Push again the commit replies that were held for ancestors until
+    /// the coordinator says it has them (`Committed`), backing off to
+    /// `8 × retransmit`. While a reply is held the coordinator's resends
+    /// back off (nothing is lost, the server just does not answer yet):
+    /// when the held reply is then lost (a partition), the coordinator
+    /// would not ask again for up to its capped timeout, and every
+    /// transaction of the hot key behind it waits as long (TPC-C tiny seed
+    /// 57: the replies freed by a blocker's recovery fell into a partition
+    /// and the clients' next resend came 77 ms after it healed).
+    fn push_replies(&mut self, ctx: &mut Ctx<Msg>, now: Time) {
+        let cap = self.cfg.retransmit * 8;
+        let mut due: Vec<TxnId> = self
+            .locals
+            .iter()
+            .filter(|(_, l)| !l.committed && l.push.is_some_and(|(at, _)| at <= now))
+            .map(|(t, _)| *t)
+            .collect();
+        due.sort_unstable();
+        for t in due {
+            let local = self.locals.get_mut(&t).expect("listed");
+            let (Some(results), Some((_, rto))) = (&local.deferred, local.push) else {
+                continue;
+            };
+            let msg = Msg::CommitOk {
+                txn: t,
+                deferred: results.clone(),
+            };
+            let rto = (rto * 2).min(cap);
+            local.push = Some((now + rto, rto));
+            self.log.reply(ctx, t.node(), msg);
+        }
     }
 
     /// Drive `t` to commit from here with the coordinator's logic (§3.5):
@@ -912,6 +955,7 @@ impl Node<Msg> for RococoServer {
                 // collected after `forget_after` without a request).
                 if let Some(l) = self.locals.get_mut(&txn).filter(|_| from == txn.node()) {
                     l.committed = true;
+                    l.push = None;
                 }
                 // Another driver has every commit reply: ours must stop
                 // before the servers forget the transaction, or its resent

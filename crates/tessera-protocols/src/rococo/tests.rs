@@ -1119,3 +1119,56 @@ fn a_prepared_participant_asks_and_a_leader_without_record_presumes_abort() {
     c.step(n - 1);
     assert_eq!(prepares(&c), [(0, 2), (1, 2)]);
 }
+
+/// TPC-C tiny seed 57, reduced: T1's start reply is lost, so T1's
+/// coordinator stays in its start phase; T2, ordered after T1 on the same
+/// key, asks to commit and its reply is held for T1 (its coordinator's
+/// resends back off meanwhile). The server recovers the blocker T1 and
+/// finishes both, but a partition eats T2's commit reply. When it heals,
+/// the server pushes the reply again: T2's coordinator learns the outcome
+/// without waiting out its backed-off resend (before, nothing was resent
+/// by the server, and in the seed the clients' next resend came after the
+/// measurement window). Once the coordinator says `Committed`, the server
+/// stops pushing.
+#[test]
+fn a_commit_reply_held_for_a_recovered_blocker_is_pushed_again() {
+    let ms = tessera_core::ids::MS;
+    let a = Key::new(0, 1);
+    let mut c = Cluster::new(&[(a, 10, 0)]);
+    let t1 = c.submit(0, Arc::new(Buy::new(&[a], PieceKind::Deferrable)));
+    c.deliver_start(t1, 0);
+    c.queue.retain(|(_, to, _)| to.0 != 2);
+    let t2 = c.submit(1, Arc::new(Buy::new(&[a], PieceKind::Deferrable)));
+    c.run();
+    assert!(c.done.is_empty(), "T2's commit reply waits for T1");
+    // S1 recovers the blocker T1; a partition cuts the clients off.
+    let cut_off = |c: &mut Cluster| loop {
+        c.queue.retain(|(_, to, _)| to.0 < 2);
+        if c.queue.is_empty() {
+            break;
+        }
+        c.step(0);
+    };
+    c.tick(0, 50 * ms);
+    cut_off(&mut c);
+    let stock = |c: &Cluster| dec(Some(&c.servers[0].store_ref().get(a).unwrap().value));
+    assert_eq!(stock(&c), 8, "the recovery committed T1, then T2 ran");
+    assert!(c.done.is_empty(), "the partition ate T2's commit reply");
+    // The partition heals; only the server's timer fires.
+    c.tick(0, 60 * ms);
+    c.run();
+    assert!(
+        c.done.iter().any(|(t, _)| *t == t2),
+        "the server pushed T2's commit reply again"
+    );
+    assert_eq!(c.outputs(t2).len(), 1);
+    // T2's coordinator said Committed: no more pushes.
+    c.tick(0, 500 * ms);
+    let pushed = c
+        .queue
+        .iter()
+        .any(|(_, _, m)| matches!(m, Msg::CommitOk { txn, .. } if *txn == t2));
+    assert!(!pushed, "Committed stops the pushes");
+    c.run();
+    assert_eq!(stock(&c), 8);
+}
