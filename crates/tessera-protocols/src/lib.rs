@@ -41,6 +41,8 @@
 //! types.
 
 pub mod coco;
+#[cfg(test)]
+mod codec_laws;
 pub mod depgraph;
 pub mod disagg;
 pub mod drtm;

@@ -180,15 +180,7 @@ proptest! {
     #[test]
     fn messages_round_trip_and_truncations_are_errors(msg in arb_msg()) {
         let cx = cx();
-        let bytes = msg.to_bytes().unwrap();
-        let back = Msg::from_bytes(&bytes, &cx).unwrap();
-        prop_assert_eq!(format!("{back:?}"), format!("{msg:?}"));
-        for cut in 0..bytes.len() {
-            prop_assert!(Msg::from_bytes(&bytes[..cut], &cx).is_err(), "cut at {}", cut);
-        }
-        let mut longer = bytes.to_vec();
-        longer.push(0);
-        prop_assert_eq!(Msg::from_bytes(&longer, &cx).unwrap_err(), DecodeError::Trailing(1));
+        crate::codec_laws::round_trips_and_rejects_cuts(&msg, &cx)?;
     }
 
     #[test]
@@ -196,12 +188,7 @@ proptest! {
         msg in arb_msg(),
         flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4),
     ) {
-        let mut bytes = msg.to_bytes().unwrap().to_vec();
-        for (i, b) in flips {
-            let n = bytes.len();
-            bytes[i % n] ^= b | 1;
-        }
-        let _ = Msg::from_bytes(&bytes, &cx());
+        crate::codec_laws::decode_flipped(&msg, &flips, &cx());
     }
 
     #[test]

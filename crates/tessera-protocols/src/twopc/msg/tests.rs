@@ -125,27 +125,15 @@ proptest! {
     #[test]
     fn messages_round_trip_with_exact_sizes(msg in arb_msg()) {
         let cx = DecodeCx::new(workload());
-        let bytes = msg.to_bytes().unwrap();
-        let back = Msg::from_bytes(&bytes, &cx).unwrap();
-        prop_assert_eq!(format!("{back:?}"), format!("{msg:?}"));
+        crate::codec_laws::round_trips_and_rejects_cuts(&msg, &cx)?;
         if !matches!(msg, Msg::Execute(_)) {
-            prop_assert_eq!(msg.wire_size(), bytes.len());
-        }
-        // Truncations are errors, never panics.
-        for cut in 0..bytes.len() {
-            prop_assert!(Msg::from_bytes(&bytes[..cut], &cx).is_err());
+            prop_assert_eq!(msg.wire_size(), msg.to_bytes().unwrap().len());
         }
     }
 
     #[test]
     fn corrupted_messages_never_panic(msg in arb_msg(), flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4)) {
-        let cx = DecodeCx::new(workload());
-        let mut bytes = msg.to_bytes().unwrap().to_vec();
-        for (i, b) in flips {
-            let n = bytes.len();
-            bytes[i % n] ^= b | 1;
-        }
-        let _ = Msg::from_bytes(&bytes, &cx);
+        crate::codec_laws::decode_flipped(&msg, &flips, &DecodeCx::new(workload()));
     }
 
     #[test]
