@@ -142,6 +142,7 @@
 //!   as a no-op and its client hears `Aborted(User)` (TPC-C's invalid-item
 //!   NewOrder); otherwise logged, and the transaction commits ([`driver`]).
 
+mod codec;
 pub mod coordinator;
 mod driver;
 pub mod msg;
