@@ -12,6 +12,7 @@
 //! * [`Wakeups`] — which transactions wait for which, and the queue of
 //!   those to look at again.
 
+pub(crate) mod codec;
 pub mod graph;
 pub mod order;
 mod wakeups;

@@ -35,6 +35,7 @@ use super::msg::{Announce, CommitInfo, Dep, Msg, Prepared};
 use super::wal::{
     get_deps, get_ids, get_replies, get_txns, put_deps, put_ids, put_replies, put_txns,
 };
+use crate::depgraph::codec::check_shards;
 use bytes::{BufMut, BytesMut};
 use std::sync::Arc;
 use tessera_core::codec::{
@@ -103,15 +104,11 @@ fn get_ballot(buf: &mut &[u8]) -> Result<u64, DecodeError> {
 /// index in its topology.
 fn get_checked_deps(buf: &mut &[u8], cx: &DecodeCx) -> Result<Vec<Dep>, DecodeError> {
     let deps = get_deps(buf)?;
-    if let Some(wl) = &cx.workload {
-        let n = wl.shards();
-        if let Some(s) = deps.iter().flat_map(|d| d.shards.iter()).find(|s| s.0 >= n) {
-            return Err(DecodeError::invalid(
-                "dependency shard",
-                format!("{} but the workload has {n} shards", s.0),
-            ));
-        }
-    }
+    check_shards(
+        deps.iter().flat_map(|d| d.shards.iter()),
+        cx,
+        "dependency shard",
+    )?;
     Ok(deps)
 }
 

@@ -35,6 +35,7 @@
 //! rather than guessed at.
 
 use super::msg::{Ballot, Dep};
+use crate::depgraph::codec::get_shard;
 use crate::depgraph::PieceReply;
 use bytes::{BufMut, Bytes, BytesMut};
 use std::sync::Arc;
@@ -42,7 +43,7 @@ use tessera_core::codec::{
     decode_txn, encode_txn, get_bool, get_bytes, get_key, get_len, get_txn_id, get_u8, get_value,
     get_varint, put_bytes, put_key, put_txn_id, put_varint, DecodeCx, DecodeError, EncodeError,
 };
-use tessera_core::ids::{Key, ShardId, TxnId};
+use tessera_core::ids::{Key, TxnId};
 use tessera_core::txn::{Txn, Value};
 
 /// First byte of every Janus server record: `'J'`.
@@ -112,10 +113,6 @@ pub(super) fn put_deps(out: &mut BytesMut, deps: &[Dep]) {
     }
 }
 
-fn get_u32v(buf: &mut &[u8], what: &'static str) -> Result<u32, DecodeError> {
-    u32::try_from(get_varint(buf, what)?).map_err(|_| DecodeError::invalid(what, "> u32"))
-}
-
 pub(super) fn get_deps(buf: &mut &[u8]) -> Result<Vec<Dep>, DecodeError> {
     let n = get_len(buf, 9, "dependencies")?;
     let mut deps = Vec::with_capacity(n);
@@ -124,7 +121,7 @@ pub(super) fn get_deps(buf: &mut &[u8]) -> Result<Vec<Dep>, DecodeError> {
         let k = get_len(buf, 1, "dependency shards")?;
         let mut shards = Vec::with_capacity(k);
         for _ in 0..k {
-            shards.push(ShardId(get_u32v(buf, "shard")?));
+            shards.push(get_shard(buf)?);
         }
         deps.push(Dep {
             txn,
@@ -134,41 +131,7 @@ pub(super) fn get_deps(buf: &mut &[u8]) -> Result<Vec<Dep>, DecodeError> {
     Ok(deps)
 }
 
-/// A list of transaction ids: count, then 8 bytes each.
-pub(super) fn put_txns(out: &mut BytesMut, ids: &[TxnId]) {
-    put_varint(out, ids.len() as u64);
-    for &t in ids {
-        put_txn_id(out, t);
-    }
-}
-
-pub(super) fn get_txns(buf: &mut &[u8], what: &'static str) -> Result<Arc<[TxnId]>, DecodeError> {
-    let n = get_len(buf, 8, what)?;
-    let mut ids = Vec::with_capacity(n);
-    for _ in 0..n {
-        ids.push(get_txn_id(buf)?);
-    }
-    Ok(ids.into())
-}
-
-/// A component (or none): a presence byte, then [`put_txns`].
-pub(super) fn put_ids(out: &mut BytesMut, ids: Option<&Arc<[TxnId]>>) {
-    match ids {
-        None => out.put_u8(0),
-        Some(ids) => {
-            out.put_u8(1);
-            put_txns(out, ids);
-        }
-    }
-}
-
-pub(super) fn get_ids(buf: &mut &[u8]) -> Result<Option<Arc<[TxnId]>>, DecodeError> {
-    if !get_bool(buf, "component present")? {
-        return Ok(None);
-    }
-    get_txns(buf, "component").map(Some)
-}
-
+pub(super) use crate::depgraph::codec::{get_ids, get_txns, put_ids, put_txns};
 pub(super) use crate::piece::{get_replies, put_replies};
 impl Record {
     /// The record's bytes; fails only for a procedure whose workload has
@@ -344,7 +307,7 @@ pub fn records(mut write: &[u8]) -> Result<Vec<&[u8]>, DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tessera_core::ids::{NodeId, Version};
+    use tessera_core::ids::{NodeId, ShardId, Version};
     use tessera_core::txn::ReadObs;
 
     fn t(i: u32) -> TxnId {

@@ -90,6 +90,14 @@
 //! that was merely slow still gets its replies. A request that comes
 //! after the collection is answered `Gone`: the driver stops, in doubt.
 //!
+//! **Runtimes**: `sim`, `local` and `tcp`. On `tcp` messages cross
+//! processes through `codec` (a start request is the same bytes on the
+//! wire and in the log), and the log is the node's write-ahead log; a
+//! server keeps a transaction its recovery driver finished for 20 s
+//! rather than `forget_after`'s default 1 s (the registry's `rococo`
+//! configuration), since real processes on a loaded machine deliver some
+//! messages seconds late.
+//!
 //! **Deviations from the paper**, each a choice:
 //! * Epochs advance on each server's own clock instead of by agreement
 //!   among servers; collection is sound as long as no transaction stays
@@ -142,6 +150,7 @@
 //!   as a no-op and its client hears `Aborted(User)` (TPC-C's invalid-item
 //!   NewOrder); otherwise logged, and the transaction commits ([`driver`]).
 
+mod codec;
 pub mod coordinator;
 mod driver;
 pub mod msg;

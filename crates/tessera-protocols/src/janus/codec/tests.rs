@@ -6,10 +6,9 @@ use crate::depgraph::PieceReply;
 use proptest::prelude::*;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use tessera_core::ids::{ShardId, Version};
-use tessera_core::txn::{ReadObs, Txn, Value};
+use tessera_core::ids::ShardId;
+use tessera_core::txn::{Txn, Value};
 use tessera_core::workload::Workload;
-use tessera_core::Key;
 use tessera_workloads::{Ycsb, YcsbConfig};
 
 const SHARDS: u32 = 3;
@@ -66,27 +65,7 @@ fn arb_value() -> impl Strategy<Value = Value> {
 }
 
 fn arb_replies() -> impl Strategy<Value = Vec<PieceReply>> {
-    let reply = (
-        any::<u16>(),
-        proptest::collection::vec((any::<u32>(), any::<u64>(), any::<u64>()), 0..4),
-        proptest::collection::vec((any::<u32>(), any::<u64>()), 0..4),
-        arb_value(),
-        any::<bool>(),
-    )
-        .prop_map(|(piece, reads, writes, output, user_abort)| PieceReply {
-            piece,
-            reads: reads
-                .into_iter()
-                .map(|(t, r, v)| ReadObs {
-                    key: Key::new(t, r),
-                    version: Version(v),
-                })
-                .collect(),
-            writes: writes.into_iter().map(|(t, r)| Key::new(t, r)).collect(),
-            output,
-            user_abort,
-        });
-    proptest::collection::vec(reply, 0..4)
+    proptest::collection::vec(crate::codec_laws::arb_reply(), 0..4)
 }
 
 fn arb_info() -> impl Strategy<Value = Arc<CommitInfo>> {
@@ -176,47 +155,7 @@ fn arb_msg() -> impl Strategy<Value = Msg> {
     ]
 }
 
-proptest! {
-    #[test]
-    fn messages_round_trip_and_truncations_are_errors(msg in arb_msg()) {
-        let cx = cx();
-        crate::codec_laws::round_trips_and_rejects_cuts(&msg, &cx)?;
-    }
-
-    #[test]
-    fn corrupted_messages_never_panic(
-        msg in arb_msg(),
-        flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4),
-    ) {
-        crate::codec_laws::decode_flipped(&msg, &flips, &cx());
-    }
-
-    #[test]
-    fn random_bytes_never_panic(bytes: Vec<u8>, tag in 0u8..20) {
-        let _ = Msg::from_bytes(&bytes, &cx());
-        // Behind a valid tag, so that every kind's decoder sees garbage.
-        let mut tagged = vec![tag];
-        tagged.extend_from_slice(&bytes);
-        let _ = Msg::from_bytes(&tagged, &cx());
-    }
-}
-
-/// Every message kind is generated, so the properties above cover them
-/// all (a kind added to [`Msg`] without a strategy fails here).
-#[test]
-fn the_strategy_covers_every_message_kind() {
-    use proptest::strategy::ValueTree;
-    use proptest::test_runner::TestRunner;
-    let mut runner = TestRunner::deterministic();
-    let s = arb_msg();
-    let mut seen = std::collections::BTreeSet::new();
-    for _ in 0..2000 {
-        let m = s.new_tree(&mut runner).unwrap().current();
-        let bytes = m.to_bytes().unwrap();
-        seen.insert(bytes[0]);
-    }
-    assert_eq!(seen, (0..=tag::OUTPUT).collect());
-}
+crate::codec_laws::law_tests!(Msg, arb_msg(), cx(), tag::OUTPUT);
 
 /// A dependency on a shard the workload does not have is refused: a
 /// server would index its topology with it.
@@ -237,21 +176,8 @@ fn dependencies_on_unknown_shards_are_refused() {
 
 #[test]
 fn forged_counts_and_unknown_tags_are_refused() {
-    // An Executed announcement claiming 2^40 ids in 3 bytes.
-    let mut out = BytesMut::new();
-    out.put_u8(tag::EXECUTED);
-    out.put_u8(0);
-    put_varint(&mut out, 1 << 40);
-    out.put_slice(&[1, 2, 3]);
-    assert!(matches!(
-        Msg::from_bytes(&out, &cx()),
-        Err(DecodeError::Truncated(_))
-    ));
-    let err = Msg::from_bytes(&[200], &cx()).unwrap_err();
-    assert!(
-        matches!(err, DecodeError::UnknownTag { tag: 200, .. }),
-        "{err}"
-    );
+    // An Executed announcement claiming 2^40 ids.
+    crate::codec_laws::refuses_forged_count_and_unknown_tag::<Msg>(&[tag::EXECUTED, 0], &cx());
     let err = Msg::from_bytes(&[tag::COMMITTED, 9, 0], &cx()).unwrap_err();
     assert!(
         matches!(err, DecodeError::UnknownTag { tag: 9, .. }),

@@ -56,13 +56,15 @@
 //! Ids: records start with [`RECORD_TAG`], and persist tokens carry it in
 //! their top byte.
 
+use super::super::codec::{get_start, put_start};
 use super::super::msg::{Msg, Start};
+use crate::depgraph::codec::{get_txns, put_txns};
 use bytes::{BufMut, Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tessera_core::codec::{
-    decode_txn, encode_txn, get_bool, get_key, get_len, get_txn_id, get_u32, get_u8, get_value,
-    get_varint, put_bytes, put_key, put_txn_id, put_varint, DecodeCx, DecodeError, EncodeError,
+    get_bool, get_key, get_len, get_txn_id, get_u32, get_u8, put_key, put_txn_id, put_varint,
+    DecodeCx, DecodeError, EncodeError,
 };
 use tessera_core::ids::{Key, NodeId, TxnId};
 use tessera_core::node::Ctx;
@@ -119,45 +121,6 @@ pub(super) enum Record {
     },
 }
 
-fn put_start(out: &mut BytesMut, s: &Start) -> Result<(), EncodeError> {
-    put_txn_id(out, s.txn);
-    encode_txn(s.proc.as_ref(), out)?;
-    put_varint(out, s.pieces.len() as u64);
-    for (&p, inputs) in s.pieces.iter().zip(&s.inputs) {
-        put_varint(out, p as u64);
-        put_varint(out, inputs.len() as u64);
-        for v in inputs {
-            put_bytes(out, v);
-        }
-    }
-    Ok(())
-}
-
-fn get_start(buf: &mut &[u8], cx: &DecodeCx) -> Result<Start, DecodeError> {
-    let txn = get_txn_id(buf)?;
-    let proc = decode_txn(buf, cx)?;
-    let n = get_len(buf, 2, "pieces")?;
-    let mut pieces = Vec::with_capacity(n);
-    let mut inputs = Vec::with_capacity(n);
-    for _ in 0..n {
-        let p = get_varint(buf, "piece")?;
-        let p = u16::try_from(p).map_err(|_| DecodeError::invalid("piece", p.to_string()))?;
-        let k = get_len(buf, 1, "inputs")?;
-        let mut v = Vec::with_capacity(k);
-        for _ in 0..k {
-            v.push(get_value(buf, "input")?);
-        }
-        pieces.push(p);
-        inputs.push(v);
-    }
-    Ok(Start {
-        txn,
-        proc,
-        pieces,
-        inputs,
-    })
-}
-
 impl Record {
     pub fn encode(&self) -> Result<Bytes, EncodeError> {
         let mut out = BytesMut::new();
@@ -174,10 +137,7 @@ impl Record {
             Record::Finish { txn, members } => {
                 out.put_u8(FINISH);
                 put_txn_id(&mut out, *txn);
-                put_varint(&mut out, members.len() as u64);
-                for &m in members.iter() {
-                    put_txn_id(&mut out, m);
-                }
+                put_txns(&mut out, members);
             }
             Record::Prepared {
                 txn,
@@ -281,18 +241,10 @@ impl Record {
             LEAD_DONE => Record::LeadDone {
                 txn: get_txn_id(buf)?,
             },
-            FINISH => {
-                let txn = get_txn_id(buf)?;
-                let n = get_len(buf, 8, "members")?;
-                let mut members = Vec::with_capacity(n);
-                for _ in 0..n {
-                    members.push(get_txn_id(buf)?);
-                }
-                Record::Finish {
-                    txn,
-                    members: members.into(),
-                }
-            }
+            FINISH => Record::Finish {
+                txn: get_txn_id(buf)?,
+                members: get_txns(buf, "members")?,
+            },
             k => {
                 return Err(DecodeError::UnknownTag {
                     what: "rococo record kind",

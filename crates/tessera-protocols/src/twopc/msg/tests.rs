@@ -5,11 +5,8 @@ use proptest::prelude::*;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::sync::Arc;
-use tessera_core::ids::Version;
 use tessera_core::txn::Procedure;
-use tessera_core::txn::ReadObs;
 use tessera_core::workload::Workload;
-use tessera_core::Key;
 use tessera_workloads::{Ycsb, YcsbConfig};
 
 fn workload() -> Arc<dyn Workload> {
@@ -35,27 +32,7 @@ fn reason(i: u8) -> AbortReason {
 
 fn arb_msg() -> impl Strategy<Value = Msg> {
     let txn = any::<u64>().prop_map(TxnId);
-    let value = proptest::collection::vec(any::<u8>(), 0..40).prop_map(Value::from);
-    let reply = (
-        any::<u16>(),
-        proptest::collection::vec((any::<u32>(), any::<u64>(), any::<u64>()), 0..5),
-        proptest::collection::vec((any::<u32>(), any::<u64>()), 0..5),
-        value.clone(),
-        any::<bool>(),
-    )
-        .prop_map(|(piece, reads, writes, output, user_abort)| PieceReply {
-            piece,
-            reads: reads
-                .into_iter()
-                .map(|(t, r, v)| ReadObs {
-                    key: Key::new(t, r),
-                    version: Version(v),
-                })
-                .collect(),
-            writes: writes.into_iter().map(|(t, r)| Key::new(t, r)).collect(),
-            output,
-            user_abort,
-        });
+    let reply = crate::codec_laws::arb_reply();
     let execute = (
         txn.clone(),
         any::<u64>(),
