@@ -561,3 +561,82 @@ impl Node<Msg> for RococoCoordinator {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_core::ids::{Key, Version};
+    use tessera_core::txn::{Access, PieceResult, PieceSpec, Procedure, ReadObs};
+
+    /// Two reads, one piece per kind: piece 0 immediate, piece 1
+    /// deferrable.
+    #[derive(Debug)]
+    struct TwoKinds(Vec<PieceSpec>);
+
+    impl Procedure for TwoKinds {
+        fn name(&self) -> &'static str {
+            "two-kinds"
+        }
+        fn pieces(&self) -> &[PieceSpec] {
+            &self.0
+        }
+        fn execute(&self, _: usize, _: &[Option<&Value>], _: &[Value]) -> PieceResult {
+            PieceResult {
+                writes: Vec::new(),
+                output: Value::new(),
+                user_abort: false,
+            }
+        }
+    }
+
+    fn reply(piece: u16, version: u64, output: &'static [u8]) -> PieceReply {
+        PieceReply {
+            piece,
+            reads: vec![ReadObs {
+                key: Key::new(0, u64::from(piece)),
+                version: Version(version),
+            }],
+            writes: Vec::new(),
+            output: Value::from_static(output),
+            user_abort: false,
+        }
+    }
+
+    /// The diagnosis the README's numbers rest on: a round that differs
+    /// is counted once, by outputs first, else by the kind of the pieces
+    /// whose versions moved (an immediate one wins over deferrable ones).
+    #[test]
+    fn differing_rounds_are_counted_by_cause() {
+        let spec = |kind| PieceSpec {
+            shard: ShardId(0),
+            reads: vec![Access::all(Key::new(0, 0))],
+            writes: Vec::new(),
+            kind,
+            inputs: Vec::new(),
+            dynamic: false,
+        };
+        let proc: Txn = Arc::new(TwoKinds(vec![
+            spec(PieceKind::Immediate),
+            spec(PieceKind::Deferrable),
+        ]));
+        let round1 = [reply(0, 1, b"a"), reply(1, 1, b"b")];
+        let mut s = RoStats::default();
+        s.differ(&proc, &round1, &[reply(0, 1, b"a"), reply(1, 2, b"b")]);
+        assert_eq!(
+            (s.differ_outputs, s.differ_immediate, s.differ_deferrable),
+            (0, 0, 1)
+        );
+        s.differ(&proc, &round1, &[reply(0, 2, b"a"), reply(1, 2, b"b")]);
+        assert_eq!(
+            (s.differ_outputs, s.differ_immediate, s.differ_deferrable),
+            (0, 1, 1)
+        );
+        s.differ(&proc, &round1, &[reply(0, 2, b"a"), reply(1, 2, b"c")]);
+        assert_eq!(
+            (s.differ_outputs, s.differ_immediate, s.differ_deferrable),
+            (1, 1, 1)
+        );
+        assert!(same(&round1, &round1.clone()));
+        assert!(!same(&round1, &[reply(0, 1, b"a"), reply(1, 2, b"b")]));
+    }
+}
