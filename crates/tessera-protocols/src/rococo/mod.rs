@@ -197,7 +197,9 @@ pub struct RococoConfig {
     /// previous one ended), but off by default: measured on TPC-C it
     /// widens the gap between the rounds to compare, so they differ even
     /// more often, and closed-loop clients pile up in StockLevels
-    /// (2026-11-27, 20 clients per server: 15.1k → 1.4k–1.9k new-orders/s).
+    /// (2026-11-27, 20 clients per server: 15.1k → 1.4k–6.4k new-orders/s
+    /// by setting; it helps only once the servers saturate, at 100 per
+    /// server, +10–33%).
     pub ro_backoff_after: u32,
     /// The base of that pause; zero (the default) never pauses.
     pub ro_backoff: Time,
