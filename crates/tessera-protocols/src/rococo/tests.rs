@@ -214,11 +214,14 @@ struct Cluster {
 
 impl Cluster {
     fn new(load: &[(Key, u64, u32)]) -> Self {
+        Cluster::with_config(RococoConfig::default(), load)
+    }
+
+    fn with_config(cfg: RococoConfig, load: &[(Key, u64, u32)]) -> Self {
         let workload = Arc::new(Fig3 {
             load: load.to_vec(),
         });
         let topology = Arc::new(Topology::new(2, 1, 2));
-        let cfg = RococoConfig::default();
         let servers = (0..2)
             .map(|s| {
                 let mut store = Store::new();
@@ -928,19 +931,18 @@ fn later_rounds_send_every_piece_at_once_with_the_last_rounds_inputs() {
     assert_eq!(c.coord_counter(0, "rococo_ro_rounds"), 2);
 }
 
-/// A piece sent with the previous round's inputs is sent again, within the
-/// round, once this round's inputs are in and differ; its answer to the
-/// old inputs is dropped. Here a write moves `DISTRICT` from 5 to 4 between
-/// rounds 1 and 2: round 2 reads `ORDER_LINE:4`, not `:5`, and round 3
-/// agrees with it (three rounds; without the resend round 2 would mix the
-/// two and take a fourth).
-#[test]
-fn a_piece_sent_with_stale_inputs_is_sent_again_within_the_round() {
-    let mut c = Cluster::new(&[
-        (DISTRICT, 5, 0),
-        (Key::new(ORDER_LINE, 5), 7, 1),
-        (Key::new(ORDER_LINE, 4), 8, 1),
-    ]);
+/// A [`ReadChain`] on `DISTRICT` = 5 (`ORDER_LINE:5` = 7, `:4` = 8) whose
+/// first round is over and whose second is sent, not delivered; then a
+/// write, delivered in full, moves `DISTRICT` to 4.
+fn district_moves_before_round_2(cfg: RococoConfig) -> (Cluster, TxnId) {
+    let mut c = Cluster::with_config(
+        cfg,
+        &[
+            (DISTRICT, 5, 0),
+            (Key::new(ORDER_LINE, 5), 7, 1),
+            (Key::new(ORDER_LINE, 4), 8, 1),
+        ],
+    );
     let r = c.submit(0, Arc::new(ReadChain::new()));
     for _ in 0..4 {
         c.step(0);
@@ -951,6 +953,18 @@ fn a_piece_sent_with_stale_inputs_is_sent_again_within_the_round() {
         c.step(i);
     }
     assert_eq!(c.outputs(w), [5]);
+    (c, r)
+}
+
+/// A piece sent with the previous round's inputs is sent again, within the
+/// round, once this round's inputs are in and differ; its answer to the
+/// old inputs is dropped. Here a write moves `DISTRICT` from 5 to 4 between
+/// rounds 1 and 2: round 2 reads `ORDER_LINE:4`, not `:5`, and round 3
+/// agrees with it (three rounds; without the resend round 2 would mix the
+/// two and take a fourth).
+#[test]
+fn a_piece_sent_with_stale_inputs_is_sent_again_within_the_round() {
+    let (mut c, r) = district_moves_before_round_2(RococoConfig::default());
     // Round 2: the district read first, then the stale order-line read.
     let i = c
         .queue
@@ -975,12 +989,56 @@ fn a_piece_sent_with_stale_inputs_is_sent_again_within_the_round() {
     assert_eq!(c.coord_counter(0, "rococo_ro_rounds"), 3);
 }
 
+/// Backing off between rounds (ours, `RococoConfig::ro_backoff`): a
+/// read-only transaction whose second round differs from its first (a
+/// write moves `DISTRICT` from 5 to 4 in between) sends no third round
+/// until its pause is over — not when the wake-up timer fires early — then
+/// finishes with the third round agreeing with the second. The differing
+/// round is counted as one whose outputs differ.
+#[test]
+fn a_read_only_transaction_pauses_before_a_round_once_its_rounds_keep_differing() {
+    use tessera_core::ids::{TimerId, MS};
+    let cfg = RococoConfig {
+        ro_backoff_after: 2,
+        ro_backoff: 4 * MS,
+        ..RococoConfig::default()
+    };
+    let (mut c, r) = district_moves_before_round_2(cfg);
+    c.run();
+    assert!(c.ro_reads(r).is_empty(), "round 3 waits for the pause");
+    assert!(c.done.iter().all(|(t, _)| *t != r));
+    c.fire(2, TimerId(2), MS);
+    assert!(c.ro_reads(r).is_empty(), "the pause is at least 2 ms");
+    c.fire(2, TimerId(2), 4 * MS);
+    assert!(
+        !c.ro_reads(r).is_empty(),
+        "round 3 sent once the pause is over"
+    );
+    c.run();
+    assert_eq!(c.outputs(r), [4, 8]);
+    let report = Node::take_report(&mut c.coords[0]);
+    let counter = |name| {
+        report
+            .counters
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|c| c.1)
+    };
+    assert_eq!(counter("rococo_ro_rounds"), Some(3));
+    assert_eq!(counter("rococo_ro_backoffs"), Some(1));
+    assert_eq!(counter("rococo_ro_differ_outputs"), Some(1));
+}
+
 impl Cluster {
     /// Node `n`'s timer fires at `now` (resends, recovery, collection).
     fn tick(&mut self, n: u32, now: tessera_core::ids::Time) {
+        self.fire(n, tessera_core::ids::TimerId(1), now);
+    }
+
+    /// Node `n`'s timer `timer` fires at `now`.
+    fn fire(&mut self, n: u32, timer: tessera_core::ids::TimerId, now: tessera_core::ids::Time) {
         let mut effects = Vec::new();
         let mut ctx = Ctx::new(now, NodeId(n), &mut self.rng, &mut effects);
-        let timer = tessera_core::ids::TimerId(1);
         match n {
             0 | 1 => self.servers[n as usize].on_timer(&mut ctx, timer),
             _ => self.coords[n as usize - 2].on_timer(&mut ctx, timer),
