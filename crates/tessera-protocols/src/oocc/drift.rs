@@ -20,8 +20,21 @@
 //! Before its first *calibration* span has passed, a coordinator starts no
 //! transaction (PTP clients also wait for their first synchronization), so
 //! that a grossly drifting clock never serves at all.
+//!
+//! Several Syncs may be in flight: the sync period (50 µs) is shorter than
+//! a round trip on slower networks (the simulator's `dc` preset: 100 µs),
+//! and an answer is a valid sample however late it comes (its round trip
+//! is its uncertainty). A meter that kept only the latest Sync never got a
+//! matching answer there, so the host never calibrated and never started a
+//! transaction.
 
+use std::collections::VecDeque;
 use tessera_core::ids::Time;
+
+/// Syncs remembered while unanswered; an older one is forgotten (its
+/// answer, if it ever comes, is ignored). At a 50 µs period this covers
+/// round trips up to 3.2 ms.
+const IN_FLIGHT: usize = 64;
 
 #[derive(Clone, Copy, Debug)]
 struct Sample {
@@ -47,8 +60,9 @@ pub enum Verdict {
 
 pub struct DriftMeter {
     anchor: Option<Sample>,
-    /// The Sync in flight: its sequence number and local send time.
-    pending: Option<(u64, Time)>,
+    /// The Syncs in flight, oldest first: sequence number and local send
+    /// time.
+    pending: VecDeque<(u64, Time)>,
     seq: u64,
     stop_ppm: f64,
     calibration: Time,
@@ -63,7 +77,7 @@ impl DriftMeter {
     pub fn new(stop_ppm: f64, calibration: Time) -> Self {
         DriftMeter {
             anchor: None,
-            pending: None,
+            pending: VecDeque::new(),
             seq: 0,
             stop_ppm,
             calibration,
@@ -76,20 +90,23 @@ impl DriftMeter {
         self.calibrated
     }
 
-    /// A new Sync sent at local `now`; an unanswered earlier one is
-    /// forgotten (its answer will be ignored).
+    /// A new Sync sent at local `now`; the oldest unanswered one is
+    /// forgotten once [`IN_FLIGHT`] are.
     pub fn request(&mut self, now: Time) -> u64 {
         self.seq += 1;
-        self.pending = Some((self.seq, now));
+        if self.pending.len() == IN_FLIGHT {
+            self.pending.pop_front();
+        }
+        self.pending.push_back((self.seq, now));
         self.seq
     }
 
     /// The reference answered Sync `seq` with its reading `reference`; the
-    /// answer arrived at local `now`. `None`: not the Sync in flight.
+    /// answer arrived at local `now`. `None`: not a Sync in flight (never
+    /// sent, forgotten, or answered already).
     pub fn on_reply(&mut self, seq: u64, reference: Time, now: Time) -> Option<Verdict> {
-        let (s, sent) = self.pending.filter(|(s, _)| *s == seq)?;
-        debug_assert_eq!(s, seq);
-        self.pending = None;
+        let i = self.pending.iter().position(|(s, _)| *s == seq)?;
+        let (_, sent) = self.pending.remove(i)?;
         let rtt = now.saturating_sub(sent);
         let sample = Sample {
             mid: sent + rtt / 2,
@@ -167,12 +184,49 @@ mod tests {
     }
 
     #[test]
-    fn stale_answers_are_ignored() {
+    fn answers_after_the_next_sync_still_count_and_only_once() {
         let mut m = DriftMeter::new(800.0, 1);
         let a = m.request(0);
         let b = m.request(10);
-        assert_eq!(m.on_reply(a, 5, 12), None);
-        assert_eq!(m.on_reply(b, 15, 20), Some(Verdict::Calibrating));
+        assert_eq!(m.on_reply(a, 5, 12), Some(Verdict::Calibrating));
+        assert_eq!(m.on_reply(a, 5, 12), None, "answered already");
+        assert_eq!(m.on_reply(b, 15, 20), Some(Verdict::Within));
         assert_eq!(m.on_reply(b, 15, 20), None, "answered already");
+        assert_eq!(m.on_reply(99, 15, 20), None, "never sent");
+    }
+
+    /// A sync period shorter than the round trip (50 µs against the `dc`
+    /// preset's 100 µs): every answer comes after the next Sync left, and
+    /// the meter still calibrates.
+    #[test]
+    fn calibrates_when_the_round_trip_exceeds_the_period() {
+        let mut m = DriftMeter::new(800.0, 200_000);
+        let (period, rtt) = (50_000, 100_000);
+        let mut sent = VecDeque::new();
+        let mut last = None;
+        for i in 0..40u64 {
+            let t = i * period;
+            sent.push_back((m.request(t), t));
+            while let Some(&(seq, at)) = sent.front() {
+                if at + rtt > t {
+                    break;
+                }
+                sent.pop_front();
+                last = m.on_reply(seq, at + rtt / 2 + 777, at + rtt);
+            }
+        }
+        assert_eq!(last, Some(Verdict::Within));
+        assert!(m.calibrated());
+    }
+
+    #[test]
+    fn the_oldest_unanswered_sync_is_forgotten() {
+        let mut m = DriftMeter::new(800.0, 1);
+        let first = m.request(0);
+        for i in 0..IN_FLIGHT as u64 {
+            m.request(i + 1);
+        }
+        assert_eq!(m.on_reply(first, 5, 100), None);
+        assert_eq!(m.on_reply(first + 1, 5, 100), Some(Verdict::Calibrating));
     }
 }
