@@ -328,6 +328,12 @@ pub struct RunArgs {
     /// (COCO §5.3; --check then holds runs to snapshot isolation).
     #[arg(long)]
     isolation: Option<String>,
+    /// pt-occ, lt-occ, s2pl under --commit epoch: who sends the writes to
+    /// the backups: coordinator (default; COCO §4.2.3, Fig. 3, synced
+    /// once per epoch) or primary (forwarded and acknowledged per
+    /// transaction).
+    #[arg(long)]
+    coco_replication: Option<String>,
     /// oocc: implicit leases, one-round read-only commits (on|off, default on).
     #[arg(long, value_parser = parse_on_off)]
     oocc_lease: Option<bool>,

@@ -11,7 +11,7 @@ use tessera_core::codec::Codec;
 use tessera_core::ids::MS;
 use tessera_core::protocol::Protocol;
 use tessera_core::workload::Workload;
-use tessera_protocols::coco::{Cc, Coco, CocoConfig, CommitMode, Isolation};
+use tessera_protocols::coco::{Cc, Coco, CocoConfig, CommitMode, Isolation, Replication};
 use tessera_protocols::drtm::{Drtm, DrtmConfig};
 use tessera_protocols::dslr::{Dslr, DslrConfig};
 use tessera_protocols::janus::{Janus, JanusConfig};
@@ -584,7 +584,12 @@ fn coco(spec: &BenchSpec, cc: Cc) -> Result<(CocoConfig, BenchSpec), SpecError> 
     only_knobs(
         spec,
         &spec.protocol,
-        &["--commit", "--epoch-ms", "--isolation"],
+        &[
+            "--commit",
+            "--epoch-ms",
+            "--isolation",
+            "--coco-replication",
+        ],
     )?;
     let default = match cc {
         Cc::S2pl => CommitMode::TwoPc,
@@ -593,6 +598,13 @@ fn coco(spec: &BenchSpec, cc: Cc) -> Result<(CocoConfig, BenchSpec), SpecError> 
     let mut config = CocoConfig::new(cc, commit_mode(spec, default)?)
         .covering_round_trip(slowest_round_trip(spec));
     config.isolation = isolation(spec)?;
+    if let Some(s) = &spec.knobs.coco_replication {
+        config.replication = Replication::parse(s).ok_or_else(|| SpecError::Invalid {
+            flag: "--coco-replication",
+            value: s.clone(),
+            allowed: Replication::NAMES.join(", "),
+        })?;
+    }
     if cc == Cc::S2pl && config.isolation != Isolation::Serializable {
         return Err(SpecError::Invalid {
             flag: "--isolation",

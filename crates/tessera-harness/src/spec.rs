@@ -176,6 +176,9 @@ pub struct Knobs {
     pub epoch_ms: Option<u64>,
     /// COCO: `--isolation serializable|snapshot` (§5.3).
     pub isolation: Option<String>,
+    /// COCO epoch mode: `--coco-replication coordinator|primary`, who
+    /// sends the writes to the backups (§4.2.3).
+    pub coco_replication: Option<String>,
     /// OOCC: implicit leases (§III) on or off.
     pub oocc_lease: Option<bool>,
     /// OOCC: one WRITE updates and unlocks, with redo logs (§V).
@@ -199,7 +202,7 @@ impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 17] = [
+        let flags: [(&'static str, bool); 18] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
@@ -208,6 +211,7 @@ impl Knobs {
             ("--commit", self.commit.is_some()),
             ("--epoch-ms", self.epoch_ms.is_some()),
             ("--isolation", self.isolation.is_some()),
+            ("--coco-replication", self.coco_replication.is_some()),
             ("--oocc-lease", self.oocc_lease.is_some()),
             ("--oocc-write-unlock", self.oocc_write_unlock.is_some()),
             ("--oocc-delayed-lock", self.oocc_delayed_lock.is_some()),

@@ -56,7 +56,7 @@ fn spec(protocol: &str, commit: &str, seed: u64) -> BenchSpec {
 
 fn replay(s: &BenchSpec, faults: bool) -> String {
     format!(
-        "tessera bench --runtime sim --protocol {} --commit {}{} --epoch-ms 5 --replicas 3 \
+        "tessera bench --runtime sim --protocol {} --commit {}{}{} --epoch-ms 5 --replicas 3 \
          --workload ycsb --shards 3 --keys 500 --zipf 0.99 --multi-partition 0.5 --clients 12 \
          --duration 200ms --warmup 20ms --cooldown 60ms --max-unreleased {} --seed {} --check{}",
         s.protocol,
@@ -65,6 +65,10 @@ fn replay(s: &BenchSpec, faults: bool) -> String {
             .isolation
             .as_deref()
             .map_or(String::new(), |i| format!(" --isolation {i}")),
+        s.knobs
+            .coco_replication
+            .as_deref()
+            .map_or(String::new(), |r| format!(" --coco-replication {r}")),
         s.max_unreleased,
         s.seed,
         if faults { " --faults" } else { "" }
@@ -189,6 +193,16 @@ fn pt_occ_epoch_with_a_tight_bound_on_unreleased_transactions() {
             .unwrap_or(0)
             > 0
     );
+}
+
+/// Epoch mode with the primary forwarding each write-back to its backups
+/// (`--coco-replication primary`; the default is the coordinator, COCO
+/// §4.2.3).
+#[test]
+fn pt_occ_epoch_primary_replication_survives_faults() {
+    seeds_with("pt-occ", "epoch", seeds(), |s| {
+        s.knobs.coco_replication = Some("primary".into())
+    });
 }
 
 #[test]

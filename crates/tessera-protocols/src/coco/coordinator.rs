@@ -604,6 +604,22 @@ impl CocoCoordinator {
                 msg,
                 answered: false,
             });
+            if self.config.coordinator_replicates() {
+                // §4.2.3, Fig. 3: the write set goes to the backups from
+                // here, unacknowledged; the primary makes sure at the
+                // epoch's end that they have it (see `Replication`).
+                let replicate = Msg::Replicate {
+                    seq: 0,
+                    txn,
+                    ts: st.ts,
+                    epoch: st.epoch,
+                    version: txn.version(),
+                    writes: st.writes[shard].clone(),
+                };
+                for &b in &self.topology.shards[shard.0 as usize].replicas[1..] {
+                    ctx.send(b, replicate.clone());
+                }
+            }
         }
     }
 

@@ -7,7 +7,7 @@ use super::msg::Msg;
 use super::redo::{commit_record, redo_record, Entry};
 use super::tests::One;
 use super::tid::epoch_start;
-use super::{Cc, CocoConfig, CommitMode};
+use super::{Cc, CocoConfig, CommitMode, Replication};
 use bytes::BytesMut;
 use tessera_core::ids::{Key, NodeId, TxnId, Version};
 use tessera_core::node::Node;
@@ -58,10 +58,14 @@ fn commit(epoch: u64) -> Msg {
     }
 }
 
+/// Epoch mode with primary replication: these tests follow a delete from
+/// the primary's write-back to its backup.
 fn loaded(cc: Cc, replica: u32) -> One {
     let mut store = Store::new();
     store.load(ROW, val(b"row"));
-    One::with(CocoConfig::new(cc, CommitMode::Epoch), replica, store)
+    let mut config = CocoConfig::new(cc, CommitMode::Epoch);
+    config.replication = Replication::Primary;
+    One::with(config, replica, store)
 }
 
 fn get(p: &One, k: Key) -> Option<(Value, u64)> {
@@ -174,6 +178,7 @@ fn a_delete_is_collected_at_the_next_epoch_commit_everywhere() {
     assert_eq!(get(&b, ROW), None, "the backup kept the deleted record");
     let stale = Msg::Replicate {
         seq: 1,
+        txn: txn(5),
         ts: ts - 4,
         epoch: 1,
         version: Version(5),
@@ -190,6 +195,7 @@ fn a_delete_is_collected_at_the_next_epoch_commit_everywhere() {
     );
     let again = Msg::Replicate {
         seq: 3,
+        txn: txn(6),
         ts: epoch_start(2) + 4,
         epoch: 2,
         version: Version(6),
@@ -221,6 +227,7 @@ fn an_epoch_abort_reverts_a_delete_and_an_insert() {
         0,
         Msg::Replicate {
             seq: 1,
+            txn: txn(1),
             ts,
             epoch: 1,
             version: Version(9),

@@ -27,10 +27,14 @@
 //!
 //!    Snapshot transactions (§5.3.3) run steps 2 and 3 as one round.
 //! 4. **write back** — the primaries install the writes with the commit
-//!    timestamp, release the locks and replicate the writes to the
-//!    backups, which apply a write only if its timestamp is newer than
-//!    theirs (Thomas write rule). S2PL's primaries that were only read get
-//!    a **Release**.
+//!    timestamp and release the locks; the backups get the writes and
+//!    apply a write only if its timestamp is newer than theirs (Thomas
+//!    write rule). In `epoch` mode the coordinator sends them to the
+//!    backups itself, as Fig. 3 does, and each primary checks once per
+//!    epoch that its backups have all it installed (see [`Replication`]);
+//!    in `2pc-sync` the primary forwards them and collects
+//!    acknowledgements per transaction. S2PL's primaries that were only
+//!    read get a **Release**.
 //!
 //! Commit modes ([`CommitMode`]), the same code configured three ways:
 //! `2pc` (no replication, result released at write-back), `2pc-sync`
@@ -193,11 +197,49 @@ impl Isolation {
     }
 }
 
+/// Who sends a transaction's writes to the backups in epoch mode.
+///
+/// * `Coordinator` (the default, §4.2.3 and Fig. 3): the coordinator
+///   sends the write set with the TID to the primary (**WriteBack**) and
+///   to every backup (**Replicate**) at once; nothing is acknowledged per
+///   transaction. At the epoch's prepare each primary tells its backups
+///   which transactions of the epoch it installed (**EpochSync**, one
+///   message per backup and epoch, §3.3: replicas need agree only at epoch
+///   boundaries) and sends the few a backup lacks itself, acknowledged, so
+///   a lost message or a coordinator that crashed between its messages
+///   costs neither the epoch nor a replica's agreement. A primary handles
+///   one event per written transaction instead of three.
+/// * `Primary`: the primary forwards each write-back to its backups and
+///   collects their acknowledgements, per transaction (what tessera did
+///   before; kept to measure the difference).
+///
+/// The 2PC modes always replicate from the primary: 2PC(Sync) needs each
+/// transaction's acknowledgement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replication {
+    Coordinator,
+    Primary,
+}
+
+impl Replication {
+    pub const NAMES: &'static [&'static str] = &["coordinator", "primary"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "coordinator" => Some(Replication::Coordinator),
+            "primary" => Some(Replication::Primary),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct CocoConfig {
     pub cc: Cc,
     pub commit: CommitMode,
     pub isolation: Isolation,
+    /// Epoch mode: who replicates (see [`Replication`]).
+    pub replication: Replication,
     /// Epoch length E (§3.1; 10 ms by default).
     pub epoch: Time,
     /// Unanswered requests are resent after this long.
@@ -222,6 +264,7 @@ impl CocoConfig {
             cc,
             commit,
             isolation: Isolation::Serializable,
+            replication: Replication::Coordinator,
             epoch: 10 * MS,
             retransmit: 10 * MS,
             inquire: 50 * MS,
@@ -229,6 +272,12 @@ impl CocoConfig {
             epoch_timeout: 50 * MS,
             checkpoint_every: 5,
         }
+    }
+
+    /// The coordinator sends the write set to the backups itself (epoch
+    /// mode with [`Replication::Coordinator`]).
+    pub fn coordinator_replicates(&self) -> bool {
+        self.commit == CommitMode::Epoch && self.replication == Replication::Coordinator
     }
 
     /// Timeouts that cover `rtt`, the slowest round trip of the world (as

@@ -133,9 +133,15 @@ pub enum Msg {
     Inquire {
         txn: TxnId,
     },
-    /// Primary → backup: apply if newer (Thomas write rule).
+    /// To a backup: apply if newer (Thomas write rule, §4.2.3). From the
+    /// primary (`seq` > 0), acknowledged by **Replicated**; from the
+    /// coordinator in epoch mode with coordinator replication (`seq` 0,
+    /// §4.2.3 Fig. 3: the coordinator sends the write set to every
+    /// replica), not acknowledged: the primary checks at the epoch's end
+    /// that its backups have every write it installed (**EpochSync**).
     Replicate {
         seq: u64,
+        txn: TxnId,
         ts: u64,
         epoch: u64,
         version: Version,
@@ -143,6 +149,22 @@ pub enum Msg {
     },
     Replicated {
         seq: u64,
+    },
+    /// Primary → backup, once per epoch with coordinator replication
+    /// (§3.3: replicas need agree only at epoch boundaries): the
+    /// transactions of epochs up to `epoch` it installed. The backup
+    /// answers which of them it has not received, once the others are
+    /// logged (durably if it has already prepared `epoch`).
+    EpochSync {
+        epoch: u64,
+        txns: Vec<TxnId>,
+    },
+    /// Backup → primary: `missing` are to be sent again, by the primary,
+    /// acknowledged one by one (their coordinator's copy was lost, or the
+    /// coordinator crashed before sending it).
+    Synced {
+        epoch: u64,
+        missing: Vec<TxnId>,
     },
     /// Epoch manager → every server: prepare `epoch` (§3.1 phase one).
     EpochPrepare {
@@ -233,7 +255,9 @@ impl WireSize for Msg {
                 }
                 Msg::EpochAbort { .. } | Msg::EpochAborted { .. } => 16,
                 Msg::WriteBack { .. } => 16,
-                Msg::Replicate { writes, .. } => 32 + kv_size(writes),
+                Msg::Replicate { writes, .. } => 40 + kv_size(writes),
+                Msg::EpochSync { txns, .. } => 8 + 4 + 8 * txns.len(),
+                Msg::Synced { missing, .. } => 8 + 4 + 8 * missing.len(),
                 Msg::Replicated { .. } | Msg::EpochPrepare { .. } | Msg::EpochPrepared { .. } => 8,
                 Msg::WrittenBack { .. }
                 | Msg::Release { .. }

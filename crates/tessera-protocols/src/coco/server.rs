@@ -52,10 +52,27 @@ struct Replication {
     sent_at: Time,
 }
 
+/// A transaction this primary installed in an epoch not yet synced with
+/// its backups (coordinator replication, see [`super::Replication`]): kept
+/// to send to a backup that lacks it.
+struct Installed {
+    txn: TxnId,
+    ts: u64,
+    writes: Vec<(Key, Value)>,
+}
+
 /// What to do once a record is durable.
 enum AfterPersist {
     EpochPrepared(u64),
-    ReplicaAck { to: NodeId, seq: u64 },
+    ReplicaAck {
+        to: NodeId,
+        seq: u64,
+    },
+    Synced {
+        to: NodeId,
+        epoch: u64,
+        missing: Vec<TxnId>,
+    },
     EpochCommit(u64),
     EpochAbort(u64, u64),
 }
@@ -73,6 +90,19 @@ pub struct CocoServer {
     ended: Tombstones<bool>,
     replication: BTreeMap<u64, Replication>,
     next_seq: u64,
+    /// Coordinator replication, at a primary: what it installed by epoch,
+    /// not yet known to be at every backup; the last epoch each backup
+    /// (in `backups` order) confirmed; the last **EpochSync** sent (epoch,
+    /// when).
+    unsynced: BTreeMap<u64, Vec<Installed>>,
+    synced: Vec<u64>,
+    sync_sent: Option<(u64, Time)>,
+    /// Coordinator replication, at a backup: the transactions whose writes
+    /// arrived, by epoch (until it commits or aborts).
+    received: FastMap<TxnId, u64>,
+    /// Events handled, as a primary or a backup (results counters).
+    primary: bool,
+    events: u64,
     /// This server's current epoch (§3.1): transactions that lock here now
     /// are tagged with it.
     epoch: u64,
@@ -167,10 +197,16 @@ impl CocoServer {
             ended: Tombstones::new(config.tombstone),
             config,
             store: env.store,
-            backups,
+            backups: backups.clone(),
             held: tessera_core::fast_map(),
             replication: BTreeMap::new(),
             next_seq: 0,
+            unsynced: BTreeMap::new(),
+            synced: vec![0; backups.len()],
+            sync_sent: None,
+            received: tessera_core::fast_map(),
+            primary,
+            events: 0,
             epoch: 1,
             prepare_wanted: None,
             prepared: 0,
@@ -813,10 +849,17 @@ impl CocoServer {
     }
 
     /// Install the write-backs a request carries before serving it (see
-    /// [`Decided`]): the coordinator sent them first.
+    /// [`Decided`]): the coordinator sent them first. Only those still
+    /// locked here: one installed already is answered by its own
+    /// **WriteBack** (resent until answered). Answering every carried copy
+    /// again flooded the client hosts: a request carries every write-back
+    /// of its host in flight to this primary, and each drew a
+    /// **WrittenBack** — 14 per transaction in the 48-client YCSB.
     fn install_decided(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, decided: Vec<Decided>) {
         for d in decided {
-            self.on_write_back(ctx, from, d.txn, d.ts, d.epoch);
+            if self.held.contains_key(&d.txn) {
+                self.on_write_back(ctx, from, d.txn, d.ts, d.epoch);
+            }
         }
     }
 
@@ -856,11 +899,21 @@ impl CocoServer {
         self.ended.insert(txn, true, ctx.now());
         if self.backups.is_empty() {
             ctx.send(h.coord, Msg::WrittenBack { txn });
+        } else if self.config.coordinator_replicates() {
+            // The coordinator sent the backups their copies (§4.2.3); the
+            // epoch's prepare checks that they arrived (`EpochSync`).
+            ctx.send(h.coord, Msg::WrittenBack { txn });
+            self.unsynced.entry(epoch).or_default().push(Installed {
+                txn,
+                ts,
+                writes: h.writes,
+            });
         } else {
             self.next_seq += 1;
             let seq = self.next_seq;
             let msg = Msg::Replicate {
                 seq,
+                txn,
                 ts,
                 epoch,
                 version,
@@ -906,18 +959,27 @@ impl CocoServer {
         ctx: &mut Ctx<Msg>,
         from: NodeId,
         seq: u64,
+        txn: TxnId,
         ts: u64,
         epoch: u64,
         version: Version,
         writes: Vec<(Key, Value)>,
     ) {
+        // `seq` 0: the coordinator's copy, acknowledged per epoch only
+        // (see `on_epoch_sync`).
+        let ack = seq != 0;
         if self.is_aborted(epoch) || epoch <= self.committed {
             // A late write of an aborted epoch: never applied. A write of
             // a committed epoch is a duplicate (the epoch committed once
             // every backup had it): applied again after its record was
             // deleted and collected, it would bring the record back (§6.3).
-            ctx.send(from, Msg::Replicated { seq });
+            if ack {
+                ctx.send(from, Msg::Replicated { seq });
+            }
             return;
+        }
+        if self.received.insert(txn, epoch).is_some() && !ack {
+            return; // a duplicate of the coordinator's copy
         }
         let keep_undo = self.config.commit == CommitMode::Epoch;
         for (k, v) in &writes {
@@ -942,12 +1004,90 @@ impl CocoServer {
             }
         }
         self.log_writes(epoch, ts, version, &writes);
-        if epoch <= self.prepared || (self.flushing && Some(epoch) <= self.prepare_wanted) {
+        if !ack {
+            // Forced with the epoch's prepare, or before the answer to the
+            // primary's EpochSync if that prepare is already under way.
+        } else if self.must_force(epoch) {
             let record = redo::redo_record(&self.log.split(), None);
             self.persist(ctx, record, AfterPersist::ReplicaAck { to: from, seq });
         } else {
             ctx.send(from, Msg::Replicated { seq });
         }
+    }
+
+    /// A write of `epoch` logged now is not covered by this server's
+    /// prepared record of it (already forced, or being forced): it must
+    /// be forced on its own before it is acknowledged.
+    fn must_force(&self, epoch: u64) -> bool {
+        epoch <= self.prepared || (self.flushing && Some(epoch) <= self.prepare_wanted)
+    }
+
+    /// A backup, asked by its primary which of `txns` (epochs up to
+    /// `epoch`) it lacks: it answers once the rest are logged, durably
+    /// when its own prepare of `epoch` is already forced or under way (its
+    /// prepared record covers them otherwise).
+    fn on_epoch_sync(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, epoch: u64, txns: Vec<TxnId>) {
+        let missing: Vec<TxnId> = txns
+            .into_iter()
+            .filter(|t| !self.received.contains_key(t))
+            .collect();
+        if self.must_force(epoch) && !self.log.is_empty() {
+            let record = redo::redo_record(&self.log.split(), None);
+            let then = AfterPersist::Synced {
+                to: from,
+                epoch,
+                missing,
+            };
+            self.persist(ctx, record, then);
+        } else {
+            ctx.send(from, Msg::Synced { epoch, missing });
+        }
+    }
+
+    /// A primary hears that a backup has every transaction of epochs up to
+    /// `epoch` it installed but `missing`, which it now sends itself,
+    /// acknowledged one by one (the prepare waits for them).
+    fn on_synced(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, epoch: u64, missing: Vec<TxnId>) {
+        let Some(i) = self.backups.iter().position(|b| *b == from) else {
+            return;
+        };
+        if self.synced[i] >= epoch || self.sync_sent.is_none_or(|(e, _)| e != epoch) {
+            return; // a late answer to an earlier sync
+        }
+        let now = ctx.now();
+        for txn in missing {
+            let found = self
+                .unsynced
+                .range(..=epoch)
+                .find_map(|(e, v)| v.iter().find(|w| w.txn == txn).map(|w| (*e, w)));
+            let Some((e, w)) = found else {
+                continue; // its epoch aborted here meanwhile
+            };
+            self.next_seq += 1;
+            let seq = self.next_seq;
+            let msg = Msg::Replicate {
+                seq,
+                txn,
+                ts: w.ts,
+                epoch: e,
+                version: txn.version(),
+                writes: w.writes.clone(),
+            };
+            ctx.send(from, msg.clone());
+            self.replication.insert(
+                seq,
+                Replication {
+                    epoch: e,
+                    txn,
+                    coord: from,
+                    msg,
+                    waiting: vec![from],
+                    sent_at: now,
+                },
+            );
+        }
+        self.synced[i] = epoch;
+        self.try_prepare(ctx);
     }
 
     fn on_replicated(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, seq: u64) {
@@ -997,6 +1137,9 @@ impl CocoServer {
                 self.ended.insert(txn, false, ctx.now());
             }
             self.replication.retain(|_, r| r.epoch < epoch);
+            self.unsynced.retain(|e, _| *e < epoch);
+            self.received.retain(|_, e| *e < epoch);
+            self.sync_sent = None;
             self.open.retain(|e| !(epoch..next).contains(&e.epoch));
             let reverted = self.undo.revert(&mut self.store, epoch, next);
             self.reverted += reverted as u64;
@@ -1023,12 +1166,55 @@ impl CocoServer {
                 .values()
                 .any(|h| !h.writes.is_empty() && h.tag <= e)
             || self.replication.values().any(|r| r.epoch <= e)
+            || !self.backups_synced(ctx, e)
         {
             return;
         }
         self.flushing = true;
         let record = redo::redo_record(&self.log.split(), Some(e));
         self.persist(ctx, record, AfterPersist::EpochPrepared(e));
+    }
+
+    /// Coordinator replication: do the backups have every write of epochs
+    /// up to `e` installed here? Nothing more of them can be installed
+    /// (the caller checked that no transaction of theirs holds locks
+    /// here), so ask them once (**EpochSync**) and wait; a primary that
+    /// installed nothing since the last sync has nothing to ask.
+    fn backups_synced(&mut self, ctx: &mut Ctx<Msg>, e: u64) -> bool {
+        if !self.config.coordinator_replicates() || self.synced.iter().all(|s| *s >= e) {
+            self.unsynced = self.unsynced.split_off(&(e + 1));
+            return true;
+        }
+        if self.unsynced.range(..=e).next().is_none() {
+            self.synced.iter_mut().for_each(|s| *s = (*s).max(e));
+            return true;
+        }
+        if self.sync_sent.is_none_or(|(s, _)| s < e) {
+            self.sync_sent = Some((e, ctx.now()));
+            self.send_sync(ctx, e);
+        }
+        false
+    }
+
+    /// Ask every backup not yet synced to `e` what it lacks of epochs up
+    /// to `e`.
+    fn send_sync(&mut self, ctx: &mut Ctx<Msg>, e: u64) {
+        let txns: Vec<TxnId> = self
+            .unsynced
+            .range(..=e)
+            .flat_map(|(_, v)| v.iter().map(|w| w.txn))
+            .collect();
+        for (b, s) in self.backups.iter().zip(&self.synced) {
+            if *s < e {
+                ctx.send(
+                    *b,
+                    Msg::EpochSync {
+                        epoch: e,
+                        txns: txns.clone(),
+                    },
+                );
+            }
+        }
     }
 
     /// Locks of transactions below their coordinator's floor: every one of
@@ -1076,6 +1262,12 @@ impl CocoServer {
             ctx.send(coord, Msg::Inquire { txn });
         }
         let rto = self.config.retransmit;
+        if let Some((e, at)) = self.sync_sent {
+            if now.saturating_sub(at) >= rto && self.synced.iter().any(|s| *s < e) {
+                self.sync_sent = Some((e, now));
+                self.send_sync(ctx, e);
+            }
+        }
         for r in self.replication.values_mut() {
             if now.saturating_sub(r.sent_at) >= rto {
                 r.sent_at = now;
@@ -1129,12 +1321,15 @@ impl CocoServer {
             Msg::Release { txn } => self.on_release(ctx, txn),
             Msg::Replicate {
                 seq,
+                txn,
                 ts,
                 epoch,
                 version,
                 writes,
-            } => self.on_replicate(ctx, from, seq, ts, epoch, version, writes),
+            } => self.on_replicate(ctx, from, seq, txn, ts, epoch, version, writes),
             Msg::Replicated { seq } => self.on_replicated(ctx, from, seq),
+            Msg::EpochSync { epoch, txns } => self.on_epoch_sync(ctx, from, epoch, txns),
+            Msg::Synced { epoch, missing } => self.on_synced(ctx, from, epoch, missing),
             Msg::EpochPrepare { epoch } => self.on_epoch_prepare(ctx, epoch),
             Msg::EpochPrepared { epoch } => {
                 Self::trace(ctx, "vote_received", from, epoch);
@@ -1146,6 +1341,7 @@ impl CocoServer {
                 self.undo.committed(epoch);
                 self.committed = self.committed.max(epoch);
                 self.open.retain(|e| e.epoch > epoch);
+                self.received.retain(|_, e| *e > epoch);
                 self.collect_garbage(self.committed);
                 self.maybe_checkpoint(ctx);
             }
@@ -1193,11 +1389,13 @@ impl Node<Msg> for CocoServer {
     }
 
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        self.events += 1;
         self.handle(ctx, from, msg);
         self.drain_local(ctx);
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
+        self.events += 1;
         match id {
             SWEEP => self.sweep(ctx),
             EPOCH => {
@@ -1211,6 +1409,7 @@ impl Node<Msg> for CocoServer {
     }
 
     fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
+        self.events += 1;
         match self.persists.remove(&token) {
             Some(AfterPersist::EpochPrepared(e)) => {
                 self.flushing = false;
@@ -1224,6 +1423,9 @@ impl Node<Msg> for CocoServer {
                 self.try_prepare(ctx);
             }
             Some(AfterPersist::ReplicaAck { to, seq }) => ctx.send(to, Msg::Replicated { seq }),
+            Some(AfterPersist::Synced { to, epoch, missing }) => {
+                ctx.send(to, Msg::Synced { epoch, missing })
+            }
             Some(AfterPersist::EpochCommit(e)) => {
                 Self::trace(ctx, "commit_durable", self.me, e);
                 let now = ctx.now();
@@ -1243,7 +1445,9 @@ impl Node<Msg> for CocoServer {
     /// see [`EpochManager::settled`]). Either way some replica still lacks
     /// a change the others made, until the retransmission gets there.
     fn settled(&self) -> bool {
-        self.replication.is_empty() && self.manager.as_ref().is_none_or(|m| m.settled())
+        self.replication.is_empty()
+            && self.unsynced.is_empty()
+            && self.manager.as_ref().is_none_or(|m| m.settled())
     }
 
     fn take_report(&mut self) -> NodeReport {
@@ -1252,6 +1456,12 @@ impl Node<Msg> for CocoServer {
             .as_ref()
             .map_or(0, |m| m.aborted().len() as u64);
         let aborts = all - std::mem::replace(&mut self.aborts_reported, all);
+        let events = std::mem::take(&mut self.events);
+        let (primary, backup) = if self.primary {
+            (events, 0)
+        } else {
+            (0, events)
+        };
         NodeReport {
             client: None,
             counters: vec![
@@ -1265,6 +1475,8 @@ impl Node<Msg> for CocoServer {
                 ("redo_entries_replayed", std::mem::take(&mut self.replayed)),
                 ("redo_bytes_read", std::mem::take(&mut self.replayed_bytes)),
                 ("records_collected", std::mem::take(&mut self.collected)),
+                ("primary_events", primary),
+                ("backup_events", backup),
             ],
         }
     }

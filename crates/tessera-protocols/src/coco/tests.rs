@@ -3,7 +3,7 @@
 
 use super::msg::Msg;
 use super::tid::epoch_start;
-use super::{Cc, CocoConfig, CocoCoordinator, CocoServer, CommitMode, Isolation};
+use super::{Cc, CocoConfig, CocoCoordinator, CocoServer, CommitMode, Isolation, Replication};
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use tessera_core::ids::{Key, NodeId, ShardId, TxnId, Version};
@@ -28,6 +28,13 @@ impl One {
             replica,
             Store::new(),
         )
+    }
+
+    /// Epoch mode, the primary forwarding each write-back to its backups.
+    pub(super) fn replicating_from_primary(cc: Cc, replica: u32) -> Self {
+        let mut config = CocoConfig::new(cc, CommitMode::Epoch);
+        config.replication = Replication::Primary;
+        One::with(config, replica, Store::new())
     }
 
     pub(super) fn with(config: CocoConfig, replica: u32, store: Store) -> Self {
@@ -79,6 +86,7 @@ impl One {
 fn replicate(seq: u64, ts: u64, v: &'static [u8]) -> Msg {
     Msg::Replicate {
         seq,
+        txn: TxnId::new(NodeId(3), 0, seq as u32),
         ts,
         epoch: 1,
         version: Version(ts),
@@ -121,7 +129,7 @@ fn prepare(txn: TxnId, writes: bool, reads: Vec<(Key, u64)>) -> Msg {
 
 #[test]
 fn no_wait_locks_and_duplicates_are_answered_not_relocked() {
-    let mut p = One::new(Cc::PtOcc, 0);
+    let mut p = One::replicating_from_primary(Cc::PtOcc, 0);
     let t1 = TxnId::new(NodeId(3), 0, 1);
     let t2 = TxnId::new(NodeId(3), 0, 2);
     assert!(matches!(
@@ -176,7 +184,7 @@ fn no_wait_locks_and_duplicates_are_answered_not_relocked() {
 /// installed: the replicas would differ only because the run ended.
 #[test]
 fn a_primary_is_unsettled_until_its_backups_have_its_writes() {
-    let mut p = One::new(Cc::PtOcc, 0);
+    let mut p = One::replicating_from_primary(Cc::PtOcc, 0);
     let t1 = TxnId::new(NodeId(3), 0, 1);
     p.replies(3, prepare(t1, true, vec![]));
     assert!(p.s.settled(), "a lock alone changes no replica");
@@ -327,8 +335,14 @@ struct Rw {
 
 impl Rw {
     fn proc(reads: bool, writes: &[Key]) -> Arc<dyn Procedure> {
-        let pieces = [(0, X), (1, Y)]
-            .into_iter()
+        Rw::on(&[(0, X), (1, Y)], reads, writes)
+    }
+
+    /// The same over the (shard, key) pairs of `keys`.
+    fn on(keys: &[(u32, Key)], reads: bool, writes: &[Key]) -> Arc<dyn Procedure> {
+        let pieces = keys
+            .iter()
+            .copied()
             .filter(|(_, k)| reads || writes.contains(k))
             .map(|(shard, k)| PieceSpec {
                 shard: ShardId(shard),
@@ -895,5 +909,180 @@ fn a_restarted_epoch_coordinator_rejoins_before_presuming_aborts() {
     assert!(
         matches!(sent[..], [(NodeId(1), Msg::Abort { txn })] if txn == old),
         "{sent:?}"
+    );
+}
+
+/// Coordinator replication (§4.2.3, Fig. 3, the epoch default): the
+/// coordinator sends its write set to the primary and to both backups;
+/// the primary forwards nothing and no backup acknowledges a transaction.
+/// At the epoch's prepare the primary asks its backups which of the
+/// epoch's transactions they lack (**EpochSync**), sends those itself,
+/// acknowledged, and forces its prepared record only after that.
+#[test]
+fn coordinator_replication_syncs_backups_once_per_epoch() {
+    let topology = Arc::new(Topology::new(1, 3, 1));
+    let me = NodeId(3);
+    let config = CocoConfig::new(Cc::PtOcc, CommitMode::Epoch);
+    let mut coord = CocoCoordinator::new(
+        config.clone(),
+        CoordinatorEnv {
+            me,
+            topology,
+            incarnation: 0,
+            recovered: Vec::new(),
+        },
+    );
+    let mut servers: Vec<One> = (0..3).map(|r| One::new(Cc::PtOcc, r)).collect();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+    let proc = Rw::on(&[(0, X)], true, &[X]);
+    let t1 = TxnId::new(me, 0, 1);
+    let mut effects = Vec::new();
+    let mut ctx = Ctx::new(0, me, &mut rng, &mut effects);
+    coord.submit(
+        &mut ctx,
+        Attempt {
+            id: t1,
+            txn: proc,
+            since: 0,
+        },
+    );
+    // Run the transaction to its decision; keep what reaches the backups.
+    let mut queue: Vec<(NodeId, Msg)> = effects
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::Send { to, msg } => Some((to, msg)),
+            _ => None,
+        })
+        .collect();
+    let mut to_backups = Vec::new();
+    let mut primary_sent = Vec::new();
+    while let Some((to, msg)) = queue.pop() {
+        if to == me {
+            let mut effects = Vec::new();
+            let mut ctx = Ctx::new(0, me, &mut rng, &mut effects);
+            coord.on_message(&mut ctx, NodeId(0), msg);
+            queue.extend(effects.into_iter().filter_map(|e| match e {
+                Effect::Send { to, msg } => Some((to, msg)),
+                _ => None,
+            }));
+        } else if to == NodeId(0) {
+            let out = servers[0].replies(3, msg);
+            primary_sent.extend(out.iter().cloned());
+            queue.extend(out.into_iter().map(|m| (me, m)));
+        } else {
+            to_backups.push((to, msg));
+        }
+    }
+    assert_eq!(
+        to_backups
+            .iter()
+            .filter(
+                |(_, m)| matches!(m, Msg::Replicate { seq: 0, txn, writes, .. }
+                if *txn == t1 && writes[..] == [(X, enc(7))])
+            )
+            .count(),
+        2,
+        "the coordinator replicates to both backups: {to_backups:?}"
+    );
+    assert!(
+        !primary_sent
+            .iter()
+            .any(|m| matches!(m, Msg::Replicate { .. })),
+        "the primary forwarded the write: {primary_sent:?}"
+    );
+    let epoch = servers[0].s.store().unwrap().get(X).map(|r| r.meta.wts);
+    let epoch = super::tid::epoch_of(epoch.expect("installed"));
+    // Backup 1 got its copy, backup 2's was lost. Neither acknowledges.
+    let (_, copy) = to_backups.remove(0);
+    assert!(servers[1].replies(3, copy).is_empty());
+    assert!(
+        !servers[0].s.settled(),
+        "unsettled until the backups have it"
+    );
+    // The prepare asks both backups; nothing is forced yet.
+    let out = servers[0].deliver(0, Msg::EpochPrepare { epoch });
+    assert!(!out.iter().any(|e| matches!(e, Effect::Persist { .. })));
+    let syncs: Vec<(NodeId, Msg)> = out
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::Send {
+                to,
+                msg: m @ Msg::EpochSync { .. },
+            } => Some((to, m)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(syncs.len(), 2, "one EpochSync per backup");
+    let mut missing_at_2 = None;
+    for (to, sync) in syncs {
+        let answer = servers[to.0 as usize].replies(0, sync);
+        match (to.0, &answer[..]) {
+            (1, [Msg::Synced { missing, .. }]) => assert!(missing.is_empty()),
+            (2, [Msg::Synced { missing, .. }]) => assert_eq!(missing[..], [t1]),
+            _ => panic!("backup {to:?} answered {answer:?}"),
+        }
+        missing_at_2 = missing_at_2.or((to.0 == 2).then(|| answer[0].clone()));
+        if to.0 == 1 {
+            let out = servers[0].deliver(1, answer[0].clone());
+            assert!(!out.iter().any(|e| matches!(e, Effect::Persist { .. })));
+        }
+    }
+    // The primary sends backup 2 the write itself, and prepares once it is
+    // acknowledged.
+    let resend = servers[0].replies(2, missing_at_2.expect("backup 2 answered"));
+    let [Msg::Replicate { seq, .. }] = resend[..] else {
+        panic!("no resend to backup 2: {resend:?}");
+    };
+    assert!(seq > 0, "the resend is acknowledged");
+    let ack = servers[2].replies(0, resend[0].clone());
+    assert!(matches!(ack[..], [Msg::Replicated { seq: s }] if s == seq));
+    let out = servers[0].deliver(2, ack[0].clone());
+    assert!(
+        out.iter().any(|e| matches!(e, Effect::Persist { .. })),
+        "prepared record not forced once the backups had everything"
+    );
+    assert!(servers[0].s.settled());
+    for b in &servers[1..] {
+        let r = b.s.store().unwrap().get(X).expect("replicated");
+        assert_eq!((&r.value, r.meta.version), (&enc(7), t1.version()));
+    }
+}
+
+/// A backup asked for its epoch's transactions after its own prepare of
+/// that epoch was forced forces what arrived since before it answers:
+/// the epoch may commit on that answer.
+#[test]
+fn a_prepared_backup_forces_late_writes_before_it_answers_a_sync() {
+    let mut b = One::new(Cc::PtOcc, 1);
+    let out = b.deliver(0, Msg::EpochPrepare { epoch: 1 });
+    let Some(token) = out.iter().find_map(|e| match e {
+        Effect::Persist { token, .. } => Some(*token),
+        _ => None,
+    }) else {
+        panic!("an idle backup prepares at once: {out:?}");
+    };
+    let mut effects = Vec::new();
+    let mut ctx = Ctx::new(0, NodeId(1), &mut b.rng, &mut effects);
+    b.s.on_persisted(&mut ctx, token);
+    let t = TxnId::new(NodeId(3), 0, 9);
+    let mut late = replicate(0, 10, b"late");
+    if let Msg::Replicate { txn, .. } = &mut late {
+        *txn = t;
+    }
+    assert!(
+        b.replies(3, late).is_empty(),
+        "acknowledged a coordinator copy"
+    );
+    let out = b.deliver(
+        0,
+        Msg::EpochSync {
+            epoch: 1,
+            txns: vec![t],
+        },
+    );
+    assert!(
+        out.iter().any(|e| matches!(e, Effect::Persist { .. }))
+            && !out.iter().any(|e| matches!(e, Effect::Send { .. })),
+        "answered before forcing the late write: {out:?}"
     );
 }
