@@ -57,9 +57,9 @@
 //!   coordinator never sends again, so a message about T below the floor
 //!   that finds no state here is a stale copy and is ignored
 //!   ([`Gc::stale`]): without that, a Commit delayed past the tombstone
-//!   would execute T a second time (seen over `tcp` on a loaded machine
-//!   with 2 s tombstones: a replica ahead of its peers by one or two
-//!   transactions). Above its coordinator's floor a tombstone never expires
+//!   would execute T a second time (the suspected cause of replicas ahead
+//!   of their peers over `tcp` with 2 s tombstones; not the only one: the
+//!   `tcp` runtime still keeps them 20 s, see `registry.rs`). Above its coordinator's floor a tombstone never expires
 //!   by age while that coordinator incarnation is the newest one heard of,
 //!   whatever the delays; after a newer incarnation of its node appears
 //!   (the old one crashed) or if no floor of its coordinator is known (a
