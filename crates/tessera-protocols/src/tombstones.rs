@@ -22,6 +22,13 @@
 //! incarnation that a newer one of its node replaced (it crashed; its
 //! stragglers are refused by the servers), and of coordinators that never
 //! send floors, expire after `keep`.
+//!
+//! A protocol whose tombstones also answer messages from *other* servers,
+//! which no coordinator's floor covers, keeps one below its floor a while
+//! longer: `linger` (Janus: a server's Inquire about a transaction it
+//! depends on, answered with the forgotten transaction's component; see
+//! `janus/gc.rs`). The clock is the caller's: 2PC passes times, Janus
+//! passes its garbage-collection epochs.
 
 use tessera_core::ids::{Time, TxnId};
 use tessera_core::FastMap;
@@ -44,15 +51,23 @@ pub struct Tombstones<V> {
     ended: FastMap<TxnId, (V, Time)>,
     floors: FastMap<u64, TxnId>,
     keep: Time,
+    linger: Time,
 }
 
 impl<V> Tombstones<V> {
     /// Tombstones of coordinators that fall silent expire after `keep`.
     pub fn new(keep: Time) -> Self {
+        Self::lingering(keep, 0)
+    }
+
+    /// As [`Self::new`], and a tombstone below its coordinator's floor is
+    /// still kept until it is `linger` old.
+    pub fn lingering(keep: Time, linger: Time) -> Self {
         Tombstones {
             ended: tessera_core::fast_map(),
             floors: tessera_core::fast_map(),
             keep,
+            linger,
         }
     }
 
@@ -102,10 +117,11 @@ impl<V> Tombstones<V> {
         self.ended.is_empty()
     }
 
-    /// Drop tombstones below their floor, and those older than `keep` whose
-    /// coordinator incarnation sends no floors or has been replaced.
+    /// Drop tombstones below their floor (once `linger` old), and those
+    /// older than `keep` whose coordinator incarnation sends no floors or
+    /// has been replaced.
     pub fn sweep(&mut self, now: Time) {
-        let (floors, keep) = (&self.floors, self.keep);
+        let (floors, keep, linger) = (&self.floors, self.keep, self.linger);
         let replaced = |inc: u64| {
             let node = inc >> 8;
             floors
@@ -115,7 +131,7 @@ impl<V> Tombstones<V> {
         self.ended.retain(|txn, (_, at)| {
             let inc = incarnation_of(*txn);
             match floors.get(&inc) {
-                Some(f) if *txn < *f => false,
+                Some(f) if *txn < *f => now - *at < linger,
                 Some(_) if !replaced(inc) => true,
                 _ => now - *at < keep,
             }
@@ -167,6 +183,23 @@ mod tests {
         assert!(!t.contains(a(5)), "a replaced incarnation's expire by age");
         t.sweep(1_000);
         assert!(t.contains(a_again(2)));
+    }
+
+    /// Below its floor a lingering tombstone still lives `linger`; above
+    /// it, age alone never drops it.
+    #[test]
+    fn a_lingering_tombstone_below_its_floor_lives_its_linger() {
+        let mut t = Tombstones::lingering(10, 4);
+        let a = |seq| TxnId::new(NodeId(1), 0, seq);
+        t.insert(a(1), 'c', 0);
+        t.insert(a(2), 'c', 0);
+        t.raise_floor(a(2));
+        t.sweep(3);
+        assert!(t.contains(a(1)), "below the floor, but younger than linger");
+        t.sweep(4);
+        assert!(!t.contains(a(1)));
+        t.sweep(1_000);
+        assert!(t.contains(a(2)), "at the floor: its coordinator may resend");
     }
 
     #[test]

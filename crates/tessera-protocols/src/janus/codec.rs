@@ -7,7 +7,8 @@
 //!
 //! Layout: a tag byte ([`tag`]), then per message:
 //! * PreAccept: txn id (8 bytes), ballot (varint), the procedure
-//!   ([`tessera_core::codec::encode_txn`]).
+//!   ([`tessera_core::codec::encode_txn`]), a presence byte and the floor's
+//!   id.
 //! * PreAcceptOk: txn id, ballot, dependencies (count; per dependency its
 //!   id and its shards as varints).
 //! * PreAcceptNotOk, AcceptOk, AcceptNotOk, Prepare, PrepareNotOk: txn id,
@@ -167,9 +168,18 @@ impl Codec for Msg {
     fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_u8(self.tag());
         match self {
-            Msg::PreAccept { txn, ballot, proc } => {
+            Msg::PreAccept {
+                txn,
+                ballot,
+                proc,
+                floor,
+            } => {
                 put_head(out, *txn, *ballot);
                 encode_txn(proc.as_ref(), out)?;
+                out.put_u8(u8::from(floor.is_some()));
+                if let Some(f) = floor {
+                    put_txn_id(out, *f);
+                }
             }
             Msg::PreAcceptOk { txn, ballot, deps } => {
                 put_head(out, *txn, *ballot);
@@ -259,6 +269,11 @@ impl Codec for Msg {
                 txn: get_txn_id(buf)?,
                 ballot: get_ballot(buf)?,
                 proc: decode_txn(buf, cx)?,
+                floor: if get_bool(buf, "floor presence")? {
+                    Some(get_txn_id(buf)?)
+                } else {
+                    None
+                },
             },
             tag::PRE_ACCEPT_OK => Msg::PreAcceptOk {
                 txn: get_txn_id(buf)?,

@@ -6,10 +6,18 @@
 //!
 //! Requests are resent to the replicas that have not answered until the
 //! phase completes. A Janus coordinator never aborts for a conflict.
+//!
+//! Every PreAccept carries the coordinator's *floor*, the oldest
+//! transaction it still drives: transaction ids of one incarnation grow,
+//! and a driver is dropped only when nothing of it will be sent again (its
+//! late Commit resends included), so everything below the floor is over
+//! and replicas may drop its tombstones ([`super::gc`]), as 2PC's
+//! participants do ([`crate::tombstones`]).
 
 use super::driver::{Driver, Progress};
 use super::msg::Msg;
 use super::JanusConfig;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use tessera_core::ids::{NodeId, TimerId, TxnId};
 use tessera_core::node::{Ctx, Node, NodeReport};
@@ -23,6 +31,8 @@ pub struct JanusCoordinator {
     cfg: JanusConfig,
     topology: Arc<Topology>,
     txns: FastMap<TxnId, Driver>,
+    /// The ids in `txns`, ordered: the first is the floor.
+    open: BTreeSet<TxnId>,
     /// Transactions that took the fast path and the slow path since the
     /// last report.
     fast: u64,
@@ -37,6 +47,7 @@ impl JanusCoordinator {
             cfg,
             topology: env.topology,
             txns: tessera_core::fast_map(),
+            open: BTreeSet::new(),
             fast: 0,
             slow: 0,
         }
@@ -54,6 +65,7 @@ impl JanusCoordinator {
         }
         if p.finished {
             self.txns.remove(&txn);
+            self.open.remove(&txn);
         }
     }
 
@@ -79,8 +91,7 @@ impl JanusCoordinator {
     }
 
     fn tick(&mut self, ctx: &mut Ctx<Msg>) {
-        let mut ids: Vec<TxnId> = self.txns.keys().copied().collect();
-        ids.sort_unstable();
+        let ids: Vec<TxnId> = self.open.iter().copied().collect();
         for t in ids {
             let p = self
                 .txns
@@ -102,7 +113,9 @@ impl Coordinator<Msg> for JanusCoordinator {
             ctx.done(txn, TxnOutcome::Aborted(AbortReason::User));
             return;
         }
-        let d = Driver::start(ctx, txn, proc, &self.topology, self.cfg.retransmit);
+        self.open.insert(txn);
+        let floor = self.open.first().copied().unwrap_or(txn);
+        let d = Driver::start(ctx, txn, proc, &self.topology, self.cfg.retransmit, floor);
         self.txns.insert(txn, d);
     }
 }

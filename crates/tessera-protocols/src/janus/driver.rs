@@ -86,6 +86,9 @@ pub(super) struct Driver {
     late_resends: u32,
     retransmit_at: Time,
     rto: Time,
+    /// The own coordinator's floor when it started this transaction, sent
+    /// with every PreAccept ([`Msg::PreAccept`]); `None` for a recovery.
+    floor: Option<TxnId>,
 }
 
 impl Driver {
@@ -116,18 +119,23 @@ impl Driver {
             late_resends: 0,
             retransmit_at: 0,
             rto: 0,
+            floor: None,
         }
     }
 
-    /// The transaction's own coordinator: PreAccept at ballot 0.
+    /// The transaction's own coordinator: PreAccept at ballot 0, with the
+    /// coordinator's `floor` (a resend carries the same one: floors only
+    /// rise, so an old one is merely behind).
     pub fn start(
         ctx: &mut Ctx<Msg>,
         txn: TxnId,
         proc: Txn,
         topology: &Topology,
         rto: Time,
+        floor: TxnId,
     ) -> Self {
         let mut d = Driver::new(txn, proc, topology, false, 0);
+        d.floor = Some(floor);
         d.enter(ctx, Phase::PreAccept, rto);
         d
     }
@@ -172,6 +180,7 @@ impl Driver {
                         txn,
                         ballot: self.ballot,
                         proc: self.proc.clone(),
+                        floor: self.floor,
                     },
                     Phase::Accept if !self.accepted[s][i] => Msg::Accept {
                         txn,

@@ -47,10 +47,32 @@
 //!   execution (it is DECIDED in a component done here), never a STARTED
 //!   vertex to wait for or recover.
 //!
-//! Tombstones live [`super::JanusConfig::forget_epochs`] epochs. A message
-//! about T later than that (a Commit naming T as a dependency delayed
-//! longer than any timeout and every recovery of it) would find T unknown:
-//! the bound is a timing assumption, as Rococo's own two-epoch one.
+//! **How long a tombstone lives** (the shared [`crate::tombstones`], as
+//! 2PC's participants keep theirs; its clock here is the epoch count).
+//! Two kinds of late messages need it, and they are bounded differently:
+//!
+//! * From T's **own coordinator** (PreAccept, Accept, Commit resent): every
+//!   PreAccept carries the coordinator's *floor*, the oldest transaction it
+//!   still works on ([`super::msg::Msg::PreAccept`]). Below it the
+//!   coordinator never sends again, so a message about T below the floor
+//!   that finds no state here is a stale copy and is ignored
+//!   ([`Gc::stale`]): without that, a Commit delayed past the tombstone
+//!   would execute T a second time (the suspected cause of replicas ahead
+//!   of their peers over `tcp` with 2 s tombstones; not the only one: the
+//!   `tcp` runtime still keeps them 20 s, see `registry.rs`). Above its coordinator's floor a tombstone never expires
+//!   by age while that coordinator incarnation is the newest one heard of,
+//!   whatever the delays; after a newer incarnation of its node appears
+//!   (the old one crashed) or if no floor of its coordinator is known (a
+//!   restarted replica learns floors again from new PreAccepts) it lives
+//!   `forget_epochs` epochs.
+//! * From **other servers**: an Inquire about T (a server whose
+//!   transaction depends on T), a replica's nudge about T, a stale
+//!   recovery coordinator's message. No coordinator's floor bounds these;
+//!   below its floor a tombstone still lingers
+//!   [`super::JanusConfig::forget_epochs`] epochs for them. A message of
+//!   this kind later than that would find T unknown: that bound remains a
+//!   timing assumption, as Rococo's own two-epoch one. It is never worse
+//!   than before floors (tombstones lived exactly that long).
 //!
 //! A replica cut off (or down) while the others announced T learns that
 //! they executed it from their echo of its own announcement of T. A
@@ -61,6 +83,7 @@
 //! only once T's Executed record is durable ([`super::wal`]): after a
 //! crash it must still hold what the others forgot.
 
+use crate::tombstones::Tombstones;
 use std::sync::Arc;
 use tessera_core::ids::{NodeId, TxnId};
 use tessera_core::FastMap;
@@ -68,8 +91,6 @@ use tessera_core::FastMap;
 /// What is kept of a forgotten transaction (ids only).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Tombstone {
-    /// The epoch it was forgotten in.
-    pub epoch: u64,
     pub abandon: bool,
     /// Its component when of two or more members, in execution order.
     pub scc: Option<Arc<[TxnId]>>,
@@ -77,10 +98,10 @@ pub(super) struct Tombstone {
 
 /// A replica's garbage-collection state: the epoch, the tombstones, which
 /// replicas announced executing which transactions, and what to announce.
-#[derive(Default)]
 pub(super) struct Gc {
     pub epoch: u64,
-    gone: FastMap<TxnId, Tombstone>,
+    /// Timed in epochs.
+    gone: Tombstones<Tombstone>,
     executed_by: FastMap<TxnId, Vec<NodeId>>,
     /// Executed here since the last announcement, and in the one before.
     fresh: Vec<TxnId>,
@@ -90,17 +111,45 @@ pub(super) struct Gc {
 }
 
 impl Gc {
+    /// Tombstones of coordinators without a known floor live `keep`
+    /// epochs, and those below their floor at least as long (see above).
+    pub fn new(keep: u64) -> Self {
+        Gc {
+            epoch: 0,
+            gone: Tombstones::lingering(keep, keep),
+            executed_by: tessera_core::fast_map(),
+            fresh: Vec::new(),
+            announced: Arc::from([]),
+            forgotten: 0,
+        }
+    }
+
+    /// `floor`'s coordinator says everything of its below `floor` is over.
+    pub fn raise_floor(&mut self, floor: TxnId) {
+        self.gone.raise_floor(floor);
+    }
+
+    /// A message about `t` that finds no state here (no live transaction,
+    /// no tombstone) comes too late when `t` is below its coordinator's
+    /// floor: the coordinator is done with it, and either this replica
+    /// executed and forgot it or the others hold it and will tell this one
+    /// ([`super::msg::Announce::Lagging`]) while they have not forgotten
+    /// it. Acting on the message could only run `t` again.
+    pub fn stale(&self, t: TxnId) -> bool {
+        !self.gone.contains(t) && self.gone.below_floor(t)
+    }
+
     pub fn gone(&self, t: TxnId) -> Option<&Tombstone> {
-        self.gone.get(&t)
+        self.gone.get(t)
     }
 
     pub fn is_gone(&self, t: TxnId) -> bool {
-        self.gone.contains_key(&t)
+        self.gone.contains(t)
     }
 
     /// `from` announced that it executed `t`. True the first time.
     pub fn heard(&mut self, t: TxnId, from: NodeId) -> bool {
-        if self.gone.contains_key(&t) {
+        if self.gone.contains(t) {
             return false;
         }
         let by = self.executed_by.entry(t).or_default();
@@ -141,20 +190,12 @@ impl Gc {
     pub fn bury(&mut self, t: TxnId, abandon: bool, scc: Option<Arc<[TxnId]>>) {
         self.executed_by.remove(&t);
         self.forgotten += 1;
-        self.gone.insert(
-            t,
-            Tombstone {
-                epoch: self.epoch,
-                abandon,
-                scc,
-            },
-        );
+        self.gone.insert(t, Tombstone { abandon, scc }, self.epoch);
     }
 
-    /// Drop tombstones older than `keep` epochs.
-    pub fn expire(&mut self, keep: u64) {
-        let epoch = self.epoch;
-        self.gone.retain(|_, g| g.epoch + keep > epoch);
+    /// Drop the tombstones nothing can ask about any more (see above).
+    pub fn expire(&mut self) {
+        self.gone.sweep(self.epoch);
     }
 
     pub fn tombstones(&self) -> usize {
@@ -172,7 +213,7 @@ mod tests {
 
     #[test]
     fn forgettable_only_once_every_replica_announced() {
-        let mut gc = Gc::default();
+        let mut gc = Gc::new(10);
         let all = [NodeId(1), NodeId(2), NodeId(4)];
         assert!(!gc.everywhere(t(1), all.iter().copied()));
         assert!(gc.heard(t(1), NodeId(1)));
@@ -187,7 +228,7 @@ mod tests {
 
     #[test]
     fn announcements_repeat_once_and_tombstones_expire() {
-        let mut gc = Gc::default();
+        let mut gc = Gc::new(10);
         gc.executed(t(1));
         assert_eq!(gc.announcement(), [t(1)]);
         gc.executed(t(2));
@@ -201,11 +242,39 @@ mod tests {
         // A late announcement of a forgotten one is not recorded again.
         gc.heard(t(1), NodeId(1));
         assert!(gc.executed_by.is_empty());
+        // Its coordinator sent no floor: it lives `keep` epochs.
         gc.epoch = 12;
-        gc.expire(10);
+        gc.expire();
         assert!(gc.is_gone(t(1)));
         gc.epoch = 13;
-        gc.expire(10);
+        gc.expire();
         assert!(!gc.is_gone(t(1)));
+        assert!(!gc.stale(t(1)), "no floor known: not known to be over");
+    }
+
+    /// Above its coordinator's floor a tombstone outlives any age; below
+    /// it, it lingers `keep` epochs, and an unknown transaction below the
+    /// floor is stale.
+    #[test]
+    fn tombstones_follow_their_coordinators_floor() {
+        let mut gc = Gc::new(10);
+        gc.bury(t(1), false, None);
+        gc.bury(t(2), false, None);
+        gc.raise_floor(t(2));
+        gc.epoch = 1_000;
+        gc.expire();
+        assert!(!gc.is_gone(t(1)), "below the floor and older than keep");
+        assert!(gc.is_gone(t(2)), "its coordinator may still resend");
+        assert!(gc.stale(t(1)));
+        assert!(!gc.stale(t(2)), "a tombstone answers it");
+        assert!(!gc.stale(t(3)), "above the floor: not over");
+        gc.bury(t(3), false, None);
+        gc.raise_floor(t(4));
+        gc.expire();
+        assert!(!gc.is_gone(t(2)), "below the floor now, and old");
+        assert!(gc.is_gone(t(3)), "lingers for other servers' questions");
+        gc.epoch = 1_010;
+        gc.expire();
+        assert!(!gc.is_gone(t(3)));
     }
 }

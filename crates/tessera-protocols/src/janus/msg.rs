@@ -68,6 +68,12 @@ pub enum Msg {
         txn: TxnId,
         ballot: Ballot,
         proc: Txn,
+        /// The own coordinator's floor: the oldest transaction it still
+        /// works on when it sent this (it never sends about an older one
+        /// of its incarnation again), so that replicas drop tombstones and
+        /// ignore stale copies ([`super::gc`]). `None` from a recovery
+        /// coordinator, which cannot speak for the coordinator.
+        floor: Option<TxnId>,
     },
     /// Algorithm 2, l. 31: the transaction's direct dependencies here,
     /// sorted by id.
@@ -220,7 +226,7 @@ impl WireSize for Msg {
         const HEADER: usize = 1 + 8;
         HEADER
             + match self {
-                Msg::PreAccept { .. } => 8 + 64,
+                Msg::PreAccept { floor, .. } => 8 + 64 + 1 + if floor.is_some() { 8 } else { 0 },
                 Msg::PreAcceptOk { deps, .. } => 8 + deps_size(deps),
                 Msg::Accept { deps, proc, .. } => {
                     8 + 1 + deps_size(deps) + if proc.is_some() { 64 } else { 0 }

@@ -901,6 +901,7 @@ fn an_executed_transaction_is_forgotten_and_late_messages_get_its_tombstone() {
             txn: t,
             ballot: 0,
             proc: Incr::proc(),
+            floor: None,
         },
         Msg::Accept {
             txn: t,
@@ -918,12 +919,71 @@ fn an_executed_transaction_is_forgotten_and_late_messages_get_its_tombstone() {
     }
     assert!(c.queue.is_empty(), "{:?}", c.queue);
     c.assert_replicas_hold(11, t);
-    // The tombstone lives `forget_epochs` epochs.
-    let keep = JanusConfig::default().forget_epochs;
-    for _ in 0..keep {
-        c.advance(JanusConfig::default().epoch, &[]);
+    // At its coordinator's floor (T was its oldest open transaction when
+    // it sent the PreAccept) the tombstone outlives any age: the
+    // coordinator may still resend.
+    let cfg = JanusConfig::default();
+    for _ in 0..2 * cfg.forget_epochs {
+        c.advance(cfg.epoch, &[]);
     }
-    assert_eq!(c.per_server("janus_tombstones"), [0, 0, 0]);
+    assert_eq!(c.per_server("janus_tombstones"), [1, 1, 1]);
+}
+
+/// The coordinator's next PreAccept carries a floor above T: T's tombstone
+/// lingers `forget_epochs` epochs (for other servers' Inquires) and goes.
+/// A Commit of T from its coordinator delayed past all that is a stale
+/// copy: ignored, T does not run a second time (before floors, tombstones
+/// went by age alone, and such a Commit ran T again).
+#[test]
+fn a_coordinators_floor_drops_tombstones_and_its_stale_commit_is_ignored() {
+    let mut c = Cluster::new();
+    let t = c.submit(0);
+    c.rounds(20, None);
+    assert_eq!(c.per_server("janus_forgotten"), [1, 1, 1]);
+    let t2 = c.submit(0);
+    c.rounds(20, None);
+    assert_eq!(c.saw(t2), 11);
+    assert_eq!(c.per_server("janus_forgotten"), [1, 1, 1]);
+    let cfg = JanusConfig::default();
+    for _ in 0..cfg.forget_epochs {
+        c.advance(cfg.epoch, &[]);
+    }
+    // T's is gone; T2's stays (T2 is the floor: not over yet as far as the
+    // replicas know).
+    assert_eq!(c.per_server("janus_tombstones"), [1, 1, 1]);
+    let coordinator = NodeId(3);
+    for r in 0..3 {
+        c.queue
+            .push((coordinator, NodeId(r), commit_of(t, Vec::new())));
+        c.step(c.queue.len() - 1);
+    }
+    assert!(c.queue.is_empty(), "{:?}", c.queue);
+    c.rounds(10, None);
+    c.assert_replicas_hold(12, t2);
+}
+
+/// A replica asked about a transaction it never learns no longer keeps the
+/// request forever: once the transaction's coordinator's floor passes it,
+/// the parked Inquire is dropped (the asker's retries go to every replica
+/// of its shards), and a new one is not parked.
+#[test]
+fn an_inquire_the_floor_made_moot_is_released() {
+    let mut c = Cluster::new();
+    let ghost = TxnId::new(NodeId(3), 0, 0);
+    let replies = c.ask_server(1, Msg::Inquire { txn: ghost });
+    assert!(replies.is_empty(), "{replies:?}");
+    assert_eq!(c.per_server("janus_inquiries_parked"), [0, 1, 0]);
+    let t = c.submit(0);
+    c.rounds(20, None);
+    assert_eq!(c.saw(t), 10);
+    assert_eq!(c.per_server("janus_inquiries_parked"), [0, 0, 0]);
+    let replies = c.ask_server(1, Msg::Inquire { txn: ghost });
+    assert!(replies.is_empty(), "{replies:?}");
+    assert_eq!(c.per_server("janus_inquiries_parked"), [0, 0, 0]);
+    // An Inquire about a transaction the floor has not passed still waits.
+    let later = TxnId::new(NodeId(3), 0, 99);
+    c.ask_server(1, Msg::Inquire { txn: later });
+    assert_eq!(c.per_server("janus_inquiries_parked"), [0, 1, 0]);
 }
 
 /// A replica that has not executed T keeps every other replica from
@@ -1066,6 +1126,7 @@ fn a_restarted_replica_keeps_its_ballot_promises() {
                 txn,
                 ballot: 0,
                 proc: Incr::proc(),
+                floor: None,
             },
         );
         assert!(

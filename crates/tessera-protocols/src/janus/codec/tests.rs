@@ -100,11 +100,14 @@ fn arb_msg() -> impl Strategy<Value = Msg> {
             }),
     );
     prop_oneof![
-        (t.clone(), b, arb_proc()).prop_map(|(txn, ballot, proc)| Msg::PreAccept {
-            txn,
-            ballot,
-            proc
-        }),
+        (t.clone(), b, arb_proc(), proptest::option::of(t.clone())).prop_map(
+            |(txn, ballot, proc, floor)| Msg::PreAccept {
+                txn,
+                ballot,
+                proc,
+                floor
+            }
+        ),
         (t.clone(), b, arb_deps()).prop_map(|(txn, ballot, deps)| Msg::PreAcceptOk {
             txn,
             ballot,
@@ -198,6 +201,7 @@ fn procedures_need_the_workload() {
         txn: TxnId(1),
         ballot: 0,
         proc,
+        floor: Some(TxnId(1)),
     };
     let bytes = msg.to_bytes().unwrap();
     assert!(Msg::from_bytes(&bytes, &DecodeCx::default()).is_err());
