@@ -253,14 +253,21 @@ impl DepGraph {
         let mut stack = vec![t];
         seen.insert(t);
         let mut sub: Vec<TxnId> = Vec::new();
+        // Shortcuts name the same STARTED ancestors again and again (every
+        // vertex blocked behind one records it): keep each once, or the
+        // sort below handles every repetition (a janus-micro-wan run at
+        // zipf 0.7: a fifth of the time in sorting them).
         let mut blocked = Vec::new();
+        let mut named: FastSet<TxnId> = tessera_core::fast_set();
         while let Some(v) = stack.pop() {
             if self.cut_off(v, t) {
                 continue;
             }
             let n = &self.nodes[&v];
             if n.status == Status::Started {
-                blocked.push(v);
+                if named.insert(v) {
+                    blocked.push(v);
+                }
                 continue;
             }
             sub.push(v);
@@ -268,7 +275,9 @@ impl DepGraph {
                 took = true;
                 for &w in &n.blocked_on {
                     if self.status(w) == Some(Status::Started) {
-                        blocked.push(w);
+                        if named.insert(w) {
+                            blocked.push(w);
+                        }
                     } else if seen.insert(w) {
                         stack.push(w);
                     }

@@ -6,26 +6,32 @@
 
 use std::collections::VecDeque;
 use tessera_core::ids::TxnId;
-use tessera_core::FastMap;
+use tessera_core::{FastMap, FastSet};
 
 #[derive(Default)]
 pub(crate) struct Wakeups {
     waiters: FastMap<TxnId, Vec<TxnId>>,
+    /// The pairs (awaited, waiter) in `waiters`: a hot transaction can have
+    /// thousands of waiters, and looking each new one up in the list made
+    /// waiting quadratic.
+    pairs: FastSet<(TxnId, TxnId)>,
     queue: VecDeque<TxnId>,
 }
 
 impl Wakeups {
     /// `who` waits for `on` (once, however often asked).
     pub fn wait(&mut self, on: TxnId, who: TxnId) {
-        let ws = self.waiters.entry(on).or_default();
-        if !ws.contains(&who) {
-            ws.push(who);
+        if self.pairs.insert((on, who)) {
+            self.waiters.entry(on).or_default().push(who);
         }
     }
 
     /// `t`'s awaited event happened: queue whoever waits for it.
     pub fn wake(&mut self, t: TxnId) {
         if let Some(ws) = self.waiters.remove(&t) {
+            for &w in &ws {
+                self.pairs.remove(&(t, w));
+            }
             self.queue.extend(ws);
         }
     }
