@@ -103,11 +103,12 @@ fn a_server_killed_mid_run_recovers_and_no_committed_write_is_lost() {
         for protocol in ["occ", "2pl-ww"] {
             let mut c = Cluster::new(protocol, false);
             let bench = c.bench("4s");
-            std::thread::sleep(Duration::from_millis(1200 + 100 * (run as u64 % 7)));
             let victim = 1 + run % 2;
-            c.kill9(victim);
-            std::thread::sleep(Duration::from_millis(200));
-            c.restart(victim);
+            c.kill9_mid_run(
+                victim,
+                Duration::from_millis(1200 + 100 * (run as u64 % 7)),
+                Duration::from_millis(200),
+            );
             finished(bench, &c);
             let rows = c.rows();
             let row = rows.last().unwrap();

@@ -35,11 +35,12 @@ fn janus_runs_over_tcp_with_three_replicas_per_shard_and_the_check_passes() {
 fn a_janus_replica_killed_mid_run_restarts_from_its_log_and_the_check_passes() {
     let mut c = cluster(false);
     let bench = c.bench("5s");
-    std::thread::sleep(Duration::from_millis(1500));
     let victim = 1;
-    c.kill9(victim);
-    std::thread::sleep(Duration::from_millis(300));
-    c.restart(victim);
+    c.kill9_mid_run(
+        victim,
+        Duration::from_millis(1500),
+        Duration::from_millis(300),
+    );
     let row = row(bench, &c);
     assert_eq!(row["check"], "pass", "{row}");
     assert!(row["committed"].as_u64().unwrap() > 100, "{row}");

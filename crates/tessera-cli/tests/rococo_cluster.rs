@@ -138,11 +138,12 @@ fn bad_rococo_bytes_close_the_connection_and_the_server_keeps_serving() {
 fn a_rococo_server_killed_mid_run_restarts_from_its_log_and_the_check_passes() {
     let mut c = Cluster::with_workload("rococo", false, TPCC);
     let bench = c.bench("5s");
-    std::thread::sleep(Duration::from_millis(1500));
     let victim = 1;
-    c.kill9(victim);
-    std::thread::sleep(Duration::from_millis(300));
-    c.restart(victim);
+    c.kill9_mid_run(
+        victim,
+        Duration::from_millis(1500),
+        Duration::from_millis(300),
+    );
     let row = row(bench, &c);
     assert_eq!(row["check"], "pass", "{row}");
     assert_eq!(row["tpcc_consistency"], "pass", "{row}");

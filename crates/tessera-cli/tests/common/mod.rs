@@ -196,6 +196,16 @@ stats_every_s = 0
         self.wait_up(i);
     }
 
+    /// The kill -9 scenario every tcp recovery test runs: `after` into a
+    /// running bench, server `i` dies with SIGKILL, stays down for `down`,
+    /// and is restarted (it must replay its log to rejoin).
+    pub fn kill9_mid_run(&mut self, i: usize, after: Duration, down: Duration) {
+        std::thread::sleep(after);
+        self.kill9(i);
+        std::thread::sleep(down);
+        self.restart(i);
+    }
+
     pub fn rows(&self) -> Vec<serde_json::Value> {
         std::fs::read_to_string(self.dir.path().join("rows.jsonl"))
             .unwrap_or_default()
