@@ -264,11 +264,12 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         || a.net.is_some()
         || a.drift_ppm.is_some()
         || a.fsync_us.is_some()
-        || a.drift_node.is_some();
+        || a.drift_node.is_some()
+        || a.client_cpu_ns.is_some();
     if sim_flags && runtime != RuntimeKind::Sim {
         return Err(Failure::Usage(
             "--faults, --replica-faults, --loss, --duplicate, --reorder, --net, --drift-ppm, \
-             --drift-node and --fsync-us need --runtime sim"
+             --drift-node, --fsync-us and --client-cpu-ns need --runtime sim"
                 .into(),
         ));
     }
@@ -316,6 +317,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         s.sim.reorder = a.reorder.unwrap_or(s.sim.reorder);
     }
     s.sim.drift_ppm = a.drift_ppm.unwrap_or(s.sim.drift_ppm);
+    s.sim.client_cpu = a.client_cpu_ns.unwrap_or(s.sim.client_cpu);
     if let Some(us) = a.fsync_us {
         s.sim.fsync = us * tessera_core::ids::US;
     }
@@ -354,6 +356,7 @@ fn knobs_of(a: &RunArgs) -> Knobs {
         oocc_lease_max_us: a.oocc_lease_max_us,
         oocc_lease_period_us: a.oocc_lease_period_us,
         oocc_drift_stop: a.oocc_drift_stop,
+        region_slots_per_record: a.region_slots_per_record,
     }
 }
 
@@ -768,6 +771,8 @@ pub fn default_comparison() -> Result<()> {
         oocc_lease_max_us: None,
         oocc_lease_period_us: None,
         oocc_drift_stop: None,
+        region_slots_per_record: None,
+        client_cpu_ns: None,
         net: None,
         drift_ppm: None,
         fsync_us: None,

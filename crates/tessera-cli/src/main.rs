@@ -364,6 +364,16 @@ pub struct RunArgs {
     /// 1000 ppm bound stops itself (on|off, default on).
     #[arg(long, value_parser = parse_on_off)]
     oocc_drift_stop: Option<bool>,
+    /// oocc, ford-occ, drtm, dslr: slots per loaded record in a memory
+    /// node's region (default 2); the free slots take inserts, which a long
+    /// TPC-C run needs more of (slots never turn free).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64), allow_negative_numbers = true)]
+    region_slots_per_record: Option<u32>,
+    /// sim: CPU time a client host spends on each event, ns (the rdma
+    /// preset's 300; dc's 1000): a client host runs its clients' events one
+    /// at a time, as a thread runs its coroutines.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000), allow_negative_numbers = true)]
+    client_cpu_ns: Option<u64>,
     /// sim: clock drift bound in ppm: each node's clock rate is drawn within
     /// ±N ppm (OOCC §VII.B; default 0).
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=500_000), allow_negative_numbers = true)]

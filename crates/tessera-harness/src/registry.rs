@@ -12,6 +12,7 @@ use tessera_core::ids::MS;
 use tessera_core::protocol::Protocol;
 use tessera_core::workload::Workload;
 use tessera_protocols::coco::{Cc, Coco, CocoConfig, CommitMode, Isolation, Replication};
+use tessera_protocols::disagg::RegionConfig;
 use tessera_protocols::drtm::{Drtm, DrtmConfig};
 use tessera_protocols::dslr::{Dslr, DslrConfig};
 use tessera_protocols::janus::{Janus, JanusConfig};
@@ -649,6 +650,7 @@ fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), S
     )?;
     let k = &spec.knobs;
     let mut config = base;
+    config.region = region(spec, config.region);
     config.lease = k.oocc_lease.unwrap_or(config.lease);
     config.write_unlock = k.oocc_write_unlock.unwrap_or(config.write_unlock);
     config.delayed_lock = k.oocc_delayed_lock.unwrap_or(config.delayed_lock);
@@ -735,12 +737,29 @@ fn lease_adapt(
 fn drtm(spec: &BenchSpec) -> Result<(DrtmConfig, BenchSpec), SpecError> {
     let run = on_memory_nodes(spec, &["--lease-us"])?;
     let mut config = DrtmConfig::default();
+    config.region = region(spec, config.region);
     config.lease_ns = lease_ns(spec)?.unwrap_or(config.lease_ns);
     Ok((config, run))
 }
 
 fn dslr(spec: &BenchSpec) -> Result<(DslrConfig, BenchSpec), SpecError> {
-    Ok((DslrConfig::default(), on_memory_nodes(spec, &[])?))
+    let run = on_memory_nodes(spec, &[])?;
+    let mut config = DslrConfig::default();
+    config.region = region(spec, config.region);
+    Ok((config, run))
+}
+
+/// The memory nodes' region with `--region-slots-per-record` applied (the
+/// CLI refuses 0).
+fn region(spec: &BenchSpec, base: RegionConfig) -> RegionConfig {
+    RegionConfig {
+        slots_per_record: spec
+            .knobs
+            .region_slots_per_record
+            .unwrap_or(base.slots_per_record)
+            .max(1),
+        ..base
+    }
 }
 
 /// `--lease-us` in nanoseconds, if given (zero is refused).
@@ -763,7 +782,13 @@ fn lease_ns(spec: &BenchSpec) -> Result<Option<tessera_core::ids::Time>, SpecErr
 /// are not replayed), so a transaction cut off at the end would leave its
 /// records locked for every later run on the same memory nodes.
 fn on_memory_nodes(spec: &BenchSpec, knobs: &[&'static str]) -> Result<BenchSpec, SpecError> {
-    only_knobs(spec, &spec.protocol, knobs)?;
+    let mut allowed = knobs.to_vec();
+    if spec.runtime != crate::RuntimeKind::Tcp {
+        // On tcp the memory nodes are `tessera server` processes, laid
+        // out before the bench driver starts.
+        allowed.push("--region-slots-per-record");
+    }
+    only_knobs(spec, &spec.protocol, &allowed)?;
     unreplicated(spec, &spec.protocol)?;
     let mut spec = spec.clone();
     if spec.runtime == crate::RuntimeKind::Tcp {

@@ -33,7 +33,7 @@
 //! no lease upgrade); YCSB never does that.
 
 use crate::disagg::client::{self, Driven, Driver, Endpoint, Exec, Step};
-use crate::disagg::{MemoryNode, Msg, NicCosts, SlotImage, Verb, VerbResult};
+use crate::disagg::{MemoryNode, Msg, NicCosts, RegionConfig, SlotImage, Verb, VerbResult};
 use tessera_core::ids::{Key, Time, TimerId, TxnId, MS, US};
 use tessera_core::node::Ctx;
 use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
@@ -52,7 +52,8 @@ pub struct DrtmConfig {
     /// after waiting a lease out): readers may keep renewing expired
     /// leases.
     pub max_cas: u32,
-    pub bucket_slots: u32,
+    /// The memory nodes' region layout.
+    pub region: RegionConfig,
     pub nic: NicCosts,
     pub connect_retry: Time,
 }
@@ -63,7 +64,7 @@ impl Default for DrtmConfig {
             lease_ns: 400 * US,
             delta_ns: 20 * US,
             max_cas: 4,
-            bucket_slots: 8,
+            region: RegionConfig::default(),
             nic: NicCosts::default(),
             connect_retry: MS,
         }
@@ -79,7 +80,7 @@ impl Protocol for Drtm {
     type Coordinator = Driven<DrtmCoordinator>;
 
     fn server(config: &DrtmConfig, env: ServerEnv) -> MemoryNode {
-        MemoryNode::new(env, config.bucket_slots, config.nic.clone())
+        MemoryNode::new(env, config.region, config.nic.clone())
     }
 
     fn coordinator(config: &DrtmConfig, env: CoordinatorEnv) -> Driven<DrtmCoordinator> {

@@ -44,7 +44,7 @@
 //! itself: that transaction aborts (no upgrades; YCSB never does it).
 
 use crate::disagg::client::{self, Driven, Driver, Endpoint, Exec, Step};
-use crate::disagg::{Addr, MemoryNode, Msg, NicCosts, Verb, VerbResult};
+use crate::disagg::{Addr, MemoryNode, Msg, NicCosts, RegionConfig, Verb, VerbResult};
 use tessera_core::ids::{Key, ShardId, Time, TimerId, TxnId, MS, US};
 use tessera_core::node::Ctx;
 use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
@@ -62,7 +62,8 @@ pub struct DslrConfig {
     pub timeout_ns: Time,
     /// A counter at this value triggers the reset (at most 2^15).
     pub count_max: u64,
-    pub bucket_slots: u32,
+    /// The memory nodes' region layout.
+    pub region: RegionConfig,
     pub nic: NicCosts,
     pub connect_retry: Time,
 }
@@ -74,7 +75,7 @@ impl Default for DslrConfig {
             max_poll_ns: 50 * US,
             timeout_ns: 500 * US,
             count_max: word::COUNT_MAX,
-            bucket_slots: 8,
+            region: RegionConfig::default(),
             nic: NicCosts::default(),
             connect_retry: MS,
         }
@@ -94,7 +95,7 @@ impl Protocol for Dslr {
     type Coordinator = Driven<DslrCoordinator>;
 
     fn server(config: &DslrConfig, env: ServerEnv) -> MemoryNode {
-        MemoryNode::new(env, config.bucket_slots, config.nic.clone())
+        MemoryNode::new(env, config.region, config.nic.clone())
     }
 
     fn coordinator(config: &DslrConfig, env: CoordinatorEnv) -> Driven<DslrCoordinator> {

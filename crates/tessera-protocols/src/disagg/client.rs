@@ -718,7 +718,13 @@ mod tests {
         for r in 0..n {
             store.load(Key::new(0, r), Value::from_static(b"old"));
         }
-        let region = Region::load(&store, 4);
+        let region = Region::load(
+            &store,
+            crate::disagg::RegionConfig {
+                bucket_slots: 4,
+                ..Default::default()
+            },
+        );
         let topology = Arc::new(Topology::new(1, 1, 1));
         let env = CoordinatorEnv {
             me: NodeId(1),

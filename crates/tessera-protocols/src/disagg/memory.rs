@@ -9,7 +9,7 @@
 //! the verbs. In the simulator each verb charges the NIC time of
 //! [`NicCosts`] (atomics much slower than READs, as OOCC Fig. 2 measures).
 
-use super::region::Region;
+use super::region::{Region, RegionConfig};
 use super::verbs::{LogRecord, Msg, SlotWrite, Verb, VerbResult};
 use tessera_core::ids::{NodeId, Time, TimerId};
 use tessera_core::node::{Ctx, Node, NodeReport};
@@ -53,8 +53,8 @@ pub struct MemoryNode {
 }
 
 impl MemoryNode {
-    pub fn new(env: ServerEnv, bucket_slots: u32, costs: NicCosts) -> Self {
-        let region = Region::load(&env.store, bucket_slots);
+    pub fn new(env: ServerEnv, layout: RegionConfig, costs: NicCosts) -> Self {
+        let region = Region::load(&env.store, layout);
         MemoryNode {
             region,
             view: env.store,

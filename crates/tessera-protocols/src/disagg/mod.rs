@@ -29,5 +29,5 @@ pub mod region;
 pub mod verbs;
 
 pub use memory::{MemoryNode, NicCosts};
-pub use region::{Addr, Geometry};
+pub use region::{Addr, Geometry, RegionConfig};
 pub use verbs::{Msg, SlotImage, Verb, VerbResult};

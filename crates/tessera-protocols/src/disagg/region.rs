@@ -13,10 +13,13 @@
 //! different value sizes need no configuration, and a value that grows —
 //! TPC-C's `C_DATA` — needs no bigger slot).
 //!
-//! The region has twice as many slots as the records loaded: the free half
-//! is where inserts go (see [`super::client`] on inserts). A key whose
-//! whole probe path is full cannot be inserted: the coordinator fails the
-//! attempt with an error naming the memory node, never a panic.
+//! The region has [`RegionConfig::slots_per_record`] slots per record
+//! loaded (two by default): the free part is where inserts go (see
+//! [`super::client`] on inserts). Slots never turn free again, and TPC-C
+//! deletes only NEW-ORDER rows while every NewOrder inserts ~12 rows and
+//! every Payment one, so a long TPC-C run needs a larger factor. A key
+//! whose whole probe path is full cannot be inserted: the coordinator fails
+//! the attempt with an error naming the memory node, never a panic.
 
 use super::verbs::{SlotImage, SlotWrite, Verb, VerbResult};
 use tessera_core::ids::{Key, Version};
@@ -25,6 +28,25 @@ use tessera_core::txn::Value;
 
 /// A slot's index in its memory node's region.
 pub type Addr = u32;
+
+/// How a memory node lays out its region: the same for every protocol on
+/// memory nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegionConfig {
+    /// Slots per hash bucket (a bucket READ reads them all).
+    pub bucket_slots: u32,
+    /// Slots per record loaded, at least 1: the rest take inserts.
+    pub slots_per_record: u32,
+}
+
+impl Default for RegionConfig {
+    fn default() -> Self {
+        RegionConfig {
+            bucket_slots: 8,
+            slots_per_record: 2,
+        }
+    }
+}
 
 /// The shape of a region: what a coordinator needs to find a key's bucket.
 /// Exchanged when a coordinator connects (as RDMA peers exchange their
@@ -36,9 +58,10 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    /// Room for `records` at a load factor of at most one half.
-    pub fn for_records(records: usize, bucket_slots: u32) -> Self {
-        let slots = (records.max(1) * 2) as u64;
+    /// Room for `records` at a load factor of at most `1 /
+    /// slots_per_record`.
+    pub fn for_records(records: usize, bucket_slots: u32, slots_per_record: u32) -> Self {
+        let slots = records.max(1) as u64 * slots_per_record.max(1) as u64;
         let buckets = slots.div_ceil(bucket_slots as u64).next_power_of_two();
         Geometry {
             buckets: buckets as u32,
@@ -82,12 +105,15 @@ pub struct Region {
 
 impl Region {
     /// Lay out every record of `store` (its versions and lock words as
-    /// loaded).
-    /// The region has twice as many slots as records, so every record
-    /// finds one.
-    pub fn load(store: &Store, bucket_slots: u32) -> Self {
+    /// loaded). The region has at least as many slots as records, so every
+    /// record finds one.
+    pub fn load(store: &Store, config: RegionConfig) -> Self {
         let records = store.records_sorted();
-        let geometry = Geometry::for_records(records.len(), bucket_slots.max(1));
+        let geometry = Geometry::for_records(
+            records.len(),
+            config.bucket_slots.max(1),
+            config.slots_per_record,
+        );
         let n = geometry.slots();
         let mut slots = vec![Slot::default(); n as usize];
         for (key, rec) in records {
@@ -226,9 +252,17 @@ mod tests {
             .find(|&a| imgs[a as usize].key == Some(key))
     }
 
+    /// The default layout with `bucket_slots` slots per bucket.
+    fn slots(bucket_slots: u32) -> RegionConfig {
+        RegionConfig {
+            bucket_slots,
+            ..RegionConfig::default()
+        }
+    }
+
     #[test]
     fn every_record_is_found_from_its_bucket() {
-        let mut reg = Region::load(&store(1000), 8);
+        let mut reg = Region::load(&store(1000), slots(8));
         assert!(reg.geometry().slots() >= 2000);
         for r in 0..1000 {
             let a = find(&mut reg, Key::new(0, r)).expect("present");
@@ -240,8 +274,24 @@ mod tests {
     }
 
     #[test]
+    fn the_region_has_the_configured_slots_per_record() {
+        let big = RegionConfig {
+            slots_per_record: 8,
+            ..slots(8)
+        };
+        assert!(Region::load(&store(1000), big).geometry().slots() >= 8000);
+        let tight = RegionConfig {
+            slots_per_record: 1,
+            ..slots(8)
+        };
+        let mut reg = Region::load(&store(1000), tight);
+        assert!(reg.geometry().slots() >= 1000);
+        assert!(find(&mut reg, Key::new(0, 999)).is_some());
+    }
+
+    #[test]
     fn cas_swaps_only_on_match_and_faa_adds() {
-        let mut reg = Region::load(&store(4), 4);
+        let mut reg = Region::load(&store(4), slots(4));
         let a = find(&mut reg, Key::new(0, 1)).unwrap();
         let cas = |expect, swap| Verb::Cas {
             addr: a,
@@ -262,7 +312,7 @@ mod tests {
 
     #[test]
     fn a_write_unlock_publishes_data_with_the_unlock() {
-        let mut reg = Region::load(&store(4), 4);
+        let mut reg = Region::load(&store(4), slots(4));
         let a = find(&mut reg, Key::new(0, 2)).unwrap();
         reg.apply(&Verb::Cas {
             addr: a,
@@ -288,7 +338,7 @@ mod tests {
 
     #[test]
     fn out_of_range_is_an_error_result() {
-        let mut reg = Region::load(&store(4), 4);
+        let mut reg = Region::load(&store(4), slots(4));
         let n = reg.geometry().slots();
         assert_eq!(
             reg.apply(&Verb::Read { addr: n, len: 1 }),

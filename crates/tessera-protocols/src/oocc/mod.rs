@@ -69,7 +69,7 @@ pub mod lease;
 pub mod lock;
 pub mod manager;
 
-use crate::disagg::{MemoryNode, Msg, NicCosts};
+use crate::disagg::{MemoryNode, Msg, NicCosts, RegionConfig};
 pub use manager::AdaptConfig;
 use tessera_core::ids::{Time, MS, US};
 use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv};
@@ -106,7 +106,8 @@ pub struct OoccConfig {
     pub sync_period: Time,
     pub calibration: Time,
     /// Slots per hash bucket of a memory node.
-    pub bucket_slots: u32,
+    /// The memory nodes' region layout.
+    pub region: RegionConfig,
     pub nic: NicCosts,
     /// Resend a connection request this often until answered.
     pub connect_retry: Time,
@@ -125,7 +126,7 @@ impl OoccConfig {
             drift_stop: true,
             sync_period: 50 * US,
             calibration: 200 * US,
-            bucket_slots: 8,
+            region: RegionConfig::default(),
             nic: NicCosts::default(),
             connect_retry: MS,
         }
@@ -152,7 +153,7 @@ impl Protocol for Oocc {
     type Coordinator = coordinator::OoccCoordinator;
 
     fn server(config: &OoccConfig, env: ServerEnv) -> MemoryNode {
-        MemoryNode::new(env, config.bucket_slots, config.nic.clone())
+        MemoryNode::new(env, config.region, config.nic.clone())
     }
 
     fn coordinator(config: &OoccConfig, env: CoordinatorEnv) -> coordinator::OoccCoordinator {

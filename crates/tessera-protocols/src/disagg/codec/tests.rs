@@ -297,7 +297,7 @@ fn wide_addresses_and_unordered_windows_are_refused() {
 /// region, gives the same results as the original.
 #[test]
 fn a_decoded_batch_applies_as_the_original() {
-    use super::super::region::Region;
+    use super::super::region::{Region, RegionConfig};
     use tessera_core::storage::Store;
     let mut store = Store::new();
     for r in 0..16u64 {
@@ -331,7 +331,10 @@ fn a_decoded_batch_applies_as_the_original() {
     else {
         panic!("not a batch")
     };
-    let (mut a, mut b) = (Region::load(&store, 8), Region::load(&store, 8));
+    let (mut a, mut b) = (
+        Region::load(&store, RegionConfig::default()),
+        Region::load(&store, RegionConfig::default()),
+    );
     let ra: Vec<_> = verbs.iter().map(|v| a.apply(v)).collect();
     let rb: Vec<_> = back.iter().map(|v| b.apply(v)).collect();
     assert_eq!(ra, rb);
