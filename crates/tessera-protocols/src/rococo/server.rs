@@ -597,10 +597,14 @@ impl RococoServer {
             let deps = self.graph.export(txn);
             ctx.send(from, Msg::InquireOk { txn, deps });
         } else if let Some((_, scc)) = self.gone.get(&txn) {
+            // A collected transaction had pieces here: this shard is one of
+            // its shards, and a vertex names at least one (the codec refuses
+            // none; with none, the asker's process refused the reply and
+            // closed the connection at each resend of its status request).
             let v = Vertex {
                 txn,
                 status: Status::Decided,
-                shards: Arc::from([]),
+                shards: Arc::from([self.shard]),
                 parents: Vec::new(),
                 scc: scc.clone(),
             };
