@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tessera_core::client::{ClientConfig, ClientHost, ClientReport};
+use tessera_core::codec::{Codec, DecodeCx};
 use tessera_core::ids::{NodeId, ShardId, Time, US};
 use tessera_core::node::Node;
 use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv, SwitchEnv};
@@ -215,6 +216,44 @@ pub fn run_protocol<P: Protocol>(
     spec: &BenchSpec,
     workload: Arc<dyn Workload>,
 ) -> anyhow::Result<RawRun> {
+    run_protocol_with::<P>(config, spec, workload, None)
+}
+
+/// [`run_protocol`] for a protocol that also runs on `tcp`: a checked
+/// `sim` run sends every message through the wire codec (encoded, then
+/// decoded at the receiver) and fails on the first one a `tcp` receiver
+/// would refuse. The simulator otherwise hands messages over as values,
+/// so a message only `tcp` cannot carry goes unnoticed (as 2026-11-27's
+/// Rococo reply naming no shard did: a `tcp` receiver closed the
+/// connection at each resend and transactions never finished). Unchecked
+/// runs, the measurements, skip the codec's cost.
+pub fn run_protocol_on_wire<P: Protocol>(
+    config: &P::Config,
+    spec: &BenchSpec,
+    workload: Arc<dyn Workload>,
+) -> anyhow::Result<RawRun>
+where
+    P::Msg: Codec,
+{
+    if !spec.check {
+        return run_protocol::<P>(config, spec, workload);
+    }
+    let cx = DecodeCx::new(workload.clone());
+    let wire = move |m: &P::Msg| -> Result<P::Msg, String> {
+        let bytes = m
+            .to_bytes()
+            .map_err(|e| format!("cannot encode {m:?}: {e}"))?;
+        P::Msg::from_bytes(&bytes, &cx).map_err(|e| format!("cannot decode {m:?}: {e}"))
+    };
+    run_protocol_with::<P>(config, spec, workload, Some(&wire))
+}
+
+fn run_protocol_with<P: Protocol>(
+    config: &P::Config,
+    spec: &BenchSpec,
+    workload: Arc<dyn Workload>,
+    wire: Option<tessera_sim::Wire<'_, P::Msg>>,
+) -> anyhow::Result<RawRun> {
     let loaded: LoadedBytes = Arc::new(
         (0..spec.workload.shards())
             .map(|_| AtomicU64::new(0))
@@ -228,7 +267,7 @@ pub fn run_protocol<P: Protocol>(
                 Some(f) => f.plan(&spec.sim_config(), spec.seed, &topology, spec.duration),
                 None => spec.sim_config(),
             };
-            tessera_sim::run(dep, &sim)?
+            tessera_sim::run_wire(dep, &sim, wire)?
         }
         RuntimeKind::Local => {
             let workers = local_workers(spec);
@@ -374,4 +413,71 @@ pub fn client_host_id(topology: &Topology, h: u32) -> Option<NodeId> {
         .iter()
         .find(|n| n.role == Role::Client { host: h })
         .map(|n| n.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_core::codec::DecodeError;
+    use tessera_core::ids::MS;
+    use tessera_core::storage::Store;
+    use tessera_core::txn::Txn;
+    use tessera_core::workload::TxnGenerator;
+    use tessera_workloads::MicroConfig;
+
+    /// The micro workload, except that no procedure survives decoding: a
+    /// `tcp` receiver would refuse every message that carries one.
+    struct Undecodable(Arc<dyn Workload>);
+
+    impl Workload for Undecodable {
+        fn name(&self) -> &'static str {
+            self.0.name()
+        }
+        fn shards(&self) -> u32 {
+            self.0.shards()
+        }
+        fn load(&self, shard: ShardId, store: &mut Store) {
+            self.0.load(shard, store)
+        }
+        fn generator(&self, client: ClientSlot) -> Box<dyn TxnGenerator> {
+            self.0.generator(client)
+        }
+        fn decode_txn(&self, name: &str, _: &[u8]) -> Result<Txn, DecodeError> {
+            Err(DecodeError::invalid("procedure", name))
+        }
+    }
+
+    /// A checked `sim` run of a protocol with a wire codec sends its
+    /// messages through it (and fails on one a receiver would refuse); an
+    /// unchecked one, a measurement, does not pay for the codec.
+    #[test]
+    fn checked_sim_runs_of_a_tcp_protocol_go_through_its_wire_codec() {
+        let mut spec = BenchSpec::new(
+            RuntimeKind::Sim,
+            "2pl-ww",
+            crate::WorkloadSpec::Micro(MicroConfig {
+                shards: 3,
+                keys_per_shard: 100,
+                zipf_theta: 0.0,
+            }),
+        );
+        spec.clients = 2;
+        spec.duration = 20 * MS;
+        spec.warmup = 0;
+        spec.cooldown = 0;
+        let micro = crate::run::workload(&spec.workload).unwrap();
+        let wl: Arc<dyn Workload> = Arc::new(Undecodable(micro.clone()));
+        let entry = crate::registry::find("2pl-ww").unwrap();
+        spec.check = true;
+        let Err(e) = entry.run(&spec, wl.clone()) else {
+            panic!("a checked run ignored the wire codec");
+        };
+        assert!(
+            format!("{e:#}").contains("does not survive its wire codec"),
+            "{e:#}"
+        );
+        assert!(entry.run(&spec, micro).is_ok());
+        spec.check = false;
+        assert!(entry.run(&spec, wl).is_ok());
+    }
 }

@@ -1,7 +1,7 @@
 //! The protocol registry: the one place that maps a protocol's name to its
 //! type and default configuration. Nothing else matches on protocol names.
 
-use crate::deploy::{run_protocol, RawRun};
+use crate::deploy::{run_protocol, run_protocol_on_wire, RawRun};
 use crate::sites::ClientSites;
 use crate::spec::BenchSpec;
 use crate::spec::SpecError;
@@ -139,7 +139,11 @@ impl ProtocolEntry {
         P::Msg: Codec,
     {
         let configure = Arc::new(configure);
-        let (c2, c3) = (configure.clone(), configure.clone());
+        let (c2, c3, c4) = (configure.clone(), configure.clone(), configure.clone());
+        self.run = Box::new(move |spec, workload| {
+            let (config, spec) = c4(spec)?;
+            run_protocol_on_wire::<P>(&config, &spec, workload)
+        });
         self.tcp = Some(TcpHooks {
             bench: Box::new(move |spec, wl| {
                 let (config, spec) = configure(spec)?;

@@ -24,4 +24,4 @@ pub mod net;
 mod sim;
 
 pub use config::{Crash, Partition, SimConfig, SimConfigError};
-pub use sim::run;
+pub use sim::{run, run_wire, SimError, Wire};

@@ -102,8 +102,32 @@ impl<M> Slot<M> {
     }
 }
 
-struct World<M> {
+/// Runs a message through its wire codec, as `tcp` would: the decoded
+/// copy, or why the receiver's process would refuse it.
+pub type Wire<'a, M> = &'a dyn Fn(&M) -> Result<M, String>;
+
+/// Why a run stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Config(#[from] SimConfigError),
+    /// A message that `tcp` could not carry: the sim would have hidden a
+    /// bug that only shows on the wire (a receiver refusing a frame closes
+    /// the connection).
+    #[error("sim: at {at} ns, node {from}'s message to node {to} does not survive its wire codec: {error}")]
+    Wire {
+        at: Time,
+        from: u32,
+        to: u32,
+        error: String,
+    },
+}
+
+struct World<'w, M> {
     cfg: SimConfig,
+    wire: Option<Wire<'w, M>>,
+    /// The first message [`World::wire`] refused; the run stops there.
+    wire_error: Option<SimError>,
     queue: BinaryHeap<Event<M>>,
     seq: u64,
     net_rng: SmallRng,
@@ -113,7 +137,7 @@ struct World<M> {
     seed: u64,
 }
 
-impl<M> World<M> {
+impl<M> World<'_, M> {
     fn push(&mut self, at: Time, node: NodeId, incarnation: Option<u8>, kind: Kind<M>) {
         self.seq += 1;
         self.queue.push(Event {
@@ -130,7 +154,20 @@ impl<M> World<M> {
 pub fn run<M: Clone + WireSize + 'static>(
     dep: Deployment<M>,
     cfg: &SimConfig,
-) -> Result<RunOutput<M>, SimConfigError> {
+) -> Result<RunOutput<M>, SimError> {
+    run_wire(dep, cfg, None)
+}
+
+/// [`run`], with every message (but metrics-only ones) replaced by what
+/// `wire` makes of it: its encoding decoded again, so that a checked
+/// simulation also checks that `tcp` can carry each message the protocol
+/// sends. The first message it refuses ends the run with
+/// [`SimError::Wire`].
+pub fn run_wire<M: Clone + WireSize + 'static>(
+    dep: Deployment<M>,
+    cfg: &SimConfig,
+    wire: Option<Wire<'_, M>>,
+) -> Result<RunOutput<M>, SimError> {
     cfg.validate()?;
     let topology = dep.topology.clone();
     if let Some((node, _)) = cfg.drift_node {
@@ -138,7 +175,8 @@ pub fn run<M: Clone + WireSize + 'static>(
             return Err(SimConfigError::Node {
                 node,
                 nodes: topology.nodes.len(),
-            });
+            }
+            .into());
         }
     }
     let sites = cfg.latency.len();
@@ -150,7 +188,8 @@ pub fn run<M: Clone + WireSize + 'static>(
                 node: i as u32,
                 site: info.site,
                 sites,
-            });
+            }
+            .into());
         }
         let cpu = match info.role {
             Role::Server { .. } => cfg.server_cpu,
@@ -174,6 +213,8 @@ pub fn run<M: Clone + WireSize + 'static>(
     }
     let mut w = World {
         cfg: cfg.clone(),
+        wire,
+        wire_error: None,
         queue: BinaryHeap::new(),
         seq: 0,
         net_rng: SmallRng::seed_from_u64(node_seed(dep.seed, NodeId(u32::MAX), 0)),
@@ -187,7 +228,8 @@ pub fn run<M: Clone + WireSize + 'static>(
             return Err(SimConfigError::Node {
                 node: c.node.0,
                 nodes: slots.len(),
-            });
+            }
+            .into());
         }
         w.push(
             c.at,
@@ -224,6 +266,9 @@ pub fn run<M: Clone + WireSize + 'static>(
         }
         now = ev.at;
         step(&mut w, &mut slots, ev, &mut effects);
+        if let Some(e) = w.wire_error.take() {
+            return Err(e);
+        }
     }
     let mut nodes = Vec::with_capacity(slots.len());
     for (i, s) in slots.iter_mut().enumerate() {
@@ -287,7 +332,7 @@ fn drift(cfg: &SimConfig, seed: u64, i: usize) -> i64 {
 }
 
 fn start_node<M: Clone + WireSize>(
-    w: &mut World<M>,
+    w: &mut World<'_, M>,
     slots: &mut [Slot<M>],
     id: NodeId,
     at: Time,
@@ -313,7 +358,7 @@ fn start_node<M: Clone + WireSize>(
 }
 
 fn step<M: Clone + WireSize>(
-    w: &mut World<M>,
+    w: &mut World<'_, M>,
     slots: &mut [Slot<M>],
     ev: Event<M>,
     effects: &mut Vec<Effect<M>>,
@@ -374,7 +419,7 @@ fn step<M: Clone + WireSize>(
 
 /// Handle `ev` now: the node is up and its CPU is free.
 fn handle<M: Clone + WireSize>(
-    w: &mut World<M>,
+    w: &mut World<'_, M>,
     slots: &mut [Slot<M>],
     ev: Event<M>,
     effects: &mut Vec<Effect<M>>,
@@ -407,7 +452,7 @@ fn handle<M: Clone + WireSize>(
 
 /// Carry out the effects of one step of `id`, which finished at `t`.
 fn apply<M: Clone + WireSize>(
-    w: &mut World<M>,
+    w: &mut World<'_, M>,
     slots: &mut [Slot<M>],
     id: NodeId,
     t: Time,
@@ -416,10 +461,24 @@ fn apply<M: Clone + WireSize>(
     let inc = slots[id.0 as usize].incarnation;
     for e in effects.drain(..) {
         match e {
-            Effect::Send { to, msg } => {
+            Effect::Send { to, mut msg } => {
                 if !msg.instrumentation() {
                     w.net.messages += 1;
                     w.net.bytes += msg.wire_size() as u64;
+                    if let Some(wire) = w.wire {
+                        match wire(&msg) {
+                            Ok(m) => msg = m,
+                            Err(error) => {
+                                w.wire_error.get_or_insert(SimError::Wire {
+                                    at: t,
+                                    from: id.0,
+                                    to: to.0,
+                                    error,
+                                });
+                                continue;
+                            }
+                        }
+                    }
                 }
                 let Some(dst) = slots.get(to.0 as usize) else {
                     tracing::warn!(from = id.0, to = to.0, "message to an unknown node dropped");
@@ -505,6 +564,83 @@ mod tests {
         fn settled(&self) -> bool {
             self.seen.load(std::sync::atomic::Ordering::Relaxed) >= self.busy
         }
+    }
+
+    /// Node 0 sends node 1 the numbers 1, 2, 3, ... one per millisecond;
+    /// node 1 records what it receives.
+    struct Counter {
+        next: u64,
+        got: std::sync::Arc<std::sync::Mutex<Vec<u64>>>,
+    }
+
+    #[derive(Clone, Debug)]
+    struct Num(u64);
+
+    impl WireSize for Num {
+        fn wire_size(&self) -> usize {
+            8
+        }
+    }
+
+    impl Node<Num> for Counter {
+        fn on_start(&mut self, ctx: &mut Ctx<Num>) {
+            if ctx.me() == NodeId(0) {
+                ctx.set_timer(MS, TimerId(0));
+            }
+        }
+        fn on_message(&mut self, _: &mut Ctx<Num>, _: NodeId, m: Num) {
+            self.got.lock().unwrap().push(m.0);
+        }
+        fn on_timer(&mut self, ctx: &mut Ctx<Num>, _: TimerId) {
+            self.next += 1;
+            ctx.send(NodeId(1), Num(self.next));
+            ctx.set_timer(MS, TimerId(0));
+        }
+    }
+
+    /// What node 1 received in a 10 ms run whose messages go through `wire`.
+    fn counted(wire: Wire<'_, Num>) -> (Result<(), SimError>, Vec<u64>) {
+        let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let factory = |g: std::sync::Arc<std::sync::Mutex<Vec<u64>>>| -> NodeFactory<Num> {
+            Box::new(move |_| {
+                Box::new(Counter {
+                    next: 0,
+                    got: g.clone(),
+                }) as Box<dyn Node<Num>>
+            })
+        };
+        let dep = Deployment {
+            topology: std::sync::Arc::new(tessera_core::topology::Topology::new(2, 1, 0)),
+            factories: vec![factory(got.clone()), factory(got.clone())],
+            seed: 1,
+            duration: 10 * MS,
+        };
+        let out = run_wire(dep, &SimConfig::default(), Some(wire)).map(|_| ());
+        let got = got.lock().unwrap().clone();
+        (out, got)
+    }
+
+    #[test]
+    fn messages_go_through_the_wire_and_the_first_refused_one_ends_the_run() {
+        // The receiver gets the wire's copy, not the sent value.
+        let (out, got) = counted(&|m: &Num| Ok(Num(m.0 * 10)));
+        assert!(out.is_ok());
+        assert_eq!(got[..3], [10, 20, 30]);
+        // A message the receiver's codec would refuse stops the run there,
+        // naming it; nothing after it is delivered.
+        let (out, got) = counted(&|m: &Num| {
+            if m.0 == 4 {
+                Err("four does not decode".into())
+            } else {
+                Ok(m.clone())
+            }
+        });
+        let e = out.expect_err("refused");
+        assert!(
+            matches!(&e, SimError::Wire { from: 0, to: 1, error, .. } if error == "four does not decode"),
+            "{e}"
+        );
+        assert_eq!(got, [1, 2, 3]);
     }
 
     /// Ticks of a 10 ms run of a node settled after `busy` ticks.
