@@ -250,6 +250,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     if let Some(c) = &a.client_sites {
         s.client_sites = Some(ClientSites::parse(c)?);
     }
+    s.colocate = a.colocate;
     s.knobs = knobs_of(a);
     if a.write_ratio.is_some() && !matches!(s.workload, WorkloadSpec::Counter(_)) {
         return Err(Failure::Usage(
@@ -752,6 +753,7 @@ pub fn default_comparison() -> Result<()> {
         replicas: None,
         sites: None,
         client_sites: None,
+        colocate: false,
         drain: None,
         switch_cache: None,
         switch_max_ops: None,

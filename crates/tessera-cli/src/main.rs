@@ -277,6 +277,13 @@ pub struct RunArgs {
     /// baselines, spread otherwise.
     #[arg(long)]
     client_sites: Option<String>,
+    /// sim: run each client host on the machine of its home shard's
+    /// primary, as COCO's workers run on the nodes holding their
+    /// partitions (§7.1): messages to the home primary cross no network
+    /// (no latency, not counted in msgs/txn). Default: client hosts are
+    /// machines of their own.
+    #[arg(long)]
+    colocate: bool,
     /// Clients start nothing new in the last DRAIN of the run, so replicas
     /// settle before it ends (at most the cool-down; default 0).
     #[arg(long, value_parser = duration::parse, allow_negative_numbers = true)]

@@ -38,8 +38,13 @@ pub struct Deployment<M> {
 /// Message counters of a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NetCounters {
+    /// Messages that crossed the network (and their bytes).
     pub messages: u64,
     pub bytes: u64,
+    /// Messages between two nodes of one machine
+    /// ([`crate::topology::Topology::colocate_clients`]): not in `messages`,
+    /// as COCO's message counts leave out a worker's local accesses (§7.1).
+    pub local_messages: u64,
 }
 
 /// What a runtime returns.

@@ -36,6 +36,11 @@ pub struct NodeInfo {
     pub id: NodeId,
     pub role: Role,
     pub site: u32,
+    /// The node whose machine this one shares, if another's: a client host
+    /// co-located with its home shard's primary
+    /// ([`Topology::colocate_clients`]). Messages between nodes of one
+    /// machine cross no network.
+    pub colocated_with: Option<NodeId>,
 }
 
 /// The cluster's layout. Node ids are dense: `nodes[i].id == NodeId(i)`.
@@ -62,6 +67,7 @@ impl Topology {
                         replica: r,
                     },
                     site: 0,
+                    colocated_with: None,
                 });
                 g.push(id);
             }
@@ -73,6 +79,7 @@ impl Topology {
                 id,
                 role: Role::Client { host: h },
                 site: 0,
+                colocated_with: None,
             });
         }
         Topology {
@@ -90,6 +97,7 @@ impl Topology {
                 id,
                 role: Role::Switch { index },
                 site: 0,
+                colocated_with: None,
             });
         }
         self
@@ -110,6 +118,36 @@ impl Topology {
             };
         }
         self
+    }
+
+    /// Put client host `h` on the machine (and site) of shard `h`'s
+    /// primary, as COCO's workers run on the node that holds their home
+    /// partition (§7.1): a coordinator reaches its home primary with no
+    /// network latency, the other replicas and shards as before. Hosts
+    /// beyond the last shard stay where they are. The deployment gives host
+    /// `h` the clients whose home shard is `h` (`tessera-harness`'s
+    /// `deploy`), so every client is co-located with its home primary.
+    pub fn colocate_clients(mut self) -> Self {
+        let leaders: Vec<(NodeId, u32)> = self
+            .shards
+            .iter()
+            .map(|g| (g.leader(), self.nodes[g.leader().0 as usize].site))
+            .collect();
+        for n in &mut self.nodes {
+            if let Role::Client { host } = n.role {
+                if let Some(&(leader, site)) = leaders.get(host as usize) {
+                    n.colocated_with = Some(leader);
+                    n.site = site;
+                }
+            }
+        }
+        self
+    }
+
+    /// The machine node `n` runs on, named by one of its nodes: nodes with
+    /// the same machine exchange messages without the network.
+    pub fn machine(&self, n: NodeId) -> NodeId {
+        self.nodes[n.0 as usize].colocated_with.unwrap_or(n)
     }
 
     /// The switch in front of node `n` (a client host), if there are switches.

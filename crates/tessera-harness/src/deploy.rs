@@ -6,7 +6,9 @@
 //! spread over client hosts. Client `i` prefers shard `i % shards` and lives on host
 //! `(i % shards) % hosts`, so on `local`, where shard `s` and host `h` sit on
 //! workers `s % W` and `h % W`, a client runs on the worker of its home
-//! shard: a single-partition transaction never crosses threads.
+//! shard: a single-partition transaction never crosses threads. On `sim`,
+//! `--colocate` puts host `h` on the machine of shard `h`'s primary (COCO
+//! §7.1's workers), where its messages to that primary cross no network.
 
 use crate::spec::{BenchSpec, RuntimeKind, SpecError};
 use std::collections::BTreeMap;
@@ -72,12 +74,17 @@ pub fn topology(spec: &BenchSpec) -> Topology {
     .max(1);
     let topo = Topology::new(shards, spec.replicas.unwrap_or(1).max(1), hosts)
         .with_switches(spec.switches.unwrap_or(0));
-    match &spec.sites {
+    let topo = match &spec.sites {
         Some(sites) => topo.on_sites(
             sites.len() as u32,
             spec.client_sites == Some(crate::sites::ClientSites::Leaders),
         ),
         None => topo,
+    };
+    if spec.colocate {
+        topo.colocate_clients()
+    } else {
+        topo
     }
 }
 
@@ -312,6 +319,9 @@ fn run_protocol_with<P: Protocol>(
     let mut counters = BTreeMap::new();
     if replicated {
         counters.insert("replica_divergent_keys", divergent_keys(groups()));
+    }
+    if out.net.local_messages > 0 {
+        counters.insert("local_messages", out.net.local_messages);
     }
     for r in &out.reports {
         for (name, n) in &r.counters {

@@ -144,6 +144,11 @@ pub struct BenchSpec {
     /// Where client hosts sit when there are sites. `None`: the protocol's
     /// default (with the leaders for the layered baselines, else spread).
     pub client_sites: Option<ClientSites>,
+    /// sim: each client host on the machine of its home shard's primary
+    /// (`--colocate`, [`tessera_core::topology::Topology::colocate_clients`]),
+    /// as COCO's deployment runs its workers on the nodes that hold the
+    /// partitions (§7.1); otherwise client hosts are nodes of their own.
+    pub colocate: bool,
     /// Clients start no transaction in the last `drain` of the run, so that
     /// replicas settle before it ends (convergence checks). Must not exceed
     /// the cool-down, which it then lies in: it costs no measurement.
@@ -268,6 +273,7 @@ impl BenchSpec {
             replicas: None,
             sites: None,
             client_sites: None,
+            colocate: false,
             drain: 0,
             knobs: Knobs::default(),
             cluster: None,
@@ -343,6 +349,15 @@ impl BenchSpec {
                 flag: "--sites",
                 value: self.sites.as_ref().map_or("", |s| &s.name).to_string(),
                 allowed: "one with --runtime local (sites exist in the simulator only)".into(),
+            });
+        }
+        if self.colocate && self.runtime != RuntimeKind::Sim {
+            return Err(SpecError::Invalid {
+                flag: "--colocate",
+                value: "set".into(),
+                allowed: "only with --runtime sim (on local a client already runs on its home \
+                          shard's worker thread; on tcp the cluster file places nodes)"
+                    .into(),
             });
         }
         if self.replicas == Some(0) {

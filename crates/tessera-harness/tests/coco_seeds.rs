@@ -58,7 +58,7 @@ fn replay(s: &BenchSpec, faults: bool) -> String {
     format!(
         "tessera bench --runtime sim --protocol {} --commit {}{}{} --epoch-ms 5 --replicas 3 \
          --workload ycsb --shards 3 --keys 500 --zipf 0.99 --multi-partition 0.5 --clients 12 \
-         --duration 200ms --warmup 20ms --cooldown 60ms --max-unreleased {} --seed {} --check{}",
+         --duration 200ms --warmup 20ms --cooldown 60ms --max-unreleased {} --seed {} --check{}{}",
         s.protocol,
         s.knobs.commit.as_deref().unwrap_or("epoch"),
         s.knobs
@@ -71,7 +71,8 @@ fn replay(s: &BenchSpec, faults: bool) -> String {
             .map_or(String::new(), |r| format!(" --coco-replication {r}")),
         s.max_unreleased,
         s.seed,
-        if faults { " --faults" } else { "" }
+        if faults { " --faults" } else { "" },
+        if s.colocate { " --colocate" } else { "" }
     )
 }
 
@@ -243,6 +244,19 @@ fn s2pl_2pc_sync_survives_faults() {
 #[test]
 fn s2pl_2pc_survives_faults() {
     many_seeds("s2pl", "2pc");
+}
+
+/// Clients co-located with their home primaries (`--colocate`, COCO
+/// §7.1's workers): a client host reaches its primary with no latency and
+/// past partitions and loss, the rest as before; every variant under both
+/// replicated commit modes, a quarter of the seeds each.
+#[test]
+fn colocated_clients_survive_faults() {
+    for protocol in ["pt-occ", "lt-occ", "s2pl"] {
+        for commit in ["epoch", "2pc-sync"] {
+            seeds_with(protocol, commit, seeds().div_ceil(4), |s| s.colocate = true);
+        }
+    }
 }
 
 #[test]

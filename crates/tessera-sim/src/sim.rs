@@ -69,6 +69,9 @@ struct Slot<M> {
     /// CPU time spent so far, all incarnations.
     busy_total: Time,
     site: u32,
+    /// The machine this node runs on
+    /// ([`tessera_core::topology::Topology::machine`]).
+    machine: NodeId,
     /// This node's clock rate offset, parts per million (clock drift).
     drift_ppm: i64,
     disk: Disk,
@@ -205,6 +208,7 @@ pub fn run_wire<M: Clone + WireSize + 'static>(
             cpu,
             busy_total: 0,
             site: info.site,
+            machine: topology.machine(info.id),
             drift_ppm: drift(cfg, dep.seed, i),
             disk: Disk::default(),
             inbox: std::collections::VecDeque::new(),
@@ -462,21 +466,17 @@ fn apply<M: Clone + WireSize>(
     for e in effects.drain(..) {
         match e {
             Effect::Send { to, mut msg } => {
-                if !msg.instrumentation() {
-                    w.net.messages += 1;
-                    w.net.bytes += msg.wire_size() as u64;
-                    if let Some(wire) = w.wire {
-                        match wire(&msg) {
-                            Ok(m) => msg = m,
-                            Err(error) => {
-                                w.wire_error.get_or_insert(SimError::Wire {
-                                    at: t,
-                                    from: id.0,
-                                    to: to.0,
-                                    error,
-                                });
-                                continue;
-                            }
+                if let (Some(wire), false) = (w.wire, msg.instrumentation()) {
+                    match wire(&msg) {
+                        Ok(m) => msg = m,
+                        Err(error) => {
+                            w.wire_error.get_or_insert(SimError::Wire {
+                                at: t,
+                                from: id.0,
+                                to: to.0,
+                                error,
+                            });
+                            continue;
                         }
                     }
                 }
@@ -484,6 +484,19 @@ fn apply<M: Clone + WireSize>(
                     tracing::warn!(from = id.0, to = to.0, "message to an unknown node dropped");
                     continue;
                 };
+                if to != id && dst.machine == slots[id.0 as usize].machine {
+                    // Inside one machine: no latency, loss or partition,
+                    // and not a network message.
+                    if !msg.instrumentation() {
+                        w.net.local_messages += 1;
+                    }
+                    w.push(t, to, None, Kind::Deliver { from: id, msg });
+                    continue;
+                }
+                if !msg.instrumentation() {
+                    w.net.messages += 1;
+                    w.net.bytes += msg.wire_size() as u64;
+                }
                 let sites = (slots[id.0 as usize].site, dst.site);
                 let (at, n) = net::arrivals(&w.cfg, &mut w.net_rng, sites, (id, to), t);
                 if n == 2 {
@@ -680,6 +693,64 @@ mod tests {
         let (seen, elapsed) = ticks(u64::MAX, 30 * MS);
         assert_eq!(seen, 40);
         assert!(elapsed <= 40 * MS, "{elapsed}");
+    }
+
+    /// Node 2 sends one message to each other node at start; everyone
+    /// records when messages arrive.
+    struct Pinger {
+        arrived: std::sync::Arc<std::sync::Mutex<Vec<(NodeId, Time)>>>,
+        me: NodeId,
+    }
+
+    impl Node<NoMsg> for Pinger {
+        fn on_start(&mut self, ctx: &mut Ctx<NoMsg>) {
+            if self.me == NodeId(2) {
+                ctx.send(NodeId(0), NoMsg);
+                ctx.send(NodeId(1), NoMsg);
+            }
+        }
+        fn on_message(&mut self, ctx: &mut Ctx<NoMsg>, _: NodeId, _: NoMsg) {
+            self.arrived.lock().unwrap().push((self.me, ctx.now()));
+        }
+        fn on_timer(&mut self, _: &mut Ctx<NoMsg>, _: TimerId) {}
+    }
+
+    /// A client host co-located with its shard's primary reaches it at
+    /// once, past any loss, and not as a network message; the backup, on
+    /// another machine, is lost to a network that loses everything.
+    #[test]
+    fn colocated_nodes_talk_without_the_network() {
+        let arrived = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let topology = tessera_core::topology::Topology::new(1, 2, 1).colocate_clients();
+        assert_eq!(topology.machine(NodeId(2)), NodeId(0));
+        assert_eq!(topology.machine(NodeId(1)), NodeId(1));
+        let factories = (0..3)
+            .map(|i| {
+                let arrived = arrived.clone();
+                Box::new(move |_: Restart| {
+                    Box::new(Pinger {
+                        arrived: arrived.clone(),
+                        me: NodeId(i),
+                    }) as Box<dyn Node<NoMsg>>
+                }) as NodeFactory<NoMsg>
+            })
+            .collect();
+        let dep = Deployment {
+            topology: std::sync::Arc::new(topology),
+            factories,
+            seed: 1,
+            duration: MS,
+        };
+        let cfg = SimConfig {
+            loss: 1.0,
+            ..SimConfig::default()
+        };
+        let out = run(dep, &cfg).expect("valid");
+        // Sent at `client_cpu`, when the client host's start step ends;
+        // handled once the primary's own start step is done.
+        assert!(cfg.client_cpu < cfg.server_cpu);
+        assert_eq!(*arrived.lock().unwrap(), vec![(NodeId(0), cfg.server_cpu)]);
+        assert_eq!((out.net.messages, out.net.local_messages), (1, 1));
     }
 
     #[test]

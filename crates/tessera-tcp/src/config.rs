@@ -387,6 +387,7 @@ impl ClusterConfig {
                         replica: replica as u32,
                     },
                     site: self.site_index(n.site.as_ref()),
+                    colocated_with: None,
                 }
             })
             .collect();
@@ -406,6 +407,7 @@ impl ClusterConfig {
                 id: NodeId(nodes.len() as u32),
                 role: Role::Client { host: h },
                 site: self.site_index(self.clients.site.as_ref()),
+                colocated_with: None,
             });
         }
         Topology { shards, nodes }

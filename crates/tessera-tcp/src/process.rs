@@ -464,6 +464,7 @@ async fn run<M: Codec + Send + 'static>(
         net: NetCounters {
             messages: c.messages.get(),
             bytes: c.bytes.get(),
+            local_messages: 0,
         },
         dropped: c.dropped.get(),
         rejected: c.rejected.get(),

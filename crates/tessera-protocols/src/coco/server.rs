@@ -878,6 +878,10 @@ impl CocoServer {
         };
         let version = txn.version();
         let keep_undo = self.config.commit == CommitMode::Epoch;
+        // 2PC(Sync): "a transaction's write locks are not released until
+        // all writes are replicated on all replicas" (§7.1.2); the last
+        // backup's **Replicated** releases them (`on_replicated`).
+        let hold = self.config.commit == CommitMode::TwoPcSync && !self.backups.is_empty();
         for (k, v) in &h.writes {
             if keep_undo {
                 self.undo.before_write(&self.store, *k, epoch);
@@ -892,7 +896,9 @@ impl CocoServer {
             if self.config.cc == Cc::LtOcc {
                 r.meta.rts = ts;
             }
-            r.meta.lock = 0;
+            if !hold {
+                r.meta.lock = 0;
+            }
         }
         self.unlock_shared(&h.shared);
         self.log_writes(epoch, ts, version, &h.writes);
@@ -1098,9 +1104,18 @@ impl CocoServer {
         if r.waiting.is_empty() {
             let r = self.replication.remove(&seq).expect("present");
             if self.config.commit == CommitMode::TwoPcSync {
+                self.unlock_replicated(&r);
                 ctx.send(r.coord, Msg::WrittenBack { txn: r.txn });
             }
             self.try_prepare(ctx);
+        }
+    }
+
+    /// 2PC(Sync): release the write locks a transaction kept at write-back
+    /// until every backup had its writes.
+    fn unlock_replicated(&mut self, r: &Replication) {
+        if let Msg::Replicate { writes, .. } = &r.msg {
+            self.unlock(r.txn, writes.iter().map(|(k, _)| *k));
         }
     }
 
@@ -1136,7 +1151,14 @@ impl CocoServer {
                 self.release(txn, &h);
                 self.ended.insert(txn, false, ctx.now());
             }
-            self.replication.retain(|_, r| r.epoch < epoch);
+            let dropped: Vec<u64> = (self.replication.iter())
+                .filter(|(_, r)| r.epoch >= epoch)
+                .map(|(seq, _)| *seq)
+                .collect();
+            for seq in dropped {
+                let r = self.replication.remove(&seq).expect("listed");
+                self.unlock_replicated(&r);
+            }
             self.unsynced.retain(|e, _| *e < epoch);
             self.received.retain(|_, e| *e < epoch);
             self.sync_sent = None;

@@ -180,6 +180,16 @@ fn no_wait_locks_and_duplicates_are_answered_not_relocked() {
     assert_eq!((r.meta.wts, r.meta.lock), (77, 0));
 }
 
+/// The sequence number of the **Replicate** a primary sent in `out`.
+fn replicate_seq(out: &[Msg]) -> u64 {
+    out.iter()
+        .find_map(|m| match m {
+            Msg::Replicate { seq, .. } => Some(*seq),
+            _ => None,
+        })
+        .expect("replicated")
+}
+
 /// A checked run must not stop while a backup lacks writes its primary
 /// installed: the replicas would differ only because the run ended.
 #[test]
@@ -196,18 +206,52 @@ fn a_primary_is_unsettled_until_its_backups_have_its_writes() {
             epoch: 1,
         },
     );
-    let seq = out
-        .iter()
-        .find_map(|m| match m {
-            Msg::Replicate { seq, .. } => Some(*seq),
-            _ => None,
-        })
-        .expect("replicated");
+    let seq = replicate_seq(&out);
     assert!(!p.s.settled());
     p.replies(1, Msg::Replicated { seq });
     assert!(!p.s.settled(), "backup 2 has not acknowledged");
     p.replies(2, Msg::Replicated { seq });
     assert!(p.s.settled());
+}
+
+/// 2PC(Sync) (§7.1.2): the primary installs at write-back but keeps the
+/// write locks until the last backup acknowledges, so a conflicting
+/// transaction is refused meanwhile; then the coordinator hears
+/// **WrittenBack**. Epoch(Async) releases them at write-back.
+#[test]
+fn two_pc_sync_holds_write_locks_until_every_backup_has_the_writes() {
+    for commit in [CommitMode::TwoPcSync, CommitMode::Epoch] {
+        let mut config = CocoConfig::new(Cc::PtOcc, commit);
+        config.replication = Replication::Primary;
+        let mut p = One::with(config, 0, Store::new());
+        let t = |seq| TxnId::new(NodeId(3), 0, seq);
+        let lock = |p: &One| p.s.store().unwrap().get(Key::new(0, 1)).unwrap().meta.lock;
+        p.replies(3, prepare(t(1), true, vec![]));
+        let wb = Msg::WriteBack {
+            txn: t(1),
+            ts: 77,
+            epoch: 1,
+        };
+        let out = p.replies(3, wb);
+        let seq = replicate_seq(&out);
+        let r = p.s.store().unwrap().get(Key::new(0, 1)).unwrap();
+        assert_eq!((r.meta.wts, &r.value[..]), (77, &b"x"[..]), "installed");
+        if commit == CommitMode::Epoch {
+            assert_eq!(lock(&p), 0, "{commit:?} releases at write-back");
+            continue;
+        }
+        assert_eq!(lock(&p), t(1).0, "{commit:?} holds until replicated");
+        let refused = p.replies(3, prepare(t(2), true, vec![]));
+        assert!(
+            matches!(refused[..], [Msg::Prepared { ok: false, .. }]),
+            "{refused:?}"
+        );
+        assert!(p.replies(1, Msg::Replicated { seq }).is_empty());
+        assert_eq!(lock(&p), t(1).0, "backup 2 has not acknowledged");
+        let done = p.replies(2, Msg::Replicated { seq });
+        assert!(matches!(done[..], [Msg::WrittenBack { .. }]), "{done:?}");
+        assert_eq!(lock(&p), 0);
+    }
 }
 
 #[test]
