@@ -13,6 +13,7 @@
 //!   those to look at again.
 
 pub(crate) mod codec;
+mod columns;
 pub mod graph;
 pub mod order;
 mod wakeups;
@@ -22,7 +23,7 @@ pub(crate) use wakeups::Wakeups;
 use std::sync::Arc;
 use tessera_core::ids::{Key, ShardId, TxnId, Version};
 use tessera_core::storage::{Record, Store};
-use tessera_core::txn::{PieceResult, PieceSpec, ReadObs, Txn, Value};
+use tessera_core::txn::{Columns, PieceResult, PieceSpec, ReadObs, Txn, Value};
 
 /// A transaction's status in a dependency graph, ordered as the paper orders
 /// it: STARTED < COMMITTING < DECIDED (§3.2).
@@ -111,7 +112,12 @@ pub(crate) fn run_piece(
             "{} piece {piece} wrote undeclared key {k}",
             proc.name()
         );
+        let before = store.get(k).map(|r| r.meta);
         store.install(k, v, txn.version());
+        if let Some(r) = store.get_mut(k) {
+            let cols = spec.writes.iter().find(|a| a.key == k).map(|a| a.columns);
+            columns::after_write(before, cols.unwrap_or(Columns::ALL), &mut r.meta);
+        }
         if !written.contains(&k) {
             written.push(k);
         }
@@ -156,9 +162,10 @@ fn read_and_execute<'a>(
 }
 
 /// Run a piece of a read-only transaction on the records `get` shows
-/// (Rococo §4.1: the server's finished view): its reads and output; a
-/// write the piece asks for is dropped (and logged: a read-only
-/// transaction must not write).
+/// (Rococo §4.1: the server's finished view): its reads and output, and
+/// per read the version of the columns read ([`columns`]), which is what
+/// rounds are compared by; a write the piece asks for is dropped (and
+/// logged: a read-only transaction must not write).
 pub(crate) fn read_piece<'a>(
     get: impl Fn(Key) -> Option<&'a Record>,
     txn: TxnId,
@@ -166,18 +173,24 @@ pub(crate) fn read_piece<'a>(
     spec: &PieceSpec,
     piece: u16,
     inputs: &[Value],
-) -> PieceReply {
+) -> (PieceReply, Vec<Version>) {
+    let seen = spec
+        .reads
+        .iter()
+        .map(|a| columns::column_version(get(a.key), a.columns))
+        .collect();
     let (res, reads) = read_and_execute(get, &[], proc, spec, piece, inputs);
     if !res.writes.is_empty() {
         tracing::error!(?txn, name = proc.name(), "a read-only transaction wrote");
     }
-    PieceReply {
+    let reply = PieceReply {
         piece,
         reads,
         writes: Vec::new(),
         output: res.output,
         user_abort: res.user_abort,
-    }
+    };
+    (reply, seen)
 }
 
 /// Run one piece on the current data without installing its writes: the

@@ -19,7 +19,8 @@
 //! * CommitOk, OccExecuteOk: txn id, piece replies.
 //! * Committed, Gone, Inquire, NotHere, OccRetry: txn id.
 //! * RoRead: the request tag (varint), then a start request.
-//!   RoReadOk: txn id, request tag, piece replies.
+//!   RoReadOk: txn id, request tag, piece replies, then the column
+//!   versions (count of lists, then per list a count and varints).
 //! * OccCommit: a start request, then one output per piece (count, then
 //!   length-prefixed values). OccPrepare: attempt (varint), then as
 //!   OccCommit.
@@ -43,7 +44,7 @@ use tessera_core::codec::{
     decode_txn, encode_txn, get_bool, get_len, get_txn_id, get_u8, get_value, get_varint,
     put_bytes, put_txn_id, put_varint, Codec, DecodeCx, DecodeError, EncodeError,
 };
-use tessera_core::ids::{NodeId, TxnId};
+use tessera_core::ids::{NodeId, TxnId, Version};
 use tessera_core::txn::{Txn, Value};
 
 /// Message type tags on the wire; append, never renumber.
@@ -156,6 +157,21 @@ fn get_outputs(buf: &mut &[u8], req: &Start) -> Result<Vec<Value>, DecodeError> 
     (0..n).map(|_| get_value(buf, "merged output")).collect()
 }
 
+/// The column versions of a read-only reply (see the layout above).
+fn get_seen(buf: &mut &[u8]) -> Result<Vec<Vec<Version>>, DecodeError> {
+    let n = get_len(buf, 1, "column version lists")?;
+    let mut seen = Vec::with_capacity(n);
+    for _ in 0..n {
+        let k = get_len(buf, 1, "column versions")?;
+        let mut s = Vec::with_capacity(k);
+        for _ in 0..k {
+            s.push(Version(get_varint(buf, "column version")?));
+        }
+        seen.push(s);
+    }
+    Ok(seen)
+}
+
 fn get_u32v(buf: &mut &[u8], what: &'static str) -> Result<u32, DecodeError> {
     u32::try_from(get_varint(buf, what)?).map_err(|_| DecodeError::invalid(what, "> u32"))
 }
@@ -250,10 +266,22 @@ impl Codec for Msg {
                 put_varint(out, u64::from(*tag));
                 put_request(out, *txn, proc, pieces, inputs)?;
             }
-            Msg::RoReadOk { txn, tag, results } => {
+            Msg::RoReadOk {
+                txn,
+                tag,
+                results,
+                seen,
+            } => {
                 put_txn_id(out, *txn);
                 put_varint(out, u64::from(*tag));
                 put_replies(out, results);
+                put_varint(out, seen.len() as u64);
+                for s in seen {
+                    put_varint(out, s.len() as u64);
+                    for v in s {
+                        put_varint(out, v.0);
+                    }
+                }
             }
             Msg::OccCommit { req, outputs } => {
                 put_start(out, req)?;
@@ -348,6 +376,7 @@ impl Codec for Msg {
                 txn: get_txn_id(buf)?,
                 tag: get_u32v(buf, "read-only request tag")?,
                 results: get_replies(buf)?,
+                seen: get_seen(buf)?,
             },
             tag::OCC_EXECUTE => Msg::OccExecute(get_start(buf, cx)?),
             tag::OCC_EXECUTE_OK => Msg::OccExecuteOk {

@@ -37,12 +37,32 @@ use super::msg::{Msg, PieceReply};
 use super::RococoConfig;
 use rand::Rng;
 use std::sync::Arc;
-use tessera_core::ids::{NodeId, ShardId, Time, TimerId, TxnId};
+use tessera_core::ids::{NodeId, ShardId, Time, TimerId, TxnId, Version};
 use tessera_core::node::{Ctx, Node, NodeReport};
 use tessera_core::protocol::{Coordinator, CoordinatorEnv};
 use tessera_core::topology::Topology;
 use tessera_core::txn::{participants, AbortReason, Attempt, PieceKind, Txn, TxnOutcome, Value};
 use tessera_core::FastMap;
+
+/// A piece's answer in a round: the reply (its row versions go to the
+/// history) and, per read, the version of the columns read, which rounds
+/// are compared by (`depgraph::columns`).
+#[derive(Clone, Debug)]
+struct Answer {
+    reply: PieceReply,
+    seen: Vec<Version>,
+}
+
+impl Answer {
+    /// `seen` as the server sent it; a server that sent none (or not one
+    /// per read) is held to the row versions, the stricter test.
+    fn new(reply: PieceReply, seen: Option<Vec<Version>>) -> Self {
+        let seen = seen
+            .filter(|s| s.len() == reply.reads.len())
+            .unwrap_or_else(|| reply.reads.iter().map(|o| o.version).collect());
+        Answer { reply, seen }
+    }
+}
 
 /// A read-only transaction in flight (Fig. 9).
 struct ReadOnly {
@@ -54,9 +74,9 @@ struct ReadOnly {
     /// the inputs it was sent with.
     sent: Vec<Option<(u32, Vec<Value>)>>,
     /// Per piece, this round: the answer to `sent`.
-    results: Vec<Option<PieceReply>>,
+    results: Vec<Option<Answer>>,
     /// The last complete round's answers (Fig. 9's `output'`).
-    previous: Option<Vec<PieceReply>>,
+    previous: Option<Vec<Answer>>,
     /// Per piece: its output was the same in the last two rounds (or there
     /// was one round). Only such outputs are sent ahead as inputs: one that
     /// moves (a district's next order id under NewOrders) would send every
@@ -97,7 +117,7 @@ impl ReadOnly {
             self.results[j]
                 .as_ref()
                 .or_else(|| previous.filter(|_| self.steady[j]).map(|p| &p[j]))
-                .map(|r| &r.output)
+                .map(|r| &r.reply.output)
         })
     }
 
@@ -152,11 +172,12 @@ impl ReadOnly {
         );
     }
 
-    /// Send again the requests still unanswered, as they were.
-    fn resend(&self, ctx: &mut Ctx<Msg>, txn: TxnId) {
+    /// Send again the requests still unanswered, as they were; how many.
+    fn resend(&self, ctx: &mut Ctx<Msg>, txn: TxnId) -> u64 {
         let unanswered = |i: usize| self.sent[i].as_ref().filter(|_| self.results[i].is_none());
         let n = self.sent.len();
         let mut tags: Vec<u32> = (0..n).filter_map(|i| unanswered(i).map(|s| s.0)).collect();
+        let mut sent = 0;
         tags.sort_unstable();
         tags.dedup();
         for tag in tags {
@@ -168,7 +189,9 @@ impl ReadOnly {
                 continue;
             };
             self.request(ctx, txn, node, tag, &ids);
+            sent += 1;
         }
+        sent
     }
 
     /// Every piece answered for the inputs this round's answers give it.
@@ -181,10 +204,10 @@ impl ReadOnly {
     fn new_round(&mut self) {
         let n = self.results.len();
         self.round += 1;
-        let results: Vec<PieceReply> = self.results.drain(..).flatten().collect();
+        let results: Vec<Answer> = self.results.drain(..).flatten().collect();
         if let Some(p) = &self.previous {
             for (s, (a, b)) in self.steady.iter_mut().zip(p.iter().zip(&results)) {
-                *s = a.output == b.output;
+                *s = a.reply.output == b.reply.output;
             }
         }
         self.previous = Some(results);
@@ -193,8 +216,8 @@ impl ReadOnly {
     }
 }
 
-/// Two rounds agree when every piece read the same versions and produced
-/// the same output. Fig. 9 compares the rounds' results; versions are the
+/// Two rounds agree when every piece read the same versions of the columns
+/// it reads and produced the same output. Fig. 9 compares the rounds' results; versions are the
 /// stricter test, and the one §4.1's argument needs: a transaction seen in
 /// the second round and not in the first changes what a piece read, not
 /// always what it output (a stock count below a threshold stays the same).
@@ -210,15 +233,15 @@ impl ReadOnly {
 /// (x: initial, then T2). Measured on TPC-C (README, 2026-11-27) about
 /// half the rounds we reject would pass Fig. 9's test: StockLevel's stock
 /// rows rewritten by NewOrders (its below-threshold count unchanged), and
-/// its district row rewritten by Payments on another column (`D_YTD`:
-/// versions are per row; telling columns apart would need per-column
-/// versions in the store and the isolation checker). Counted as
+/// its district row rewritten by Payments on another column (`D_YTD`),
+/// which column versions no longer count (`depgraph::columns`; the history
+/// keeps row versions, which the isolation checker reasons by). Counted as
 /// `rococo_ro_differ_*` ([`RoStats`]).
-fn same(a: &[PieceReply], b: &[PieceReply]) -> bool {
+fn same(a: &[Answer], b: &[Answer]) -> bool {
     a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| x.piece == y.piece && x.reads == y.reads && x.output == y.output)
+        && a.iter().zip(b).all(|(x, y)| {
+            x.reply.piece == y.reply.piece && x.seen == y.seen && x.reply.output == y.reply.output
+        })
 }
 
 /// The coordinator role of [`super::Rococo`].
@@ -248,21 +271,23 @@ struct RoStats {
     differ_immediate: u64,
     differ_deferrable: u64,
     backoffs: u64,
+    /// Requests resent for want of an answer (`RococoConfig::retransmit`).
+    resends: u64,
 }
 
 impl RoStats {
     /// Count why round `b` differs from round `a` (see the fields).
-    fn differ(&mut self, proc: &Txn, a: &[PieceReply], b: &[PieceReply]) {
+    fn differ(&mut self, proc: &Txn, a: &[Answer], b: &[Answer]) {
         let pairs = || a.iter().zip(b);
-        if pairs().any(|(x, y)| x.output != y.output) {
+        if pairs().any(|(x, y)| x.reply.output != y.reply.output) {
             self.differ_outputs += 1;
             return;
         }
         let immediate = pairs().any(|(x, y)| {
-            x.reads != y.reads
+            x.seen != y.seen
                 && proc
                     .pieces()
-                    .get(x.piece as usize)
+                    .get(x.reply.piece as usize)
                     .is_some_and(|p| p.kind == PieceKind::Immediate)
         });
         if immediate {
@@ -296,12 +321,16 @@ impl RococoCoordinator {
         txn: TxnId,
         tag: u32,
         results: Vec<PieceReply>,
+        seen: Vec<Vec<Version>>,
     ) {
         let Some(ro) = self.ro.get_mut(&txn) else {
             return;
         };
         let mut any = false;
+        let by_columns = self.cfg.ro_column_versions;
+        let mut seen = seen.into_iter();
         for r in results {
+            let seen = seen.next().filter(|_| by_columns);
             let i = r.piece as usize;
             let current = ro
                 .sent
@@ -309,7 +338,7 @@ impl RococoCoordinator {
                 .and_then(|s| s.as_ref())
                 .is_some_and(|s| s.0 == tag);
             if current && ro.results[i].is_none() {
-                ro.results[i] = Some(r);
+                ro.results[i] = Some(Answer::new(r, seen));
                 any = true;
             }
         }
@@ -322,13 +351,13 @@ impl RococoCoordinator {
         if !ro.complete() {
             return;
         }
-        let results: Vec<PieceReply> = ro.results.iter().flatten().cloned().collect();
+        let results: Vec<Answer> = ro.results.iter().flatten().cloned().collect();
         if ro.previous.as_deref().is_some_and(|p| same(p, &results)) {
             self.ro_stats.done += 1;
             self.ro_stats.rounds += u64::from(ro.round) + 1;
             self.ro.remove(&txn);
-            let reads = results.iter().flat_map(|r| r.reads.clone()).collect();
-            let outputs = results.into_iter().map(|r| r.output).collect();
+            let reads = results.iter().flat_map(|r| r.reply.reads.clone()).collect();
+            let outputs = results.into_iter().map(|r| r.reply.output).collect();
             ctx.done(
                 txn,
                 TxnOutcome::Committed {
@@ -423,7 +452,7 @@ impl RococoCoordinator {
         ids.sort_unstable();
         for t in ids {
             let ro = self.ro.get_mut(&t).expect("listed");
-            ro.resend(ctx, t);
+            self.ro_stats.resends += ro.resend(ctx, t);
             ro.rto = (ro.rto * 2).min(cap);
             ro.retransmit_at = now + ro.rto;
         }
@@ -498,7 +527,12 @@ impl Node<Msg> for RococoCoordinator {
                     ctx.done(txn, outcome);
                 }
             }
-            Msg::RoReadOk { txn, tag, results } => self.on_ro_read_ok(ctx, txn, tag, results),
+            Msg::RoReadOk {
+                txn,
+                tag,
+                results,
+                seen,
+            } => self.on_ro_read_ok(ctx, txn, tag, results, seen),
             // A server recovering for us (it thought us silent, §3.5)
             // committed the transaction and a server collected it: its
             // results are lost, so the attempt ends in doubt.
@@ -557,6 +591,7 @@ impl Node<Msg> for RococoCoordinator {
                 ("rococo_ro_differ_immediate_versions", s.differ_immediate),
                 ("rococo_ro_differ_deferrable_versions", s.differ_deferrable),
                 ("rococo_ro_backoffs", s.backoffs),
+                ("rococo_ro_resends", s.resends),
             ],
         }
     }
@@ -565,7 +600,7 @@ impl Node<Msg> for RococoCoordinator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tessera_core::ids::{Key, Version};
+    use tessera_core::ids::Key;
     use tessera_core::txn::{Access, PieceResult, PieceSpec, Procedure, ReadObs};
 
     /// Two reads, one piece per kind: piece 0 immediate, piece 1
@@ -589,8 +624,8 @@ mod tests {
         }
     }
 
-    fn reply(piece: u16, version: u64, output: &'static [u8]) -> PieceReply {
-        PieceReply {
+    fn reply(piece: u16, version: u64, output: &'static [u8]) -> Answer {
+        let reply = PieceReply {
             piece,
             reads: vec![ReadObs {
                 key: Key::new(0, u64::from(piece)),
@@ -599,7 +634,8 @@ mod tests {
             writes: Vec::new(),
             output: Value::from_static(output),
             user_abort: false,
-        }
+        };
+        Answer::new(reply, None)
     }
 
     /// The diagnosis the README's numbers rest on: a round that differs
@@ -638,5 +674,26 @@ mod tests {
         );
         assert!(same(&round1, &round1.clone()));
         assert!(!same(&round1, &[reply(0, 1, b"a"), reply(1, 2, b"b")]));
+    }
+
+    /// Rounds are compared by the versions of the columns read: a row
+    /// rewritten on other columns (a new row version) does not make them
+    /// differ, a new writer of the columns read does.
+    #[test]
+    fn rounds_are_compared_by_column_versions_not_row_versions() {
+        let with = |row: u64, col: u64| {
+            let mut a = reply(0, row, b"a");
+            a.seen = vec![Version(col)];
+            a
+        };
+        assert!(same(&[with(1, 1)], &[with(2, 1)]));
+        assert!(!same(&[with(1, 1)], &[with(2, 2)]));
+        // No column versions, or not one per read: row versions.
+        let r = reply(0, 3, b"a").reply;
+        assert_eq!(Answer::new(r.clone(), Some(vec![])).seen, vec![Version(3)]);
+        assert_eq!(
+            Answer::new(r, Some(vec![Version(1)])).seen,
+            vec![Version(1)]
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! and the dependency information they carry.
 
 use std::sync::Arc;
-use tessera_core::ids::{NodeId, TxnId};
+use tessera_core::ids::{NodeId, TxnId, Version};
 use tessera_core::node::WireSize;
 use tessera_core::txn::{Txn, Value};
 
@@ -94,6 +94,9 @@ pub enum Msg {
         txn: TxnId,
         tag: u32,
         results: Vec<PieceReply>,
+        /// Per result, per read: the version of the columns read
+        /// (`depgraph::columns`), what rounds are compared by.
+        seen: Vec<Vec<Version>>,
     },
     // ---- merged pieces: OCC+2PC in the start phase (§4.2) ----
     /// Coordinator → server: the OCC *execute* phase of merged pieces: run
@@ -191,7 +194,9 @@ impl WireSize for Msg {
                 | Msg::Gone { .. } => 0,
                 Msg::InquireOk { deps, .. } => vertices_size(deps),
                 Msg::RoRead { pieces, inputs, .. } => 4 + inputs_size(pieces, inputs),
-                Msg::RoReadOk { results, .. } => 4 + replies_size(results),
+                Msg::RoReadOk { results, seen, .. } => {
+                    4 + replies_size(results) + seen.iter().map(|s| 1 + 8 * s.len()).sum::<usize>()
+                }
                 Msg::OccExecute(s) => inputs_size(&s.pieces, &s.inputs),
                 Msg::OccExecuteOk { results, .. } => replies_size(results),
                 Msg::OccCommit { req, outputs } | Msg::OccPrepare { req, outputs, .. } => {

@@ -727,20 +727,26 @@ impl RococoServer {
         self.ro_reads.0 += 1;
         self.ro_reads.1 += u64::from(waited);
         let mut results = Vec::with_capacity(ro.pieces.len());
+        let mut seen = Vec::with_capacity(ro.pieces.len());
         let (view, store) = (&self.view, &self.store);
         for (&piece, inputs) in ro.pieces.iter().zip(&ro.inputs) {
             if piece as usize >= ro.proc.pieces().len() {
                 continue;
             }
             let spec = ro.proc.resolve(piece as usize, inputs);
-            results.push(read_piece(
+            let (reply, columns) = read_piece(
                 |k| view.get(store, k),
                 ro.txn,
                 &ro.proc,
                 &spec,
                 piece,
                 inputs,
-            ));
+            );
+            results.push(reply);
+            // Only when rounds are compared by them: they cost bytes.
+            if self.cfg.ro_column_versions {
+                seen.push(columns);
+            }
         }
         // Like every reply (`log`), after the records of what it read: a
         // finish a crash takes back must not have been seen.
@@ -748,6 +754,7 @@ impl RococoServer {
             txn: ro.txn,
             tag: ro.tag,
             results,
+            seen,
         };
         self.log.reply(ctx, ro.from, msg);
     }

@@ -146,8 +146,21 @@ fn arb_msg() -> impl Strategy<Value = Msg> {
             pieces: s.pieces,
             inputs: s.inputs
         }),
-        (t.clone(), any::<u32>(), arb_replies())
-            .prop_map(|(txn, tag, results)| { Msg::RoReadOk { txn, tag, results } }),
+        (
+            t.clone(),
+            any::<u32>(),
+            arb_replies(),
+            proptest::collection::vec(proptest::collection::vec(any::<u64>(), 0..3), 0..3)
+        )
+            .prop_map(|(txn, tag, results, seen)| Msg::RoReadOk {
+                txn,
+                tag,
+                results,
+                seen: seen
+                    .into_iter()
+                    .map(|s| s.into_iter().map(Version).collect())
+                    .collect()
+            }),
         arb_start().prop_map(Msg::OccExecute),
         (t.clone(), arb_replies()).prop_map(|(txn, results)| Msg::OccExecuteOk { txn, results }),
         arb_merged().prop_map(|(req, outputs)| Msg::OccCommit { req, outputs }),
