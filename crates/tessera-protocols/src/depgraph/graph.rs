@@ -30,15 +30,20 @@ pub(crate) struct Node {
     /// The epoch of the last change, for garbage collection (§3.4).
     pub epoch: u64,
     /// The STARTED ancestors the last [`DepGraph::settle`] of this
-    /// COMMITTING vertex found: while one of them is still STARTED, a walk
-    /// that reaches this vertex is blocked on it without going further.
-    blocked_on: Vec<TxnId>,
+    /// COMMITTING vertex found that are still STARTED: a walk that reaches
+    /// this vertex is blocked on them without going further.
+    blocked_on: FastSet<TxnId>,
+    /// Those of them that rose (or left the graph) since: a walk goes on
+    /// behind them.
+    unblocked: Vec<TxnId>,
 }
 
 /// What [`DepGraph::decide`] found.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Decision {
     /// These ancestors are STARTED: their edges are not all known yet.
+    /// From [`DepGraph::settle`] of a vertex blocked before: only those
+    /// its earlier settles did not return.
     Blocked(Vec<TxnId>),
     /// The component of the transaction, in execution order.
     Scc(Vec<TxnId>),
@@ -55,6 +60,20 @@ pub(crate) struct Dropped {
 #[derive(Default)]
 pub(crate) struct DepGraph {
     nodes: FastMap<TxnId, Node>,
+    /// For a STARTED vertex, the vertices whose `blocked_on` got it (some
+    /// may have moved on since): told when it rises.
+    blocks: FastMap<TxnId, Vec<TxnId>>,
+}
+
+/// What a blocked COMMITTING vertex's new settle found behind the blockers
+/// that rose since its last one ([`DepGraph::resume`]).
+enum Resumed {
+    /// Never blocked (or decided): walk it whole.
+    Fresh,
+    /// Still blocked; these blockers are new, in id order.
+    Blocked(Vec<TxnId>),
+    /// No blocker left: walk it whole, without shortcuts.
+    Clear,
 }
 
 /// Add `(p, e)` to `parents`, keeping the stronger type of a repeated edge.
@@ -97,7 +116,8 @@ impl DepGraph {
             local: true,
             finished: false,
             epoch,
-            blocked_on: Vec::new(),
+            blocked_on: FastSet::default(),
+            unblocked: Vec::new(),
         });
         n.local = true;
         if n.shards.is_empty() {
@@ -126,7 +146,22 @@ impl DepGraph {
             n.status = s;
             n.epoch = epoch;
         }
+        if rose {
+            self.unblock(t);
+        }
         rose
+    }
+
+    /// `a` is no longer STARTED (or left the graph): every vertex blocked
+    /// on it walks on behind it from now on.
+    fn unblock(&mut self, a: TxnId) {
+        for w in self.blocks.remove(&a).unwrap_or_default() {
+            if let Some(n) = self.nodes.get_mut(&w) {
+                if n.blocked_on.remove(&a) {
+                    n.unblocked.push(a);
+                }
+            }
+        }
     }
 
     /// Merge what a message says about one transaction (the union of §3.2:
@@ -141,7 +176,8 @@ impl DepGraph {
             local: false,
             finished: false,
             epoch,
-            blocked_on: Vec::new(),
+            blocked_on: FastSet::default(),
+            unblocked: Vec::new(),
         });
         if n.shards.is_empty() {
             n.shards = v.shards.clone();
@@ -160,6 +196,7 @@ impl DepGraph {
         } else if v.status > Status::Started && n.status == Status::Started {
             n.status = v.status;
             rose.push(v.txn);
+            self.unblock(v.txn);
         }
     }
 
@@ -176,15 +213,20 @@ impl DepGraph {
                 local: false,
                 finished: false,
                 epoch,
-                blocked_on: Vec::new(),
+                blocked_on: FastSet::default(),
+                unblocked: Vec::new(),
             });
             if n.status == Status::Decided {
                 continue;
             }
+            let started = n.status == Status::Started;
             rose.push(m);
             n.status = Status::Decided;
             n.scc = scc.clone();
             n.epoch = epoch;
+            if started {
+                self.unblock(m);
+            }
         }
     }
 
@@ -235,8 +277,9 @@ impl DepGraph {
     }
 
     /// [`Self::walk`]; with `shortcuts`, through the STARTED ancestors that
-    /// blocked a COMMITTING vertex's last settle (`blocked_on`) instead of
-    /// through its parents. What lies behind a COMMITTING vertex changes
+    /// blocked a COMMITTING vertex's last settle instead of through its
+    /// parents (named at once while STARTED, `blocked_on`; walked on behind
+    /// once risen, `unblocked`). What lies behind a COMMITTING vertex changes
     /// only where a STARTED vertex rose (its edges became known), and
     /// nothing in between can be DECIDED while a STARTED vertex is behind
     /// it; so the STARTED ancestors found are those still STARTED among the
@@ -248,10 +291,22 @@ impl DepGraph {
     /// run: 97% of walks blocked, ~270 vertices each).
     /// Also says whether a shortcut was taken.
     fn walk_with(&self, t: TxnId, shortcuts: bool) -> (Result<Vec<TxnId>, Vec<TxnId>>, bool) {
+        self.walk_from(t, vec![t], shortcuts)
+    }
+
+    /// [`Self::walk_with`] for `t`, from `start` (`t` itself, or
+    /// [`Self::resume`]'s blockers that rose).
+    fn walk_from(
+        &self,
+        t: TxnId,
+        start: Vec<TxnId>,
+        shortcuts: bool,
+    ) -> (Result<Vec<TxnId>, Vec<TxnId>>, bool) {
         let mut took = false;
         let mut seen: FastSet<TxnId> = tessera_core::fast_set();
-        let mut stack = vec![t];
         seen.insert(t);
+        seen.extend(start.iter().copied());
+        let mut stack = start;
         let mut sub: Vec<TxnId> = Vec::new();
         // Shortcuts name the same STARTED ancestors again and again (every
         // vertex blocked behind one records it): keep each once, or the
@@ -271,14 +326,15 @@ impl DepGraph {
                 continue;
             }
             sub.push(v);
-            if shortcuts && !n.blocked_on.is_empty() {
+            if shortcuts && !(n.blocked_on.is_empty() && n.unblocked.is_empty()) {
                 took = true;
                 for &w in &n.blocked_on {
-                    if self.status(w) == Some(Status::Started) {
-                        if named.insert(w) {
-                            blocked.push(w);
-                        }
-                    } else if seen.insert(w) {
+                    if named.insert(w) {
+                        blocked.push(w);
+                    }
+                }
+                for &w in &n.unblocked {
+                    if seen.insert(w) {
                         stack.push(w);
                     }
                 }
@@ -308,20 +364,23 @@ impl DepGraph {
     /// again, so deciding costs grow with the history. Returns `t`'s
     /// component in execution order; the newly decided vertices go to
     /// `rose`.
-    /// A blocked settle remembers what blocked `t` (see [`Self::walk`]).
+    /// A blocked settle remembers what blocked `t` (see [`Self::walk`]);
+    /// settling `t` again walks on only behind the blockers that rose
+    /// since, and returns only the blockers it had not found before
+    /// ([`Self::resume`]).
     pub fn settle(&mut self, t: TxnId, epoch: u64, rose: &mut Vec<TxnId>) -> Decision {
-        let sub = match self.walk(t) {
+        let walked = match self.resume(t) {
+            Resumed::Blocked(new) => return Decision::Blocked(new),
+            Resumed::Clear => self.walk_with(t, false).0,
+            Resumed::Fresh => self.walk(t),
+        };
+        let sub = match walked {
             Ok(sub) => sub,
             Err(blocked) => {
-                if let Some(n) = self.nodes.get_mut(&t) {
-                    n.blocked_on.clone_from(&blocked);
-                }
+                self.block(t, &blocked);
                 return Decision::Blocked(blocked);
             }
         };
-        if let Some(n) = self.nodes.get_mut(&t) {
-            n.blocked_on = Vec::new();
-        }
         let nodes = &self.nodes;
         let components = order::components_in_order(&sub, |v| nodes[&v].parents.as_slice());
         let mut mine = vec![t];
@@ -337,6 +396,53 @@ impl DepGraph {
             }
         }
         Decision::Scc(mine)
+    }
+
+    /// Settle `t` again after a blocked settle: its STARTED ancestors now
+    /// are the blockers still STARTED plus those behind the ones that rose
+    /// (what [`Self::walk`]'s shortcut through `t` finds), so the walk
+    /// starts from the risen ones only. Waking `t` at each of its B
+    /// blockers' commits and walking all of them again each time was
+    /// O(B²) per transaction (a janus-micro-wan run at zipf 0.7: ~65% of
+    /// its time in walks, ~10% in re-registering waits, `perf`). A caller
+    /// that waited for (and asked about) the blockers returned before has
+    /// nothing to do for them again, so only the new ones are returned.
+    fn resume(&mut self, t: TxnId) -> Resumed {
+        let Some(n) = self.nodes.get_mut(&t) else {
+            return Resumed::Fresh;
+        };
+        if n.blocked_on.is_empty() && n.unblocked.is_empty() {
+            return Resumed::Fresh;
+        }
+        let rose = std::mem::take(&mut n.unblocked);
+        let found = match self.walk_from(t, rose, true).0 {
+            Ok(_) => Vec::new(),
+            Err(found) => found,
+        };
+        let n = self.nodes.get_mut(&t).expect("present above");
+        let new: Vec<TxnId> = found
+            .into_iter()
+            .filter(|&a| n.blocked_on.insert(a))
+            .collect();
+        if n.blocked_on.is_empty() {
+            return Resumed::Clear;
+        }
+        for &a in &new {
+            self.blocks.entry(a).or_default().push(t);
+        }
+        Resumed::Blocked(new)
+    }
+
+    /// `t`'s settle found these STARTED ancestors: remember them.
+    fn block(&mut self, t: TxnId, blocked: &[TxnId]) {
+        let Some(n) = self.nodes.get_mut(&t) else {
+            return;
+        };
+        n.blocked_on = blocked.iter().copied().collect();
+        n.unblocked.clear();
+        for &a in blocked {
+            self.blocks.entry(a).or_default().push(t);
+        }
     }
 
     /// What to tell others about `t` (§3.4): `t` itself and, unless it is
@@ -391,6 +497,7 @@ impl DepGraph {
     /// collected before a crash (Janus, [`crate::janus`]).
     pub fn remove(&mut self, t: TxnId) {
         self.nodes.remove(&t);
+        self.unblock(t);
     }
     /// Drop vertices no longer needed (§3.4 epochs), shared by Rococo and
     /// Janus: untouched for two epochs, local ones DECIDED and finished,
@@ -419,6 +526,7 @@ impl DepGraph {
             .into_iter()
             .map(|t| {
                 let n = self.nodes.remove(&t).expect("listed");
+                self.unblock(t);
                 Dropped {
                     txn: t,
                     local: n.local,
@@ -477,12 +585,14 @@ mod tests {
         assert_eq!(g.decide(t(1)), Decision::Scc(vec![t(1), t(2)]));
     }
 
-    /// Janus's life of a graph at random: vertices appear STARTED as
-    /// dependencies, rise to COMMITTING with their final parents, and are
-    /// settled (blocked ones remember their blockers). After every step
-    /// the shortcut walk finds exactly the full walk's STARTED ancestors.
-    #[test]
-    fn shortcut_walks_find_what_full_walks_find() {
+    /// Janus's life of a graph at random, over 200 seeds: vertices appear
+    /// STARTED as dependencies, rise to COMMITTING with their final
+    /// parents, and are settled by `settle(seed, graph, vertex)`; `after`
+    /// looks at the graph after every step.
+    fn random_lives(
+        mut settle: impl FnMut(u64, &mut DepGraph, TxnId),
+        mut after: impl FnMut(u64, &DepGraph),
+    ) {
         use rand::{Rng, SeedableRng};
         for seed in 0..200u64 {
             let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
@@ -502,22 +612,65 @@ mod tests {
                         g.add_parents(v, &parents);
                         g.raise(v, Status::Committing, 0);
                     }
-                    Some(Status::Committing) => {
-                        g.settle(v, 0, &mut rose);
-                    }
+                    Some(Status::Committing) => settle(seed, &mut g, v),
                     _ => {}
                 }
-                for i in 0..n {
-                    let u = t(i);
-                    if g.status(u) != Some(Status::Committing) {
+                after(seed, &g);
+            }
+        }
+    }
+
+    /// Blocked settles remember their blockers; after every step the
+    /// shortcut walk finds exactly the full walk's STARTED ancestors.
+    #[test]
+    fn shortcut_walks_find_what_full_walks_find() {
+        random_lives(
+            |_, g, v| {
+                g.settle(v, 0, &mut Vec::new());
+            },
+            |seed, g| {
+                for (u, n) in g.iter() {
+                    if n.status != Status::Committing {
                         continue;
                     }
                     let full = g.walk_with(u, false).0.err();
                     let short = g.walk_with(u, true).0.err();
-                    assert_eq!(short, full, "seed {seed}, walk from {i}");
+                    assert_eq!(short, full, "seed {seed}, walk from {u:?}");
                 }
-            }
-        }
+            },
+        );
+    }
+
+    /// Each settle checked: what a vertex's settles returned so far and is
+    /// still STARTED is exactly the full walk's STARTED ancestors, no
+    /// settle returns a blocker twice, and a vertex is decided when the
+    /// full walk finds none.
+    #[test]
+    fn resumed_settles_return_each_new_blocker_once() {
+        let mut returned: FastMap<(u64, TxnId), Vec<TxnId>> = FastMap::default();
+        random_lives(
+            |seed, g, v| {
+                let full = g.walk_with(v, false).0;
+                let got = returned.entry((seed, v)).or_default();
+                match (g.settle(v, 0, &mut Vec::new()), full) {
+                    (Decision::Blocked(new), Err(all)) => {
+                        assert!(new.windows(2).all(|w| w[0] < w[1]), "seed {seed}");
+                        assert!(new.iter().all(|a| !got.contains(a)), "seed {seed}");
+                        got.extend(new);
+                        let mut still: Vec<TxnId> = got
+                            .iter()
+                            .copied()
+                            .filter(|&a| g.status(a) == Some(Status::Started))
+                            .collect();
+                        still.sort_unstable();
+                        assert_eq!(still, all, "seed {seed}, settle of {v:?}");
+                    }
+                    (Decision::Scc(_), Ok(_)) => {}
+                    (d, full) => panic!("seed {seed}: settle {d:?}, full walk {full:?}"),
+                }
+            },
+            |_, _| {},
+        );
     }
 
     #[test]
