@@ -266,11 +266,12 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         || a.drift_ppm.is_some()
         || a.fsync_us.is_some()
         || a.drift_node.is_some()
-        || a.client_cpu_ns.is_some();
+        || a.client_cpu_ns.is_some()
+        || a.local_cpu_ns.is_some();
     if sim_flags && runtime != RuntimeKind::Sim {
         return Err(Failure::Usage(
             "--faults, --replica-faults, --loss, --duplicate, --reorder, --net, --drift-ppm, \
-             --drift-node, --fsync-us and --client-cpu-ns need --runtime sim"
+             --drift-node, --fsync-us, --client-cpu-ns and --local-cpu-ns need --runtime sim"
                 .into(),
         ));
     }
@@ -310,6 +311,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
                 jitter: s.sim.jitter,
                 server_cpu: s.sim.server_cpu,
                 client_cpu: s.sim.client_cpu,
+                local_cpu: s.sim.local_cpu,
                 ..plan
             };
         }
@@ -319,6 +321,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     }
     s.sim.drift_ppm = a.drift_ppm.unwrap_or(s.sim.drift_ppm);
     s.sim.client_cpu = a.client_cpu_ns.unwrap_or(s.sim.client_cpu);
+    s.sim.local_cpu = a.local_cpu_ns.or(s.sim.local_cpu);
     if let Some(us) = a.fsync_us {
         s.sim.fsync = us * tessera_core::ids::US;
     }
@@ -775,6 +778,7 @@ pub fn default_comparison() -> Result<()> {
         oocc_drift_stop: None,
         region_slots_per_record: None,
         client_cpu_ns: None,
+        local_cpu_ns: None,
         net: None,
         drift_ppm: None,
         fsync_us: None,

@@ -381,6 +381,12 @@ pub struct RunArgs {
     /// at a time, as a thread runs its coroutines.
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000), allow_negative_numbers = true)]
     client_cpu_ns: Option<u64>,
+    /// sim: CPU time a server spends on a message from its own machine, ns
+    /// (default: the server's per-event cost, 5000 on dc): a `--colocate`d
+    /// worker's access to its home partition, which COCO makes by a
+    /// function call, not an RPC (§4.1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000), allow_negative_numbers = true)]
+    local_cpu_ns: Option<u64>,
     /// sim: clock drift bound in ppm: each node's clock rate is drawn within
     /// ±N ppm (OOCC §VII.B; default 0).
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=500_000), allow_negative_numbers = true)]
