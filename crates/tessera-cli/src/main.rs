@@ -409,6 +409,12 @@ pub struct RunArgs {
     /// not released yet (epoch commit) before it waits for one (default 128).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     max_unreleased: Option<u32>,
+    /// End the run once the clients committed N transactions (each its
+    /// share, N / clients rounded up), or at --duration if that comes
+    /// first; tcp ends early. For tests: rates stay per second of the
+    /// whole window.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    commits: Option<u64>,
 }
 
 impl RunArgs {

@@ -131,6 +131,13 @@ pub struct BenchSpec {
     /// commit, COCO §3.1) before it waits (`--max-unreleased`; see
     /// [`tessera_core::client`]).
     pub max_unreleased: u32,
+    /// `--commits N`: each client starts nothing more once it committed its
+    /// share, N divided by the clients rounded up, so the run lasts until
+    /// the clients made that much progress or the duration ends, whichever
+    /// comes first; a `tcp` driver then ends early (for tests whose
+    /// liveness bound must not depend on the machine's speed). Rates are
+    /// still per second of the configured window.
+    pub commits: Option<u64>,
     /// Switch nodes between the client hosts and the servers (NOCC's
     /// racks). `None`: the protocol's default (see the registry).
     pub switches: Option<u32>,
@@ -269,6 +276,7 @@ impl BenchSpec {
             workers: 0,
             max_attempts: 20,
             max_unreleased: tessera_core::client::DEFAULT_MAX_UNRELEASED,
+            commits: None,
             switches: None,
             replicas: None,
             sites: None,
@@ -387,6 +395,13 @@ impl BenchSpec {
         if self.max_attempts == 0 {
             return Err(SpecError::Invalid {
                 flag: "--max-attempts",
+                value: "0".into(),
+                allowed: "1 or more".into(),
+            });
+        }
+        if self.commits == Some(0) {
+            return Err(SpecError::Invalid {
+                flag: "--commits",
                 value: "0".into(),
                 allowed: "1 or more".into(),
             });
