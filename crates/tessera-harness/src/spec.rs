@@ -182,6 +182,9 @@ pub struct Knobs {
     pub switch_stages: Option<u32>,
     /// NOCC: switch time per operation of a transaction (recirculation), ns.
     pub recirculation_ns: Option<u64>,
+    /// 2PL (sim): server CPU charged per participant abort, µs
+    /// ([`tessera_protocols::twopl::TwoPlConfig::abort_cpu`]).
+    pub abort_cpu_us: Option<u64>,
     /// COCO: `--commit 2pc|2pc-sync|epoch`.
     pub commit: Option<String>,
     /// COCO: epoch length in ms (`--epoch-ms`, 1–1000).
@@ -217,12 +220,13 @@ impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 19] = [
+        let flags: [(&'static str, bool); 20] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
             ("--switch-stages", self.switch_stages.is_some()),
             ("--recirculation-ns", self.recirculation_ns.is_some()),
+            ("--abort-cpu-us", self.abort_cpu_us.is_some()),
             ("--commit", self.commit.is_some()),
             ("--epoch-ms", self.epoch_ms.is_some()),
             ("--isolation", self.isolation.is_some()),
