@@ -241,6 +241,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     s.workers = a.workers.unwrap_or(0) as usize;
     s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
     s.max_unreleased = a.max_unreleased.unwrap_or(s.max_unreleased);
+    s.commits = a.commits;
     s.switches = a.switches;
     s.replicas = a.replicas;
     s.drain = a.drain.unwrap_or(0);
@@ -347,6 +348,7 @@ fn knobs_of(a: &RunArgs) -> Knobs {
         switch_value_width: a.switch_value_width,
         switch_stages: a.switch_stages,
         recirculation_ns: a.recirculation_ns,
+        abort_cpu_us: a.abort_cpu_us,
         commit: a.commit.clone(),
         epoch_ms: a.epoch_ms,
         isolation: a.isolation.clone(),
@@ -399,6 +401,7 @@ fn tcp_spec_of(a: &RunArgs, path: &Path) -> Result<BenchSpec> {
     s.check = a.check;
     s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
     s.max_unreleased = a.max_unreleased.unwrap_or(s.max_unreleased);
+    s.commits = a.commits;
     // Protocol knobs configure the coordinators of this driver's client
     // hosts, not the running servers: a protocol takes only those that
     // need nothing of its servers (the memory-node protocols' lease and
@@ -746,6 +749,7 @@ pub fn default_comparison() -> Result<()> {
         reorder: None,
         max_attempts: None,
         max_unreleased: None,
+        commits: None,
         subscribers: None,
         ro_keys: None,
         objects: None,
@@ -763,6 +767,7 @@ pub fn default_comparison() -> Result<()> {
         switch_value_width: None,
         switch_stages: None,
         recirculation_ns: None,
+        abort_cpu_us: None,
         commit: None,
         epoch_ms: None,
         isolation: None,
