@@ -10,7 +10,7 @@
 //! `--colocate` puts host `h` on the machine of shard `h`'s primary (COCO
 //! §7.1's workers), where its messages to that primary cross no network.
 
-use crate::spec::{BenchSpec, RuntimeKind, SpecError};
+use crate::spec::{BenchSpec, RuntimeKind, SpecError, CHECK_SETTLE};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -281,7 +281,12 @@ fn run_protocol_with<P: Protocol>(
         }
         RuntimeKind::Local => {
             let workers = local_workers(spec);
-            let cfg = tessera_local::LocalConfig::new(&topology, workers);
+            let mut cfg = tessera_local::LocalConfig::new(&topology, workers);
+            if spec.check {
+                // As a checked `sim` run (`BenchSpec::sim_config`): the
+                // checks read the stores once nothing is half done.
+                cfg.settle = CHECK_SETTLE;
+            }
             tessera_local::run(dep, &cfg)?
         }
         RuntimeKind::Tcp => anyhow::bail!(

@@ -92,7 +92,12 @@ fn bench(
         seed: 1,
         duration: (seconds * 1e9) as u64,
     };
-    let out = run(dep, &LocalConfig { workers, placement }).expect("run");
+    let cfg = LocalConfig {
+        workers,
+        placement,
+        settle: 0,
+    };
+    let out = run(dep, &cfg).expect("run");
     let secs = out.elapsed as f64 / 1e9;
     let rt = total.load(Ordering::Relaxed) as f64 / secs;
     let msgs = out.net.messages as f64 / secs;

@@ -85,6 +85,21 @@
 //! every wave and stops processing there; it then calls `take_report` on its
 //! nodes and hands them back. Messages still queued are dropped.
 //!
+//! **Settle.** A checked run ([`LocalConfig::settle`] > 0) instead goes on
+//! past the duration until every node is settled ([`Node::settled`]: for a
+//! client host, no attempt in flight) or the bound is reached, as the
+//! simulator does, so that the end-of-run checks (TPC-C's consistency
+//! conditions, replica convergence) read stores with nothing half done.
+//! Whether *all* nodes are settled is a global question on threads that
+//! keep moving messages; rather than a termination-detection protocol the
+//! workers answer it in a *settle round* every [`SETTLE_LOOK_NS`]: each
+//! flushes its outboxes and waits at a rendezvous, so that afterwards no
+//! message is moving and every one is in some worker's queue or channel;
+//! each then votes "unsettled" if it has queued or received events or an
+//! unsettled node, and after a second rendezvous all stop together if
+//! nobody did. The rounds cost nothing before the duration and nothing
+//! at all in an unchecked run (settle 0 keeps the plain stop).
+//!
 //! **Failures.** A message to a node outside the deployment is counted,
 //! dropped and warned about once. A panic inside a node ends its worker; the
 //! worker raises a shared abort flag on its way out so the others stop too,
@@ -97,7 +112,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::{BinaryHeap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -124,6 +139,9 @@ const YIELD_AFTER: u32 = 4;
 pub const IDLE_CAP_NS: Time = 1_000_000;
 /// Emptied batch vectors a worker keeps for reuse.
 const POOL_MAX: usize = 64;
+/// How often, past the duration of a settling run, the workers hold a
+/// settle round (the simulator looks once per simulated millisecond too).
+pub const SETTLE_LOOK_NS: Time = 1_000_000;
 
 /// How the cluster is laid out on threads.
 #[derive(Clone, Debug)]
@@ -132,6 +150,9 @@ pub struct LocalConfig {
     pub workers: usize,
     /// Worker index per [`NodeId`].
     pub placement: Vec<usize>,
+    /// How much longer than its duration the run may go on until every
+    /// node is settled (module docs, *Settle*); 0 stops at the duration.
+    pub settle: Time,
 }
 
 impl LocalConfig {
@@ -140,6 +161,7 @@ impl LocalConfig {
         LocalConfig {
             workers,
             placement: default_placement(topology, workers),
+            settle: 0,
         }
     }
 }
@@ -188,7 +210,7 @@ pub enum LocalError {
 }
 
 /// Run `dep` on `cfg.workers` threads for `dep.duration` nanoseconds of
-/// wall time.
+/// wall time (and up to `cfg.settle` more until every node is settled).
 pub fn run<M: Send + WireSize + 'static>(
     dep: Deployment<M>,
     cfg: &LocalConfig,
@@ -271,6 +293,7 @@ pub fn run<M: Send + WireSize + 'static>(
         .map(|_| crossbeam_channel::unbounded::<Batch<M>>())
         .unzip();
     let abort = Arc::new(AtomicBool::new(false));
+    let rendezvous = Arc::new(Rendezvous::new(workers));
     let warned = Arc::new(AtomicBool::new(false));
     let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
     let spin_ns = if workers <= cpus { SPIN_NS } else { 0 };
@@ -282,6 +305,9 @@ pub fn run<M: Send + WireSize + 'static>(
             index,
             origin,
             deadline: duration,
+            settle_by: duration.saturating_add(cfg.settle),
+            next_look: duration,
+            rendezvous: rendezvous.clone(),
             nodes,
             route: route.clone(),
             queue: VecDeque::with_capacity(1024),
@@ -451,10 +477,65 @@ impl Drop for AbortOnPanic {
     }
 }
 
+/// Where the workers of a settling run meet (module docs, *Settle*): a
+/// reusable barrier that gives up when the run aborts, and the votes of
+/// the rounds, one counter per round parity so that a round's count is
+/// reset while nobody reads it.
+struct Rendezvous {
+    workers: usize,
+    arrived: AtomicUsize,
+    generation: AtomicUsize,
+    unsettled: [AtomicUsize; 2],
+}
+
+impl Rendezvous {
+    fn new(workers: usize) -> Self {
+        Rendezvous {
+            workers,
+            arrived: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+            unsettled: [AtomicUsize::new(0), AtomicUsize::new(0)],
+        }
+    }
+
+    /// Wait until every worker has arrived. False if the run aborted
+    /// meanwhile (a panicked worker never arrives).
+    fn wait(&self, abort: &AtomicBool) -> bool {
+        let generation = self.generation.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.workers {
+            // Reset before releasing: a released worker's next arrival
+            // must count in the next generation.
+            self.arrived.store(0, Ordering::Relaxed);
+            self.generation.fetch_add(1, Ordering::AcqRel);
+            return true;
+        }
+        let mut polls = 0u32;
+        while self.generation.load(Ordering::Acquire) == generation {
+            if abort.load(Ordering::Relaxed) {
+                return false;
+            }
+            polls += 1;
+            if polls < 64 {
+                std::hint::spin_loop();
+            } else if polls < 4096 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+        true
+    }
+}
+
 struct Worker<M> {
     index: usize,
     origin: Instant,
     deadline: Time,
+    /// The latest a settling run goes on to (`deadline` if it does not).
+    settle_by: Time,
+    /// When the worker next stops (at `deadline`) or holds a settle round.
+    next_look: Time,
+    rendezvous: Arc<Rendezvous>,
     nodes: Vec<Slot<M>>,
     route: Arc<[Route]>,
     queue: VecDeque<Event<M>>,
@@ -491,13 +572,22 @@ impl<M: Send + WireSize + 'static> Worker<M> {
         }
         let mut since_flush = 0;
         let mut spin = true;
+        let mut round = 0;
         let stopped_at = loop {
             while let Ok(batch) = self.rx.try_recv() {
                 self.absorb(batch);
             }
             let mut now = self.clock();
-            if now >= self.deadline || self.abort.load(Ordering::Relaxed) {
+            if self.abort.load(Ordering::Relaxed) {
                 break now;
+            }
+            if now >= self.next_look {
+                if self.settle_by == self.deadline || self.settle_round(round) {
+                    break now;
+                }
+                round += 1;
+                now = self.clock();
+                self.next_look = now + SETTLE_LOOK_NS;
             }
             // Only events queued before `now` was read run in this wave.
             let wave = self.queue.len().min(WAVE_MAX);
@@ -561,14 +651,44 @@ impl<M: Send + WireSize + 'static> Worker<M> {
         }
     }
 
+    /// One settle round (module docs, *Settle*); true if the run stops.
+    /// Every worker holds its rounds in the same sequence, so the `round`th
+    /// calls of all workers meet, and all decide alike.
+    fn settle_round(&mut self, round: usize) -> bool {
+        self.flush();
+        let rv = self.rendezvous.clone();
+        if !rv.wait(&self.abort) {
+            return true;
+        }
+        // Nothing moves now: every message is in a queue or a channel.
+        let settled = self.clock() >= self.settle_by
+            || (self.queue.is_empty()
+                && self.rx.is_empty()
+                && self.nodes.iter().all(|s| s.node.settled()));
+        let votes = &rv.unsettled[round % 2];
+        if !settled {
+            votes.fetch_add(1, Ordering::Relaxed);
+        }
+        if !rv.wait(&self.abort) {
+            return true;
+        }
+        let stop = votes.load(Ordering::Relaxed) == 0;
+        if self.index == 0 {
+            // Nobody reads the other counter before the next round's first
+            // rendezvous, which worker 0 reaches only after this.
+            rv.unsettled[(round + 1) % 2].store(0, Ordering::Relaxed);
+        }
+        stop
+    }
+
     /// Nothing to do: poll the channel for a while if we were just busy,
-    /// then block until a message, the next timer, the end or the cap.
-    /// Returns whether a batch arrived.
+    /// then block until a message, the next timer, the end (or the next
+    /// settle round) or the cap. Returns whether a batch arrived.
     fn idle(&mut self, now: Time, spin: bool) -> bool {
         let wake = self
             .timers
             .peek()
-            .map_or(self.deadline, |t| t.at.min(self.deadline));
+            .map_or(self.next_look, |t| t.at.min(self.next_look));
         if spin && self.spin_ns > 0 {
             let until = wake.min(now + self.spin_ns);
             let mut rounds = 0u32;

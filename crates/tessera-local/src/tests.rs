@@ -74,6 +74,9 @@ impl Node<Msg> for Pinger {
         }
     }
     fn on_timer(&mut self, _: &mut Ctx<Msg>, _: TimerId) {}
+    fn settled(&self) -> bool {
+        self.received >= self.target
+    }
     fn take_report(&mut self) -> NodeReport {
         self.out.store(self.received, Ordering::SeqCst);
         NodeReport::default()
@@ -108,7 +111,11 @@ fn ping_pong(workers: usize, placement: Vec<usize>, window: u64, target: u64) {
     ];
     let run_out = run(
         deployment(factories, 1500 * MS),
-        &LocalConfig { workers, placement },
+        &LocalConfig {
+            workers,
+            placement,
+            settle: 0,
+        },
     )
     .expect("run");
     assert_eq!(received.load(Ordering::SeqCst), target, "round trips");
@@ -189,6 +196,7 @@ fn timers_fire_in_order_and_not_early() {
         &LocalConfig {
             workers: 1,
             placement: vec![0],
+            settle: 0,
         },
     )
     .expect("run");
@@ -252,7 +260,11 @@ fn persist_completes_before_sends_from_on_persisted() {
         ];
         let out = run(
             deployment(factories, 50 * MS),
-            &LocalConfig { workers, placement },
+            &LocalConfig {
+                workers,
+                placement,
+                settle: 0,
+            },
         )
         .expect("run");
         let log = log.lock().unwrap().clone();
@@ -292,6 +304,7 @@ fn messages_to_unknown_nodes_are_dropped() {
         &LocalConfig {
             workers: 1,
             placement: vec![0],
+            settle: 0,
         },
     )
     .expect("run");
@@ -305,7 +318,11 @@ fn two_idle() -> Vec<NodeFactory<Msg>> {
 
 #[test]
 fn configuration_errors_are_reported() {
-    let cfg = |workers, placement| LocalConfig { workers, placement };
+    let cfg = |workers, placement| LocalConfig {
+        workers,
+        placement,
+        settle: 0,
+    };
     let err = |dep, cfg: LocalConfig| run(dep, &cfg).err().expect("must fail");
     assert!(matches!(
         err(deployment(two_idle(), MS), cfg(0, vec![])),
@@ -357,6 +374,7 @@ fn a_panicking_node_gives_worker_panicked() {
         &LocalConfig {
             workers: 2,
             placement: vec![0, 1],
+            settle: 0,
         },
     );
     match res {
@@ -399,6 +417,7 @@ fn done_reaching_the_runtime_is_a_bug() {
         &LocalConfig {
             workers: 1,
             placement: vec![0],
+            settle: 0,
         },
     );
     if cfg!(debug_assertions) {
@@ -409,4 +428,158 @@ fn done_reaching_the_runtime_is_a_bug() {
     } else {
         assert!(res.is_ok());
     }
+}
+
+/// Past the run's duration (a timer at `after`), asks its peer once and is
+/// settled when the answer came.
+struct Latecomer {
+    peer: NodeId,
+    after: Time,
+    answered: bool,
+    out: Arc<AtomicBool>,
+}
+
+impl Node<Msg> for Latecomer {
+    fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
+        ctx.set_timer(self.after, TimerId(0));
+    }
+    fn on_message(&mut self, _: &mut Ctx<Msg>, _: NodeId, msg: Msg) {
+        assert!(matches!(msg, Msg::Pong(0)), "latecomer got {msg:?}");
+        self.answered = true;
+    }
+    fn on_timer(&mut self, ctx: &mut Ctx<Msg>, _: TimerId) {
+        ctx.send(self.peer, Msg::Ping(0));
+    }
+    fn settled(&self) -> bool {
+        self.answered
+    }
+    fn take_report(&mut self) -> NodeReport {
+        self.out.store(self.answered, Ordering::SeqCst);
+        NodeReport::default()
+    }
+}
+
+/// Answers a ping only after a timer of `delay`.
+struct SlowPonger {
+    delay: Time,
+    asked: Option<(NodeId, u64)>,
+}
+
+impl Node<Msg> for SlowPonger {
+    fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        let Msg::Ping(i) = msg else {
+            panic!("slow ponger got {msg:?}");
+        };
+        self.asked = Some((from, i));
+        ctx.set_timer(self.delay, TimerId(1));
+    }
+    fn on_timer(&mut self, ctx: &mut Ctx<Msg>, _: TimerId) {
+        let (to, i) = self.asked.take().expect("asked");
+        ctx.send(to, Msg::Pong(i));
+    }
+}
+
+/// A latecomer on worker 0 asking a slow ponger on worker 1 after the
+/// duration; returns whether it was answered and the run's end.
+fn latecomer_run(settle: Time) -> (bool, Time) {
+    let answered = Arc::new(AtomicBool::new(false));
+    let out = answered.clone();
+    let factories = vec![
+        factory(move || Latecomer {
+            peer: NodeId(1),
+            after: 25 * MS,
+            answered: false,
+            out: out.clone(),
+        }),
+        factory(|| SlowPonger {
+            delay: 3 * MS,
+            asked: None,
+        }),
+    ];
+    let run_out = run(
+        deployment(factories, 20 * MS),
+        &LocalConfig {
+            workers: 2,
+            placement: vec![0, 1],
+            settle,
+        },
+    )
+    .expect("run");
+    (answered.load(Ordering::SeqCst), run_out.elapsed)
+}
+
+#[test]
+fn a_settling_run_goes_on_until_every_node_is_settled() {
+    // Timers fire and messages cross workers past the duration; the run
+    // ends once the latecomer is answered, long before the bound.
+    let (answered, elapsed) = latecomer_run(60_000 * MS);
+    assert!(answered, "the run stopped before the latecomer settled");
+    assert!(elapsed >= 28 * MS, "elapsed {elapsed}");
+    assert!(elapsed < 60_000 * MS, "the run waited for the bound");
+    // Without settling it stops at the duration, before the question.
+    let (answered, _) = latecomer_run(0);
+    assert!(!answered);
+}
+
+#[test]
+fn a_settling_run_waits_for_messages_between_workers() {
+    // 200k cross-worker round trips outlast a 1 ms run by far: the settle
+    // rounds must see the pings and pongs in the channels and queues and
+    // never stop with one moving.
+    // A third worker with no node must take part in the rounds too.
+    for workers in [2, 3] {
+        settle_through_traffic(workers);
+    }
+}
+
+fn settle_through_traffic(workers: usize) {
+    let received = Arc::new(AtomicU64::new(0));
+    let out = received.clone();
+    let target = 200_000;
+    let factories = vec![
+        factory(move || Pinger {
+            peer: NodeId(1),
+            window: 8,
+            target,
+            sent: 0,
+            received: 0,
+            out: out.clone(),
+        }),
+        factory(|| Ponger),
+    ];
+    run(
+        deployment(factories, MS),
+        &LocalConfig {
+            workers,
+            placement: vec![0, 1],
+            settle: 600_000 * MS,
+        },
+    )
+    .expect("run");
+    assert_eq!(received.load(Ordering::SeqCst), target);
+}
+
+/// Never settled.
+struct Restless;
+
+impl Node<Msg> for Restless {
+    fn on_message(&mut self, _: &mut Ctx<Msg>, _: NodeId, _: Msg) {}
+    fn on_timer(&mut self, _: &mut Ctx<Msg>, _: TimerId) {}
+    fn settled(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_run_that_never_settles_stops_at_the_bound() {
+    let run_out = run(
+        deployment(vec![factory(|| Restless), factory(|| Ponger)], 10 * MS),
+        &LocalConfig {
+            workers: 2,
+            placement: vec![0, 1],
+            settle: 30 * MS,
+        },
+    )
+    .expect("run");
+    assert!(run_out.elapsed >= 40 * MS, "elapsed {}", run_out.elapsed);
 }
