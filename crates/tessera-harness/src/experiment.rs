@@ -225,7 +225,7 @@ pub fn experiments() -> Vec<Experiment> {
     // results must not bind at 100 ms epochs (~14k txn/s per worker and
     // ~0.1 s to release; 1,024 capped every worker at 1,024 per epoch).
     // Six warehouses, not 24: the simulated disk keeps every log record,
-    // ~28 KB per transaction over 3 replicas, and 24 warehouses ran out of
+    // ~30 KB of RSS per transaction run, and 24 warehouses ran out of
     // 23 GB in 2.6 s of virtual time. 1.3 s keeps 1 s of measurement, ten
     // 100 ms epochs, at 3.9 GB peak (run one at a time).
     let mut coco_epoch = coco_tpcc.clone();
