@@ -432,9 +432,14 @@ fn open_out(path: Option<&Path>) -> Result<Option<File>> {
 }
 
 fn write_row(out: &mut Option<File>, row: &ResultRow) -> Result<()> {
+    Ok(append_row(out, row)?)
+}
+
+/// [`write_row`] for a sweep's per-point callback.
+fn append_row(out: &mut Option<File>, row: &ResultRow) -> anyhow::Result<()> {
     if let Some(f) = out {
-        serde_json::to_writer(&mut *f, row).map_err(anyhow::Error::from)?;
-        writeln!(f).map_err(anyhow::Error::from)?;
+        serde_json::to_writer(&mut *f, row)?;
+        writeln!(f)?;
     }
     Ok(())
 }
@@ -637,15 +642,10 @@ fn sweep_rows(
     out: &mut Option<File>,
 ) -> Result<Vec<ResultRow>> {
     let key = vary.name.replace('-', "_");
-    let rows = run_sweep(base, protocols, vary, |s, o| {
-        let _ = s;
-        let _ = o;
-        Ok(())
-    })?;
-    for r in &rows {
+    let rows = run_sweep(base, protocols, vary, |_, r| {
         debug_assert!(r.extra.contains_key(&key));
-        write_row(out, r)?;
-    }
+        append_row(out, r)
+    })?;
     Ok(rows)
 }
 
@@ -682,19 +682,18 @@ pub fn experiment(name: Option<&str>, list: bool, out_dir: &Path) -> Result<()> 
         ProgressStyle::with_template("[{elapsed}] {bar:30} {pos}/{len} runs {msg}")
             .expect("valid template"),
     );
-    let rows = sweep_series(&e.base, &protocols, &e.vary, e.series.as_ref(), |s, o| {
+    // Each row is written as its point ends: a stopped run keeps them.
+    let rows = sweep_series(&e.base, &protocols, &e.vary, e.series.as_ref(), |s, r| {
+        append_row(&mut out, r)?;
         pb.inc(1);
         pb.set_message(format!(
             "{} {}: {:.0} txn/s",
-            s.protocol, e.vary.name, o.row.throughput_tps
+            s.protocol, e.vary.name, r.throughput_tps
         ));
         Ok(())
     });
     pb.finish_and_clear();
     let rows = rows?;
-    for r in &rows {
-        write_row(&mut out, r)?;
-    }
     let mut params = vec![e.vary.name.as_str()];
     params.extend(e.series.as_ref().map(|s| s.name.as_str()));
     print!("{}", table::render(&rows, &params));

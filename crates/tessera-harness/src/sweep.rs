@@ -3,7 +3,7 @@
 //! lines ([`sweep_series`]).
 
 use crate::result::ResultRow;
-use crate::run::{run_bench, BenchOutcome};
+use crate::run::run_bench;
 use crate::spec::{BenchSpec, SpecError, WorkloadSpec};
 use tessera_protocols::coco::{CommitMode, Isolation};
 
@@ -177,8 +177,9 @@ fn sim_only(runtime: crate::spec::RuntimeKind, name: &str, what: &str) -> Result
     })
 }
 
-/// Run every protocol at every value; `each` sees every outcome as it ends
-/// (for progress and incremental output). The row carries the parameter
+/// Run every protocol at every value; `each` sees every row as its point
+/// ends (for progress and incremental output: a long sweep that is stopped
+/// keeps the rows it finished). The row carries the parameter
 /// (and, for a named one such as `commit`, its name as `commit_name`).
 ///
 /// A protocol that refuses a value of the varied parameter itself (s2pl
@@ -188,7 +189,7 @@ pub fn sweep(
     base: &BenchSpec,
     protocols: &[String],
     vary: &Vary,
-    each: impl FnMut(&BenchSpec, &BenchOutcome) -> anyhow::Result<()>,
+    each: impl FnMut(&BenchSpec, &ResultRow) -> anyhow::Result<()>,
 ) -> anyhow::Result<Vec<ResultRow>> {
     sweep_series(base, protocols, vary, None, each)
 }
@@ -202,7 +203,7 @@ pub fn sweep_series(
     protocols: &[String],
     vary: &Vary,
     series: Option<&Vary>,
-    mut each: impl FnMut(&BenchSpec, &BenchOutcome) -> anyhow::Result<()>,
+    mut each: impl FnMut(&BenchSpec, &ResultRow) -> anyhow::Result<()>,
 ) -> anyhow::Result<Vec<ResultRow>> {
     let lines: Vec<Option<f64>> = match series {
         Some(s) => s.values.iter().copied().map(Some).collect(),
@@ -254,7 +255,7 @@ pub fn sweep_series(
                 serde_json::json!(format!("{} {name}", s.protocol)),
             );
         }
-        each(&s, &out)?;
+        each(&s, &row)?;
         rows.push(row);
     }
     Ok(rows)

@@ -13,7 +13,13 @@
 //!
 //! Failures (§3.2): a server that has not prepared the epoch within
 //! `timeout` (crashed, cut off, or too slow) aborts it — failure points
-//! 1–4 of Fig. 1; once the commit record is being forced (points 5–9) the
+//! 1–4 of Fig. 1. Each such abort doubles the deadline of the next prepare
+//! (up to [`MAX_BACKOFF`] times `timeout`), and each commit halves it
+//! again (down to `timeout`), as TCP backs off its retransmission timer: a
+//! deadline that every prepare misses — servers that are slow, not
+//! failed, such as starved threads on a loaded machine — would otherwise
+//! abort every epoch and commit nothing, each abort adding re-runs to
+//! the next epoch. Once the commit record is being forced (points 5–9) the
 //! epoch commits whatever happens. The manager sends **EpochAbort** for the
 //! epoch and the one the servers already moved on to; every server reverts
 //! their writes (see [`super::undo`]), drops their locks and acknowledges,
@@ -39,6 +45,10 @@
 use super::msg::Msg;
 use tessera_core::ids::{NodeId, Time};
 
+/// The prepare deadline grows to at most this many times the configured
+/// timeout after consecutive timed-out epochs.
+pub const MAX_BACKOFF: Time = 16;
+
 pub struct EpochManager {
     /// The epoch being prepared, or the next one to prepare.
     epoch: u64,
@@ -52,8 +62,11 @@ pub struct EpochManager {
     /// When the prepare in progress started, and when it was last sent.
     started_at: Time,
     sent_at: Time,
-    /// A prepare still unanswered this long aborts the epoch.
+    /// A prepare still unanswered this long aborts the epoch...
     timeout: Time,
+    /// ...this long, after consecutive timed-out epochs (see the module
+    /// documentation).
+    deadline: Time,
     /// The abort in progress: its range, servers yet to acknowledge, and
     /// whether its abort record is durable (it ends with both).
     aborting: Option<(u64, u64, Vec<NodeId>, bool)>,
@@ -88,6 +101,7 @@ impl EpochManager {
             started_at: 0,
             sent_at: 0,
             timeout,
+            deadline: timeout,
             aborting: None,
             aborted: Vec::new(),
             committed: 0,
@@ -166,9 +180,12 @@ impl EpochManager {
     }
 
     /// Resend the prepare (or the abort) to servers that did not answer
-    /// within `rto`; abort the epoch when its prepare is overdue.
+    /// within `rto`; abort the epoch when its prepare is overdue, and give
+    /// the next one longer.
     pub fn retransmit(&mut self, now: Time, rto: Time, out: &mut Vec<Action>) {
-        if self.preparing && now.saturating_sub(self.started_at) >= self.timeout {
+        if self.preparing && now.saturating_sub(self.started_at) >= self.deadline {
+            let cap = self.timeout.saturating_mul(MAX_BACKOFF);
+            self.deadline = self.deadline.saturating_mul(2).min(cap);
             self.abort(now, out);
             return;
         }
@@ -267,6 +284,7 @@ impl EpochManager {
         }
         self.committing = false;
         self.committed = epoch;
+        self.deadline = (self.deadline / 2).max(self.timeout);
         for &n in self.servers.iter().chain(&self.clients) {
             let aborted = self.aborted.clone();
             out.push(Action::Send(n, Msg::EpochCommit { epoch, aborted }));
@@ -310,5 +328,56 @@ mod tests {
         ));
         m.abort_acknowledged(NodeId(1), 1, 3);
         assert!(m.settled());
+    }
+
+    /// Run epochs whose every server prepares `slow` after the prepare is
+    /// sent (and acknowledges aborts at once) for `until`; return the
+    /// epochs committed and aborted.
+    fn run_slow_servers(timeout: Time, slow: Time, until: Time) -> (u64, usize) {
+        let servers = vec![NodeId(0), NodeId(1), NodeId(2)];
+        let mut m = EpochManager::new(servers.clone(), vec![NodeId(9)], timeout);
+        let (mut now, mut out) = (0, Vec::new());
+        let mut sent: Option<(u64, Time)> = None;
+        while now < until {
+            m.tick(now, &mut out);
+            m.retransmit(now, timeout / 5, &mut out);
+            for a in std::mem::take(&mut out) {
+                match a {
+                    Action::Send(_, Msg::EpochPrepare { epoch }) => {
+                        sent.get_or_insert((epoch, now));
+                    }
+                    Action::Send(s, Msg::EpochAbort { epoch, next }) => {
+                        sent = None;
+                        m.abort_acknowledged(s, epoch, next);
+                    }
+                    Action::PersistAbort(e, n) => m.abort_durable(e, n, &mut out),
+                    Action::PersistCommit(e) => m.commit_durable(e, now, &mut out),
+                    Action::Send(..) => {}
+                }
+            }
+            if let Some((epoch, at)) = sent {
+                if now >= at + slow {
+                    sent = None;
+                    for &s in &servers {
+                        m.prepared(s, epoch, &mut out);
+                    }
+                }
+            }
+            now += 1;
+        }
+        (m.committed, m.aborted().len())
+    }
+
+    /// Starved servers (a loaded machine running `local`) prepare every
+    /// epoch, 3x slower than the deadline: with a fixed deadline every
+    /// epoch aborted and none committed; the doubled deadline lets the
+    /// third try commit, and a commit halves it again.
+    #[test]
+    fn servers_slower_than_the_prepare_deadline_still_commit_epochs() {
+        let (committed, aborted) = run_slow_servers(50, 150, 5_000);
+        assert!(committed >= 10, "{committed} epochs committed");
+        assert!(aborted >= 10, "the deadline comes back after a commit");
+        let (committed, aborted) = run_slow_servers(50, 10, 5_000);
+        assert!(committed > 100 && aborted == 0, "{committed} / {aborted}");
     }
 }
