@@ -377,6 +377,11 @@ fn oocc_lease_and_drift_knobs_are_checked() {
         "--oocc-lease-adapt",
     );
     rejects(&with(&["--oocc-drift-stop", "maybe"]), "--oocc-drift-stop");
+    rejects(&with(&["--oocc-offset-ns", "-5"]), "--oocc-offset-ns");
+    rejects(
+        &with(&["--oocc-offset-ns", "2000000000"]),
+        "--oocc-offset-ns",
+    );
     rejects(&with(&["--drift-node", "3:-1000000"]), "--drift-node");
     rejects(&with(&["--drift-node", "99:5"]), "--drift-node");
     rejects(
@@ -390,6 +395,18 @@ fn oocc_lease_and_drift_knobs_are_checked() {
             "off",
         ],
         "--oocc-drift-stop",
+    );
+    rejects(
+        &[
+            "bench",
+            "--protocol",
+            "dslr",
+            "--workload",
+            "ycsb",
+            "--oocc-offset-ns",
+            "500",
+        ],
+        "--oocc-offset-ns",
     );
 }
 

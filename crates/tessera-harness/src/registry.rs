@@ -650,6 +650,7 @@ fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), S
             "--oocc-lease-max-us",
             "--oocc-lease-period-us",
             "--oocc-drift-stop",
+            "--oocc-offset-ns",
         ],
     )?;
     let k = &spec.knobs;
@@ -659,6 +660,7 @@ fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), S
     config.write_unlock = k.oocc_write_unlock.unwrap_or(config.write_unlock);
     config.delayed_lock = k.oocc_delayed_lock.unwrap_or(config.delayed_lock);
     config.drift_stop = k.oocc_drift_stop.unwrap_or(config.drift_stop);
+    config.offset.floor = k.oocc_offset_ns.unwrap_or(config.offset.floor);
     config.lease_ns = lease_ns(spec)?.unwrap_or(config.lease_ns);
     config.adapt = lease_adapt(spec, config.lease, config.lease_ns)?;
     Ok((config, run))

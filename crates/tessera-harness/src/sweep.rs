@@ -26,6 +26,7 @@ pub const PARAMS: &[&str] = &[
     "loss",
     "epoch-ms",
     "lease-us",
+    "oocc-offset-ns",
     "fsync-us",
     "commit",
     "isolation",
@@ -135,6 +136,16 @@ impl Vary {
             ("loss", _) => spec.sim.loss = v,
             ("epoch-ms", _) => spec.knobs.epoch_ms = Some(count(v)? as u64),
             ("lease-us", _) => spec.knobs.lease_us = Some(count(v)? as u64),
+            ("oocc-offset-ns", _) => {
+                if v < 0.0 || v.fract() != 0.0 || v > 1e9 {
+                    return Err(SpecError::Invalid {
+                        flag: "--vary",
+                        value: format!("{}={v}", self.name),
+                        allowed: "a whole number of ns, 0 to 10^9".into(),
+                    });
+                }
+                spec.knobs.oocc_offset_ns = Some(v as u64)
+            }
             ("fsync-us", _) => {
                 if spec.runtime != crate::spec::RuntimeKind::Sim {
                     return Err(SpecError::Invalid {

@@ -149,13 +149,14 @@ impl OoccCoordinator {
         let here = manager_node == Some(env.me);
         OoccCoordinator {
             me: env.me,
-            leases: Leases::new(cfg.lease_ns),
+            leases: Leases::new(cfg.lease_ns, cfg.offset),
             net: Endpoint::new(&env, cfg.connect_retry),
             runs: tessera_core::fast_map(),
             waits: tessera_core::fast_map(),
             next_timer: 1,
             counters: Counters::default(),
-            manager: here.then(|| LeaseManager::new(hosts, cfg.lease_ns, cfg.adapt.clone())),
+            manager: here
+                .then(|| LeaseManager::new(hosts, cfg.lease_ns, cfg.adapt.clone(), cfg.offset)),
             drift: (manager_node.is_some() && !here).then(|| {
                 // §VII.B: stop at 80% of the bound.
                 DriftMeter::new(0.8 * DRIFT_BOUND_PPM as f64, cfg.calibration)
