@@ -241,6 +241,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     s.workers = a.workers.unwrap_or(0) as usize;
     s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
     s.max_unreleased = a.max_unreleased.unwrap_or(s.max_unreleased);
+    s.commits = a.commits;
     s.switches = a.switches;
     s.replicas = a.replicas;
     s.drain = a.drain.unwrap_or(0);
@@ -266,11 +267,12 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         || a.drift_ppm.is_some()
         || a.fsync_us.is_some()
         || a.drift_node.is_some()
-        || a.client_cpu_ns.is_some();
+        || a.client_cpu_ns.is_some()
+        || a.local_cpu_ns.is_some();
     if sim_flags && runtime != RuntimeKind::Sim {
         return Err(Failure::Usage(
             "--faults, --replica-faults, --loss, --duplicate, --reorder, --net, --drift-ppm, \
-             --drift-node, --fsync-us and --client-cpu-ns need --runtime sim"
+             --drift-node, --fsync-us, --client-cpu-ns and --local-cpu-ns need --runtime sim"
                 .into(),
         ));
     }
@@ -310,6 +312,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
                 jitter: s.sim.jitter,
                 server_cpu: s.sim.server_cpu,
                 client_cpu: s.sim.client_cpu,
+                local_cpu: s.sim.local_cpu,
                 ..plan
             };
         }
@@ -319,6 +322,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     }
     s.sim.drift_ppm = a.drift_ppm.unwrap_or(s.sim.drift_ppm);
     s.sim.client_cpu = a.client_cpu_ns.unwrap_or(s.sim.client_cpu);
+    s.sim.local_cpu = a.local_cpu_ns.or(s.sim.local_cpu);
     if let Some(us) = a.fsync_us {
         s.sim.fsync = us * tessera_core::ids::US;
     }
@@ -344,6 +348,7 @@ fn knobs_of(a: &RunArgs) -> Knobs {
         switch_value_width: a.switch_value_width,
         switch_stages: a.switch_stages,
         recirculation_ns: a.recirculation_ns,
+        abort_cpu_us: a.abort_cpu_us,
         commit: a.commit.clone(),
         epoch_ms: a.epoch_ms,
         isolation: a.isolation.clone(),
@@ -397,6 +402,7 @@ fn tcp_spec_of(a: &RunArgs, path: &Path) -> Result<BenchSpec> {
     s.check = a.check;
     s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
     s.max_unreleased = a.max_unreleased.unwrap_or(s.max_unreleased);
+    s.commits = a.commits;
     // Protocol knobs configure the coordinators of this driver's client
     // hosts, not the running servers: a protocol takes only those that
     // need nothing of its servers (the memory-node protocols' lease and
@@ -744,6 +750,7 @@ pub fn default_comparison() -> Result<()> {
         reorder: None,
         max_attempts: None,
         max_unreleased: None,
+        commits: None,
         subscribers: None,
         ro_keys: None,
         objects: None,
@@ -761,6 +768,7 @@ pub fn default_comparison() -> Result<()> {
         switch_value_width: None,
         switch_stages: None,
         recirculation_ns: None,
+        abort_cpu_us: None,
         commit: None,
         epoch_ms: None,
         isolation: None,
@@ -777,6 +785,7 @@ pub fn default_comparison() -> Result<()> {
         oocc_offset_ns: None,
         region_slots_per_record: None,
         client_cpu_ns: None,
+        local_cpu_ns: None,
         net: None,
         drift_ppm: None,
         fsync_us: None,

@@ -323,6 +323,11 @@ pub struct RunArgs {
     /// nocc: switch time per operation (recirculation), ns (default 100).
     #[arg(long, allow_negative_numbers = true)]
     recirculation_ns: Option<u64>,
+    /// 2pl-ww, 2pl-nowait on sim: server CPU charged per abort at a
+    /// participant, µs (default 0: an abort costs its messages only). A
+    /// sensitivity knob for Rococo §5.5's comparison.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    abort_cpu_us: Option<u64>,
     /// pt-occ, lt-occ, s2pl: commit and replication: 2pc (no replication,
     /// the default for s2pl), 2pc-sync, or epoch (COCO, the default for
     /// pt-occ and lt-occ).
@@ -386,6 +391,12 @@ pub struct RunArgs {
     /// at a time, as a thread runs its coroutines.
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000), allow_negative_numbers = true)]
     client_cpu_ns: Option<u64>,
+    /// sim: CPU time a server spends on a message from its own machine, ns
+    /// (default: the server's per-event cost, 5000 on dc): a `--colocate`d
+    /// worker's access to its home partition, which COCO makes by a
+    /// function call, not an RPC (§4.1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000), allow_negative_numbers = true)]
+    local_cpu_ns: Option<u64>,
     /// sim: clock drift bound in ppm: each node's clock rate is drawn within
     /// ±N ppm (OOCC §VII.B; default 0).
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=500_000), allow_negative_numbers = true)]
@@ -414,6 +425,12 @@ pub struct RunArgs {
     /// not released yet (epoch commit) before it waits for one (default 128).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     max_unreleased: Option<u32>,
+    /// End the run once the clients committed N transactions (each its
+    /// share, N / clients rounded up), or at --duration if that comes
+    /// first; tcp ends early. For tests: rates stay per second of the
+    /// whole window.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
+    commits: Option<u64>,
 }
 
 impl RunArgs {

@@ -61,6 +61,11 @@ pub struct ClientConfig {
     pub measure_until: Time,
     /// No new transaction starts at or after this time.
     pub stop_at: Time,
+    /// A slot starts no new transaction once this many of its transactions
+    /// committed (`None`: no bound). Lets a test run until every client
+    /// made this much progress instead of for a fixed time, so that a slow
+    /// machine lengthens the run rather than failing a count.
+    pub commits_per_slot: Option<u64>,
     pub max_attempts: u32,
     /// First retry waits up to this long; each retry doubles it.
     pub backoff_base: Time,
@@ -113,6 +118,8 @@ struct Slot {
     unreleased: u32,
     /// Lanes held by this slot's attempts in flight.
     lanes: Vec<bool>,
+    /// Transactions of this slot committed so far in the run.
+    committed: u64,
 }
 
 impl Slot {
@@ -185,6 +192,7 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
                 backing_off: false,
                 unreleased: 0,
                 lanes: Vec::new(),
+                committed: 0,
             })
             .collect();
         ClientHost {
@@ -221,7 +229,8 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
         let now = ctx.observed_now();
         let max_unreleased = self.cfg.max_unreleased.max(1);
         let s = &mut self.slots[slot];
-        if now >= self.cfg.stop_at || s.current.is_some() || s.backing_off {
+        let quota_met = self.cfg.commits_per_slot.is_some_and(|n| s.committed >= n);
+        if now >= self.cfg.stop_at || quota_met || s.current.is_some() || s.backing_off {
             return;
         }
         if s.unreleased >= max_unreleased {
@@ -321,6 +330,7 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
             TxnOutcome::Committed { .. } => {
                 let latency_us = ((now - r.first_start) / 1000).max(1);
                 self.stats.run_committed += 1;
+                self.slots[slot].committed += 1;
                 if measured {
                     self.stats.total.committed += 1;
                     self.stats.counts_mut(ty).committed += 1;
@@ -425,6 +435,15 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
     /// protocol holds back, COCO's epochs, has not).
     fn settled(&self) -> bool {
         self.in_flight.is_empty()
+    }
+
+    /// Every slot committed its [`ClientConfig::commits_per_slot`] and
+    /// nothing is in flight.
+    fn done(&self) -> bool {
+        self.cfg
+            .commits_per_slot
+            .is_some_and(|n| self.slots.iter().all(|s| s.committed >= n))
+            && self.settled()
     }
 
     fn take_report(&mut self) -> NodeReport {
@@ -601,6 +620,7 @@ mod tests {
             measure_from: 0,
             measure_until: Time::MAX,
             stop_at: Time::MAX,
+            commits_per_slot: None,
             max_attempts: 20,
             backoff_base: 1,
             backoff_cap: 1,

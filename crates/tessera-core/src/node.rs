@@ -164,6 +164,12 @@ pub trait Node<M>: Send {
     fn settled(&self) -> bool {
         true
     }
+    /// This node will start nothing more and is settled (a client host
+    /// whose clients all reached their commit quota): a `tcp` process whose
+    /// nodes are all done ends before its deadline.
+    fn done(&self) -> bool {
+        false
+    }
     /// The shard data this node holds, if it is a server (for end-of-run
     /// consistency and convergence checks).
     fn store(&self) -> Option<&crate::storage::Store> {

@@ -120,6 +120,9 @@ pub fn client_config(spec: &BenchSpec) -> ClientConfig {
         backoff_cap: 5_000 * US,
         record_history: spec.check || spec.history.is_some(),
         max_unreleased: spec.max_unreleased,
+        commits_per_slot: spec
+            .commits
+            .map(|n| n.div_ceil(spec.effective_clients().max(1) as u64)),
     }
 }
 

@@ -464,13 +464,31 @@ pub fn experiments() -> Vec<Experiment> {
                           1 = 2pc-sync, 2 = epoch (async, clients do not wait for results); \
                           throughput, commit rate, messages per txn",
             protocols: &["s2pl", "pt-occ", "lt-occ"],
-            base: coco_commit,
+            base: coco_commit.clone(),
             vary: Vary {
                 name: "commit".into(),
                 values: vec![0.0, 1.0, 2.0],
             },
             series: None,
             plot: &["throughput", "commit_rate", "msgs"],
+        },
+        Experiment {
+            name: "coco-commit-local-cpu",
+            description: "coco-commit with a co-located worker's access to its home primary \
+                          charged 5000 ns (a network message's cost, as coco-commit) or 1000 \
+                          ns (a function call, COCO §4.1: local-cpu-ns); commit 0 = 2pc, \
+                          1 = 2pc-sync, 2 = epoch, one line per protocol and local-cpu-ns",
+            protocols: &["s2pl", "pt-occ", "lt-occ"],
+            base: coco_commit,
+            vary: Vary {
+                name: "commit".into(),
+                values: vec![0.0, 1.0, 2.0],
+            },
+            series: Some(Vary {
+                name: "local-cpu-ns".into(),
+                values: vec![5000.0, 1000.0],
+            }),
+            plot: &["throughput", "commit_rate", "server_cpu_us_per_txn"],
         },
         Experiment {
             name: "coco-snapshot",

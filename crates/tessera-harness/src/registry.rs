@@ -67,6 +67,30 @@ fn fixed<C: Clone + Send + Sync + 'static>(name: &'static str, config: C) -> imp
     }
 }
 
+/// 2PL's `config` with `--abort-cpu-us` applied: a simulated cost, so
+/// `sim` only (elsewhere an abort costs what it really costs).
+fn with_abort_cpu(
+    name: &'static str,
+    config: TwoPcConfig<TwoPlConfig>,
+) -> impl Configure<TwoPcConfig<TwoPlConfig>> {
+    move |spec: &BenchSpec| {
+        unreplicated(spec, name)?;
+        only_knobs(spec, name, &["--abort-cpu-us"])?;
+        let mut config = config.clone();
+        if let Some(us) = spec.knobs.abort_cpu_us {
+            if spec.runtime != crate::RuntimeKind::Sim {
+                return Err(SpecError::Invalid {
+                    flag: "--abort-cpu-us",
+                    value: us.to_string(),
+                    allowed: "only with --runtime sim (a simulated cost)".into(),
+                });
+            }
+            config.cc.abort_cpu = us * tessera_core::ids::US;
+        }
+        Ok((config, spec.clone()))
+    }
+}
+
 /// A runnable protocol: name, one-line summary, and how to run it.
 pub struct ProtocolEntry {
     pub name: &'static str,
@@ -254,7 +278,10 @@ impl ProtocolEntry {
 pub fn registry() -> Vec<ProtocolEntry> {
     let timeouts = Timeouts::default();
     let twopl = |policy| TwoPcConfig {
-        cc: TwoPlConfig { policy },
+        cc: TwoPlConfig {
+            policy,
+            abort_cpu: 0,
+        },
         timeouts: timeouts.clone(),
         log: (),
     };
@@ -264,18 +291,18 @@ pub fn registry() -> Vec<ProtocolEntry> {
         log: (),
     };
     vec![
-        ProtocolEntry::new::<TwoPlProtocol>(
+        ProtocolEntry::configured::<TwoPlProtocol>(
             "2pl-ww",
             "2PL + 2PC, wound-wait (Spanner; Rococo §5.1)",
-            twopl(Policy::WoundWait),
+            with_abort_cpu("2pl-ww", twopl(Policy::WoundWait)),
         )
-        .with_tcp::<TwoPlProtocol>(twopl(Policy::WoundWait)),
-        ProtocolEntry::new::<TwoPlProtocol>(
+        .with_tcp_configured::<TwoPlProtocol>(with_abort_cpu("2pl-ww", twopl(Policy::WoundWait))),
+        ProtocolEntry::configured::<TwoPlProtocol>(
             "2pl-nowait",
             "2PL + 2PC, NO_WAIT (COCO §7.1.2)",
-            twopl(Policy::NoWait),
+            with_abort_cpu("2pl-nowait", twopl(Policy::NoWait)),
         )
-        .with_tcp::<TwoPlProtocol>(twopl(Policy::NoWait)),
+        .with_tcp_configured::<TwoPlProtocol>(with_abort_cpu("2pl-nowait", twopl(Policy::NoWait))),
         ProtocolEntry::new::<OccProtocol>(
             "occ",
             "OCC + 2PC: execute, lock + validate, write back (COCO §4)",
@@ -315,6 +342,7 @@ pub fn registry() -> Vec<ProtocolEntry> {
                     spec,
                     TwoPlConfig {
                         policy: Policy::WoundWait,
+                        abort_cpu: 0,
                     },
                 )
             },

@@ -131,6 +131,13 @@ pub struct BenchSpec {
     /// commit, COCO §3.1) before it waits (`--max-unreleased`; see
     /// [`tessera_core::client`]).
     pub max_unreleased: u32,
+    /// `--commits N`: each client starts nothing more once it committed its
+    /// share, N divided by the clients rounded up, so the run lasts until
+    /// the clients made that much progress or the duration ends, whichever
+    /// comes first; a `tcp` driver then ends early (for tests whose
+    /// liveness bound must not depend on the machine's speed). Rates are
+    /// still per second of the configured window.
+    pub commits: Option<u64>,
     /// Switch nodes between the client hosts and the servers (NOCC's
     /// racks). `None`: the protocol's default (see the registry).
     pub switches: Option<u32>,
@@ -175,6 +182,9 @@ pub struct Knobs {
     pub switch_stages: Option<u32>,
     /// NOCC: switch time per operation of a transaction (recirculation), ns.
     pub recirculation_ns: Option<u64>,
+    /// 2PL (sim): server CPU charged per participant abort, µs
+    /// ([`tessera_protocols::twopl::TwoPlConfig::abort_cpu`]).
+    pub abort_cpu_us: Option<u64>,
     /// COCO: `--commit 2pc|2pc-sync|epoch`.
     pub commit: Option<String>,
     /// COCO: epoch length in ms (`--epoch-ms`, 1–1000).
@@ -218,6 +228,7 @@ impl Knobs {
             ("--switch-value-width", self.switch_value_width.is_some()),
             ("--switch-stages", self.switch_stages.is_some()),
             ("--recirculation-ns", self.recirculation_ns.is_some()),
+            ("--abort-cpu-us", self.abort_cpu_us.is_some()),
             ("--commit", self.commit.is_some()),
             ("--epoch-ms", self.epoch_ms.is_some()),
             ("--isolation", self.isolation.is_some()),
@@ -272,6 +283,7 @@ impl BenchSpec {
             workers: 0,
             max_attempts: 20,
             max_unreleased: tessera_core::client::DEFAULT_MAX_UNRELEASED,
+            commits: None,
             switches: None,
             replicas: None,
             sites: None,
@@ -390,6 +402,13 @@ impl BenchSpec {
         if self.max_attempts == 0 {
             return Err(SpecError::Invalid {
                 flag: "--max-attempts",
+                value: "0".into(),
+                allowed: "1 or more".into(),
+            });
+        }
+        if self.commits == Some(0) {
+            return Err(SpecError::Invalid {
+                flag: "--commits",
                 value: "0".into(),
                 allowed: "1 or more".into(),
             });

@@ -28,6 +28,7 @@ pub const PARAMS: &[&str] = &[
     "lease-us",
     "oocc-offset-ns",
     "fsync-us",
+    "local-cpu-ns",
     "commit",
     "isolation",
     "ablation",
@@ -147,14 +148,12 @@ impl Vary {
                 spec.knobs.oocc_offset_ns = Some(v as u64)
             }
             ("fsync-us", _) => {
-                if spec.runtime != crate::spec::RuntimeKind::Sim {
-                    return Err(SpecError::Invalid {
-                        flag: "--vary",
-                        value: "fsync-us".into(),
-                        allowed: "fsync-us only with --runtime sim (the simulated disk)".into(),
-                    });
-                }
+                sim_only(spec.runtime, "fsync-us", "the simulated disk")?;
                 spec.sim.fsync = count(v)? as u64 * tessera_core::ids::US
+            }
+            ("local-cpu-ns", _) => {
+                sim_only(spec.runtime, "local-cpu-ns", "the simulated CPUs")?;
+                spec.sim.local_cpu = Some(count(v)? as u64)
             }
             ("commit", _) => spec.knobs.commit = Some(self.label(v)?.to_string()),
             ("isolation", _) => spec.knobs.isolation = Some(self.label(v)?.to_string()),
@@ -175,6 +174,18 @@ impl Vary {
         }
         Ok(())
     }
+}
+
+/// Refuse `name` off the simulator, whose `what` it sets.
+fn sim_only(runtime: crate::spec::RuntimeKind, name: &str, what: &str) -> Result<(), SpecError> {
+    if runtime == crate::spec::RuntimeKind::Sim {
+        return Ok(());
+    }
+    Err(SpecError::Invalid {
+        flag: "--vary",
+        value: name.into(),
+        allowed: format!("{name} only with --runtime sim ({what})"),
+    })
 }
 
 /// Run every protocol at every value; `each` sees every outcome as it ends

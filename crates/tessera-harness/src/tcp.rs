@@ -124,8 +124,15 @@ where
     Ok(())
 }
 
+/// How long past its duration a checked `tcp` bench waits for its
+/// attempts in flight to end: real time on a shared machine, so beyond
+/// the simulator's [`crate::spec::CHECK_SETTLE`]; only a stuck attempt
+/// reaches it, and it is then checked as it stands (in doubt).
+const CHECK_SETTLE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Run the cluster's client hosts here for `spec.duration` against the
-/// running servers, then fetch every shard leader's store.
+/// running servers (for a checked run, until their attempts in flight
+/// ended), then fetch every shard leader's store.
 pub fn bench<P: Protocol>(
     config: &P::Config,
     spec: &BenchSpec,
@@ -152,7 +159,17 @@ where
         peers: servers.clone(),
         cx: DecodeCx::new(with_builtins(workload)),
         seed: spec.seed,
-        stop: Stop::After(std::time::Duration::from_nanos(spec.duration)),
+        stop: if spec.check {
+            // The checks read the final stores: let the attempts in flight
+            // at the deadline end first (the clients stop issuing at the
+            // cool-down), as a checked `sim` run settles.
+            Stop::AfterSettled {
+                after: std::time::Duration::from_nanos(spec.duration),
+                grace: CHECK_SETTLE,
+            }
+        } else {
+            Stop::After(std::time::Duration::from_nanos(spec.duration))
+        },
         net: c.net_config(),
         stats_every: c.stats_every(),
         wakeups: None,

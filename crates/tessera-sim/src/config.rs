@@ -40,6 +40,16 @@ pub struct SimConfig {
     pub server_cpu: Time,
     /// CPU time a client host spends on one event.
     pub client_cpu: Time,
+    /// CPU time a server spends on a message from a node on its own machine
+    /// (`--colocate`: a co-located worker's access to its home partition),
+    /// or `None` for `server_cpu`. `server_cpu` models a message through
+    /// the network stack and the RPC handler; COCO's workers reach their
+    /// local partition by a function call instead ("to avoid network
+    /// communication, the coordinator node always reads from its local
+    /// database", §4.1; 12 worker threads and 2 network threads per node,
+    /// §7.1), which skips that stack. Off by default: every measurement
+    /// before 2026-11-27 charged `server_cpu`.
+    pub local_cpu: Option<Time>,
     /// CPU cost of one event at a switch node (per packet; recirculation is
     /// charged by the switch itself).
     pub switch_cpu: Time,
@@ -77,6 +87,7 @@ impl Default for SimConfig {
             reorder_delay: 500 * US,
             server_cpu: 5 * US,
             client_cpu: US,
+            local_cpu: None,
             switch_cpu: 100,
             fsync: 100 * US,
             partitions: Vec::new(),

@@ -66,6 +66,9 @@ struct Slot<M> {
     busy_until: Time,
     /// Fixed CPU cost of one event.
     cpu: Time,
+    /// Fixed CPU cost of a message from a node on the same machine
+    /// ([`SimConfig::local_cpu`]).
+    local_cpu: Time,
     /// CPU time spent so far, all incarnations.
     busy_total: Time,
     site: u32,
@@ -90,8 +93,8 @@ impl<M> Slot<M> {
     }
 
     /// The CPU time of the step that produced `effects` (the fixed cost
-    /// plus what the node charged), added to the node's total.
-    fn cost(&mut self, effects: &[Effect<M>]) -> Time {
+    /// `fixed` plus what the node charged), added to the node's total.
+    fn cost(&mut self, fixed: Time, effects: &[Effect<M>]) -> Time {
         let charged: Time = effects
             .iter()
             .map(|e| match e {
@@ -99,7 +102,7 @@ impl<M> Slot<M> {
                 _ => 0,
             })
             .sum();
-        let t = self.cpu + charged;
+        let t = fixed + charged;
         self.busy_total += t;
         t
     }
@@ -194,10 +197,10 @@ pub fn run_wire<M: Clone + WireSize + 'static>(
             }
             .into());
         }
-        let cpu = match info.role {
-            Role::Server { .. } => cfg.server_cpu,
-            Role::Client { .. } => cfg.client_cpu,
-            Role::Switch { .. } => cfg.switch_cpu,
+        let (cpu, local_cpu) = match info.role {
+            Role::Server { .. } => (cfg.server_cpu, cfg.local_cpu.unwrap_or(cfg.server_cpu)),
+            Role::Client { .. } => (cfg.client_cpu, cfg.client_cpu),
+            Role::Switch { .. } => (cfg.switch_cpu, cfg.switch_cpu),
         };
         slots.push(Slot {
             node: None,
@@ -206,6 +209,7 @@ pub fn run_wire<M: Clone + WireSize + 'static>(
             rng: SmallRng::seed_from_u64(node_seed(dep.seed, NodeId(i as u32), 0)),
             busy_until: 0,
             cpu,
+            local_cpu,
             busy_total: 0,
             site: info.site,
             machine: topology.machine(info.id),
@@ -356,7 +360,7 @@ fn start_node<M: Clone + WireSize>(
         node.on_start(&mut ctx);
     }
     s.node = Some(node);
-    let done = at + s.cost(effects);
+    let done = at + s.cost(s.cpu, effects);
     s.busy_until = done;
     apply(w, slots, id, done, effects);
 }
@@ -435,6 +439,15 @@ fn handle<M: Clone + WireSize>(
     }
     w.events += 1;
     let free = matches!(&ev.kind, Kind::Deliver { msg, .. } if msg.instrumentation());
+    let fixed = match &ev.kind {
+        Kind::Deliver { from, .. }
+            if *from != id && slots[from.0 as usize].machine == slots[id.0 as usize].machine =>
+        {
+            slots[id.0 as usize].local_cpu
+        }
+        _ => slots[id.0 as usize].cpu,
+    };
+    let s = &mut slots[id.0 as usize];
     let local = s.local(ev.at);
     let node = s.node.as_mut().expect("checked above");
     {
@@ -449,7 +462,11 @@ fn handle<M: Clone + WireSize>(
             Kind::Crash { .. } | Kind::Restart | Kind::Wake => unreachable!("handled by step"),
         }
     }
-    let done = if free { ev.at } else { ev.at + s.cost(effects) };
+    let done = if free {
+        ev.at
+    } else {
+        ev.at + s.cost(fixed, effects)
+    };
     s.busy_until = done;
     apply(w, slots, id, done, effects);
 }
@@ -534,6 +551,7 @@ fn apply<M: Clone + WireSize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tessera_core::ids::US;
 
     #[test]
     fn drifted_clocks_run_at_their_rate_and_timers_never_fire_early() {
@@ -715,11 +733,10 @@ mod tests {
         fn on_timer(&mut self, _: &mut Ctx<NoMsg>, _: TimerId) {}
     }
 
-    /// A client host co-located with its shard's primary reaches it at
-    /// once, past any loss, and not as a network message; the backup, on
-    /// another machine, is lost to a network that loses everything.
-    #[test]
-    fn colocated_nodes_talk_without_the_network() {
+    /// Node 2, a client host co-located with shard 0's primary (node 0),
+    /// pings node 0 and the backup (node 1) under `cfg`: the arrivals and
+    /// the outcome.
+    fn ping_colocated(cfg: &SimConfig) -> (Vec<(NodeId, Time)>, RunOutput<NoMsg>) {
         let arrived = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let topology = tessera_core::topology::Topology::new(1, 2, 1).colocate_clients();
         assert_eq!(topology.machine(NodeId(2)), NodeId(0));
@@ -741,16 +758,44 @@ mod tests {
             seed: 1,
             duration: MS,
         };
+        let out = run(dep, cfg).expect("valid");
+        let arrived = arrived.lock().unwrap().clone();
+        (arrived, out)
+    }
+
+    /// A client host co-located with its shard's primary reaches it at
+    /// once, past any loss, and not as a network message; the backup, on
+    /// another machine, is lost to a network that loses everything.
+    #[test]
+    fn colocated_nodes_talk_without_the_network() {
         let cfg = SimConfig {
             loss: 1.0,
             ..SimConfig::default()
         };
-        let out = run(dep, &cfg).expect("valid");
+        let (arrived, out) = ping_colocated(&cfg);
         // Sent at `client_cpu`, when the client host's start step ends;
         // handled once the primary's own start step is done.
         assert!(cfg.client_cpu < cfg.server_cpu);
-        assert_eq!(*arrived.lock().unwrap(), vec![(NodeId(0), cfg.server_cpu)]);
+        assert_eq!(arrived, vec![(NodeId(0), cfg.server_cpu)]);
         assert_eq!((out.net.messages, out.net.local_messages), (1, 1));
+        // By default a local message costs the primary a full event.
+        assert_eq!(out.busy[0], 2 * cfg.server_cpu);
+    }
+
+    /// `local_cpu` prices only a message from the server's own machine:
+    /// the primary pays it for the co-located host's ping, and its own
+    /// start step (and every other node) stays at the per-event cost.
+    #[test]
+    fn a_local_message_costs_local_cpu() {
+        let cfg = SimConfig {
+            local_cpu: Some(US),
+            ..SimConfig::default()
+        };
+        let (arrived, out) = ping_colocated(&cfg);
+        assert_eq!(arrived.len(), 2);
+        assert_eq!(out.busy[0], cfg.server_cpu + US);
+        assert_eq!(out.busy[1], 2 * cfg.server_cpu);
+        assert_eq!(out.busy[2], cfg.client_cpu);
     }
 
     #[test]

@@ -57,6 +57,12 @@ pub struct LocalNode<M> {
 pub enum Stop {
     /// After this long (a bench driver).
     After(Duration),
+    /// After `after`, once every node of the process is settled
+    /// ([`Node::settled`]: a client host with no attempt in flight), or
+    /// `grace` later at the most: a checked bench driver, whose checks need
+    /// final stores with no transaction half done, as the simulator's
+    /// `settle` gives them.
+    AfterSettled { after: Duration, grace: Duration },
     /// At SIGINT or SIGTERM (a server).
     Signal,
     /// Once every sender of [`ProcessSpec::wakeups`] is gone: an embedded
@@ -347,8 +353,12 @@ async fn run<M: Codec + Send + 'static>(
         lp.step(i, now, |n, c| n.on_start(c));
     }
     let deadline = match spec.stop {
-        Stop::After(d) => Some(origin + d),
+        Stop::After(d) | Stop::AfterSettled { after: d, .. } => Some(origin + d),
         Stop::Signal | Stop::Released => None,
+    };
+    let settle_by = match spec.stop {
+        Stop::AfterSettled { after, grace } => Some(origin + after + grace),
+        _ => None,
     };
     let mut signal = Box::pin(shutdown_signal(matches!(spec.stop, Stop::Signal)));
     let mut wakeups = spec.wakeups;
@@ -357,7 +367,12 @@ async fn run<M: Codec + Send + 'static>(
     let mut batch = Vec::with_capacity(256);
     loop {
         let now = lp.clock();
-        if deadline.is_some_and(|d| Instant::now() >= d) {
+        if lp.done() {
+            break;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d)
+            && settle_by.is_none_or(|s| Instant::now() >= s || lp.settled())
+        {
             break;
         }
         lp.fire_timers(now);
@@ -405,7 +420,13 @@ async fn run<M: Codec + Send + 'static>(
             .timers
             .peek()
             .map(|Reverse((at, _, _, _))| origin + Duration::from_nanos(*at));
-        let wake = match (wake, deadline) {
+        // Past the deadline a settling process wakes for its nodes' events
+        // and, at the latest, when its grace ends.
+        let end = match (deadline, settle_by) {
+            (Some(d), Some(s)) if Instant::now() >= d => Some(s),
+            (d, _) => d,
+        };
+        let wake = match (wake, end) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -509,6 +530,16 @@ struct Loop<M> {
 impl<M: Codec + 'static> Loop<M> {
     fn clock(&self) -> Time {
         self.origin.elapsed().as_nanos() as Time
+    }
+
+    /// Every node is settled ([`Node::settled`]).
+    fn settled(&self) -> bool {
+        self.slots.iter().all(|s| s.node.settled())
+    }
+
+    /// The process has nodes and every one is done ([`Node::done`]).
+    fn done(&self) -> bool {
+        !self.slots.is_empty() && self.slots.iter().all(|s| s.node.done())
     }
 
     fn absorb(&mut self, ev: Event<M>) {

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test crate uses its own part
 
+use std::collections::BTreeMap;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -206,6 +207,11 @@ stats_every_s = 0
         self.restart(i);
     }
 
+    /// Where a bench given `--history` with it writes its history.
+    pub fn history_path(&self) -> PathBuf {
+        self.dir.path().join("history.jsonl")
+    }
+
     pub fn rows(&self) -> Vec<serde_json::Value> {
         std::fs::read_to_string(self.dir.path().join("rows.jsonl"))
             .unwrap_or_default()
@@ -262,4 +268,22 @@ impl Drop for Cluster {
             let _ = c.wait();
         }
     }
+}
+
+/// Commits per client in a bench's `--history` file (Elle JSON lines)
+/// that completed at or after `after` into the bench run: an "ok" event's
+/// `time` is in ns since the driver's start, and the client is the low 32
+/// bits of its `process` (`tessera_core::client`).
+pub fn commits_by_client(history: &std::path::Path, after: Duration) -> BTreeMap<u64, u64> {
+    let text =
+        std::fs::read_to_string(history).unwrap_or_else(|e| panic!("{}: {e}", history.display()));
+    let mut by = BTreeMap::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["type"] == "ok" && v["time"].as_u64().unwrap() >= after.as_nanos() as u64 {
+            *by.entry(v["process"].as_u64().unwrap() & 0xffff_ffff)
+                .or_insert(0) += 1;
+        }
+    }
+    by
 }

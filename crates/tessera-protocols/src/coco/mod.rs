@@ -32,9 +32,9 @@
 //!    write rule). In `epoch` mode the coordinator sends them to the
 //!    backups itself, as Fig. 3 does, and each primary checks once per
 //!    epoch that its backups have all it installed (see [`Replication`]);
-//!    in `2pc-sync` the primary forwards them and collects
-//!    acknowledgements per transaction. S2PL's primaries that were only
-//!    read get a **Release**.
+//!    in `2pc-sync` the primary forwards them, collects acknowledgements
+//!    per transaction and holds the write locks until the last one
+//!    (§7.1.2). S2PL's primaries that were only read get a **Release**.
 //!
 //! Commit modes ([`CommitMode`]), the same code configured three ways:
 //! `2pc` (no replication, result released at write-back), `2pc-sync`
@@ -71,9 +71,6 @@
 //! placeholder, so that a later insert commits above it.
 //!
 //! Known deviations and what is not done yet:
-//! * Under `2pc-sync` a primary releases its write locks when it installs
-//!   the writes, before the backups acknowledge them (the result waits
-//!   for them); §7.1.2's 2PC(Sync) holds them until replicated.
 //! * S2PL under `epoch` is ours (see [`locks`]).
 //! * No backup takeover of a crashed primary: while any server is down no
 //!   epoch commits (its prepare cannot be answered); the system resumes

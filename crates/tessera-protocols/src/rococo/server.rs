@@ -106,6 +106,8 @@ pub struct RococoServer {
     /// Recovery drivers started (reported as `rococo_recoveries`; with
     /// `rococo_blocker_recoveries`, those started early for a blocker).
     recoveries: (u64, u64),
+    /// Where the commit phase waits (Fig. 7), reported as counters.
+    waits: CommitWaits,
     /// Transactions this server drives to commit for a silent coordinator.
     recovering: FastMap<TxnId, Driver>,
     epoch: u64,
@@ -121,6 +123,44 @@ pub struct RococoServer {
     codec: tessera_core::codec::DecodeCx,
     /// Set while replaying: nothing is logged or sent.
     replaying: bool,
+}
+
+/// Counts of the commit phase's waits (Fig. 7) at one server, to tell
+/// where a commit's time goes: a decision blocked until ancestors reach
+/// COMMITTING, status requests sent for those another server holds
+/// (§3.2), components decided and their sizes (Tarjan's SCCs; a member
+/// count above the components means cycles), and executions held back by
+/// an unfinished local ancestor outside the component.
+#[derive(Default)]
+struct CommitWaits {
+    /// `rococo_decide_blocked`: decisions that found an ancestor still
+    /// STARTED; `rococo_decide_blocked_on`: those ancestors, summed.
+    blocked: u64,
+    blocked_on: u64,
+    /// `rococo_inquiries_sent`: status requests sent, resends included.
+    inquiries: u64,
+    /// `rococo_components`, `rococo_component_members`,
+    /// `rococo_components_cyclic` (more than one member).
+    components: u64,
+    members: u64,
+    cyclic: u64,
+    /// `rococo_execute_waits`: executions held for an ancestor outside
+    /// the component.
+    execute_waits: u64,
+}
+
+impl CommitWaits {
+    fn counters(self) -> [(&'static str, u64); 7] {
+        [
+            ("rococo_decide_blocked", self.blocked),
+            ("rococo_decide_blocked_on", self.blocked_on),
+            ("rococo_inquiries_sent", self.inquiries),
+            ("rococo_components", self.components),
+            ("rococo_component_members", self.members),
+            ("rococo_components_cyclic", self.cyclic),
+            ("rococo_execute_waits", self.execute_waits),
+        ]
+    }
 }
 
 impl RococoServer {
@@ -144,6 +184,7 @@ impl RococoServer {
             epoch: 0,
             gone: tessera_core::fast_map(),
             recoveries: (0, 0),
+            waits: CommitWaits::default(),
             occ: merged::Occ::default(),
             log: log::Pending::new(env.durable),
             recovered: env.recovered,
@@ -447,6 +488,8 @@ impl RococoServer {
             Some(Status::Committing) => match self.graph.decide(t) {
                 Decision::Blocked(ancestors) => {
                     tracing::trace!(shard = self.shard.0, txn = ?t, ?ancestors, "blocked");
+                    self.waits.blocked += 1;
+                    self.waits.blocked_on += ancestors.len() as u64;
                     for a in ancestors {
                         self.wakeups.wait(a, t);
                         let local = self.graph.get(a).is_some_and(|n| n.local);
@@ -458,6 +501,9 @@ impl RococoServer {
                 Decision::Scc(members) => {
                     tracing::trace!(shard = self.shard.0, txn = ?t, ?members, "decided");
                     let members: Arc<[TxnId]> = members.into();
+                    self.waits.components += 1;
+                    self.waits.members += members.len() as u64;
+                    self.waits.cyclic += u64::from(members.len() > 1);
                     let mut rose = Vec::new();
                     self.graph.mark_decided(&members, self.epoch, &mut rose);
                     self.on_rose(ctx, rose);
@@ -477,6 +523,7 @@ impl RococoServer {
         let Some(to) = self.asked_server(a, 0) else {
             return;
         };
+        self.waits.inquiries += 1;
         ctx.send(to, Msg::Inquire { txn: a });
         self.asking.insert(
             a,
@@ -516,6 +563,7 @@ impl RococoServer {
             });
             if let Some(p) = blocker {
                 tracing::trace!(shard = self.shard.0, txn = ?t, waits = ?p, "execution waits");
+                self.waits.execute_waits += 1;
                 self.wakeups.wait(p, t);
                 return;
             }
@@ -634,6 +682,7 @@ impl RococoServer {
         ask.sent_at = ctx.now();
         let tries = ask.tries;
         if let Some(to) = self.asked_server(txn, tries).filter(|to| *to != from) {
+            self.waits.inquiries += 1;
             ctx.send(to, Msg::Inquire { txn });
         }
     }
@@ -781,6 +830,7 @@ impl RococoServer {
         resend.sort_unstable();
         for (a, tries) in resend {
             if let Some(to) = self.asked_server(a, tries) {
+                self.waits.inquiries += 1;
                 ctx.send(to, Msg::Inquire { txn: a });
             }
         }
@@ -1031,14 +1081,16 @@ impl Node<Msg> for RococoServer {
     fn take_report(&mut self) -> NodeReport {
         let (all, blockers) = std::mem::take(&mut self.recoveries);
         let ro = std::mem::take(&mut self.ro_reads);
+        let mut counters = vec![
+            ("rococo_recoveries", all),
+            ("rococo_blocker_recoveries", blockers),
+            ("rococo_ro_reads", ro.0),
+            ("rococo_ro_reads_waited", ro.1),
+        ];
+        counters.extend(std::mem::take(&mut self.waits).counters());
         NodeReport {
             client: None,
-            counters: vec![
-                ("rococo_recoveries", all),
-                ("rococo_blocker_recoveries", blockers),
-                ("rococo_ro_reads", ro.0),
-                ("rococo_ro_reads_waited", ro.1),
-            ],
+            counters,
         }
     }
 

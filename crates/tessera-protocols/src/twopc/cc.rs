@@ -30,6 +30,12 @@ pub trait ConcurrencyControl: Send + 'static {
 
     fn new(config: &Self::Config) -> Self;
 
+    /// Server CPU the participant charges per abort it carries out
+    /// (`Ctx::charge`; see [`crate::twopl::TwoPlConfig::abort_cpu`]).
+    fn abort_cpu(&self) -> Time {
+        0
+    }
+
     /// Admit a piece that reads `reads` and writes `writes`. Called again
     /// after a `Wait` once the transaction is granted; must then skip what
     /// it already holds. Transactions it must abort to make progress

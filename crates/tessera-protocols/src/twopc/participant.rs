@@ -145,6 +145,8 @@ pub struct Participant<C, L = super::WalLog> {
     /// the coordinator to acknowledge (an [in-order](ParticipantLog::in_order)
     /// log's early installs).
     acks: FastMap<TxnId, NodeId>,
+    /// Aborts carried out here (counter `twopc_participant_aborts`).
+    aborts: u64,
 }
 
 const SWEEP: TimerId = TimerId(1);
@@ -164,6 +166,7 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
             incarnations: tessera_core::fast_map(),
             shard: env.shard,
             acks: tessera_core::fast_map(),
+            aborts: 0,
         };
         p.recover();
         p
@@ -478,9 +481,19 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
         let coord = st.coord;
         self.cc
             .release(&mut self.store, txn, &st.write_keys, &mut self.granted);
+        self.charge_abort(ctx);
         self.finish(ctx.now(), txn);
         if notify {
             ctx.send(coord, Msg::ExecuteFailed { txn, reason });
+        }
+    }
+
+    /// The concurrency control's CPU cost of an abort, counted as well.
+    fn charge_abort(&mut self, ctx: &mut Ctx<Msg>) {
+        self.aborts += 1;
+        let cost = self.cc.abort_cpu();
+        if cost > 0 {
+            ctx.charge(cost);
         }
     }
 
@@ -665,6 +678,7 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
             {
                 st.awaiting = Awaiting::Abort;
                 st.reply_to = None;
+                self.charge_abort(ctx);
                 self.log.append(ctx, LogRecord::Abort { txn });
             }
             Some(st) if st.phase == Phase::Prepared => {}
@@ -1093,6 +1107,13 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Participant<C, L> {
 }
 
 impl<C: ConcurrencyControl, L: ParticipantLog> Node<Msg> for Participant<C, L> {
+    fn take_report(&mut self) -> tessera_core::node::NodeReport {
+        tessera_core::node::NodeReport {
+            client: None,
+            counters: vec![("twopc_participant_aborts", std::mem::take(&mut self.aborts))],
+        }
+    }
+
     fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
         let period = self.sweep_period();
         ctx.set_timer(period, SWEEP);
@@ -1650,6 +1671,7 @@ mod tests {
         let mut h = Harness::with(
             TwoPl::new(&TwoPlConfig {
                 policy: Policy::NoWait,
+                abort_cpu: 0,
             }),
             Vec::new(),
         );

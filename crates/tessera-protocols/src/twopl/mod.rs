@@ -15,7 +15,7 @@ mod locks;
 
 use crate::twopc::{Admit, ConcurrencyControl, Priority};
 use locks::LockTable;
-use tessera_core::ids::{Key, TxnId, Version};
+use tessera_core::ids::{Key, Time, TxnId, Version};
 use tessera_core::storage::Store;
 use tessera_core::txn::{AbortReason, Access};
 
@@ -29,12 +29,19 @@ pub enum Policy {
 #[derive(Clone, Debug)]
 pub struct TwoPlConfig {
     pub policy: Policy,
+    /// Server CPU charged per abort at a participant, ns (sim only; 0, the
+    /// default, charges nothing beyond the abort's messages). A sensitivity
+    /// knob, not a model: Rococo §5.5 explains 2PL's collapse under
+    /// contention by its aborts, which cost a real system undo and
+    /// lock-queue work that the simulator's flat per-event cost leaves out.
+    pub abort_cpu: Time,
 }
 
 /// 2PL's concurrency control at one shard.
 pub struct TwoPl {
     policy: Policy,
     locks: LockTable,
+    abort_cpu: Time,
 }
 
 impl ConcurrencyControl for TwoPl {
@@ -44,7 +51,12 @@ impl ConcurrencyControl for TwoPl {
         TwoPl {
             policy: config.policy,
             locks: LockTable::default(),
+            abort_cpu: config.abort_cpu,
         }
+    }
+
+    fn abort_cpu(&self) -> Time {
+        self.abort_cpu
     }
 
     fn admit(
