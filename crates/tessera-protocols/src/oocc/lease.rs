@@ -53,9 +53,10 @@ impl Offset {
         }
     }
 
-    /// A lease whose read-validate lease exceeds `window` (twice the
-    /// bound's offset of `window`, and at least 1 ns, covers that of the
-    /// longer lease).
+    /// A lease whose read-validate lease exceeds `window`, for the Lease
+    /// Manager (§VII.A): twice the bound's offset of `window` (at least
+    /// 1 ns) covers the bound's offset of the longer lease, and a floor
+    /// above that is the whole offset.
     pub fn covering(self, window: Time) -> Time {
         let bound = Offset::default().of(window).saturating_mul(2).max(1);
         window

@@ -627,16 +627,19 @@ mod tests {
         /// retransmissions: no coordinator's read-validate lease ever
         /// exceeds another's write-wait lease; and once the messages are
         /// all delivered and the manager is idle, every coordinator holds
-        /// the manager's lease (Property 1).
+        /// the manager's lease (Property 1). Any offset floor (§VIII.G),
+        /// up to past the lease, keeps both.
         #[test]
         fn properties_1_and_2_hold_under_any_interleaving(
             n in 1usize..5,
             ops in proptest::collection::vec(op(), 1..200),
+            floor in prop_oneof![Just(0u64), 0..30 * US],
         ) {
             let ids: Vec<NodeId> = (1..=n as u32).map(NodeId).collect();
             let adapt = AdaptConfig { min: US, max: 200 * US, ..AdaptConfig::default() };
-            let mut m = LeaseManager::new(ids.clone(), 20 * US, Some(adapt), Offset::default());
-            let mut coords: Vec<Leases> = ids.iter().map(|_| Leases::new(20 * US, Offset::default())).collect();
+            let offset = Offset { floor };
+            let mut m = LeaseManager::new(ids.clone(), 20 * US, Some(adapt), offset);
+            let mut coords: Vec<Leases> = ids.iter().map(|_| Leases::new(20 * US, offset)).collect();
             let mut net = Net::new();
             let mut wake_armed = false;
             for o in ops {
@@ -679,7 +682,7 @@ mod tests {
             }
             prop_assert!(m.idle());
             for c in &coords {
-                prop_assert_eq!(c.get(), Offset::default().settled(m.lease()));
+                prop_assert_eq!(c.get(), offset.settled(m.lease()));
             }
         }
     }

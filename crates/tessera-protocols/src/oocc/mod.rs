@@ -94,8 +94,9 @@ pub struct OoccConfig {
     /// ([`lease::Offset`], §VII.B): reads validate after `lease - offset`,
     /// writers wait `lease + offset`.
     pub lease_ns: Time,
-    /// The offset: the drift bound's, or `offset.floor` if larger
-    /// (§VIII.G's sweep).
+    /// The drift offset: the bound's, or `offset.floor` if larger
+    /// (§VIII.G sweeps it). A floor at or above the lease leaves no
+    /// read-validate lease: every read-only transaction validates.
     pub offset: lease::Offset,
     /// The Lease Manager adapts the lease (§VII.A); `None`: it stays fixed.
     pub adapt: Option<AdaptConfig>,
@@ -108,7 +109,6 @@ pub struct OoccConfig {
     /// [`drift`]).
     pub sync_period: Time,
     pub calibration: Time,
-    /// Slots per hash bucket of a memory node.
     /// The memory nodes' region layout.
     pub region: RegionConfig,
     pub nic: NicCosts,
