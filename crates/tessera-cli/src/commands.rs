@@ -362,6 +362,7 @@ fn knobs_of(a: &RunArgs) -> Knobs {
         oocc_lease_max_us: a.oocc_lease_max_us,
         oocc_lease_period_us: a.oocc_lease_period_us,
         oocc_drift_stop: a.oocc_drift_stop,
+        oocc_offset_ns: a.oocc_offset_ns,
         region_slots_per_record: a.region_slots_per_record,
     }
 }
@@ -780,6 +781,7 @@ pub fn default_comparison() -> Result<()> {
         oocc_lease_max_us: None,
         oocc_lease_period_us: None,
         oocc_drift_stop: None,
+        oocc_offset_ns: None,
         region_slots_per_record: None,
         client_cpu_ns: None,
         local_cpu_ns: None,

@@ -376,6 +376,11 @@ pub struct RunArgs {
     /// 1000 ppm bound stops itself (on|off, default on).
     #[arg(long, value_parser = parse_on_off)]
     oocc_drift_stop: Option<bool>,
+    /// oocc: widen every lease's drift offset to at least N ns (default:
+    /// lease × 1000 ppm, 20 ns of a 20 µs lease; §VIII.G sweeps 0.5–1.5 µs
+    /// on a 10 µs lease). It never narrows the bound's offset.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000_000), allow_negative_numbers = true)]
+    oocc_offset_ns: Option<u64>,
     /// oocc, ford-occ, drtm, dslr: slots per loaded record in a memory
     /// node's region (default 2); the free slots take inserts, which a long
     /// TPC-C run needs more of (slots never turn free).

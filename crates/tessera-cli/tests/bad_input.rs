@@ -336,7 +336,8 @@ fn check_workload_immediate_stock_needs_a_merge() {
 }
 
 /// OOCC's Lease Manager and drift knobs: bounds only with adaptation,
-/// around the starting lease; adaptation needs leases; `--drift-node`
+/// around the starting lease; adaptation and the offset floor need
+/// leases; `--drift-node`
 /// names an existing node and a positive clock rate.
 #[test]
 fn oocc_lease_and_drift_knobs_are_checked() {
@@ -377,6 +378,21 @@ fn oocc_lease_and_drift_knobs_are_checked() {
         "--oocc-lease-adapt",
     );
     rejects(&with(&["--oocc-drift-stop", "maybe"]), "--oocc-drift-stop");
+    rejects(&with(&["--oocc-offset-ns", "-5"]), "--oocc-offset-ns");
+    rejects(
+        &with(&["--oocc-offset-ns", "2000000000"]),
+        "--oocc-offset-ns",
+    );
+    // No lease, nothing to widen.
+    rejects(
+        &with(&["--oocc-lease", "off", "--oocc-offset-ns", "500"]),
+        "--oocc-lease off",
+    );
+    let ford = base.map(|a| if a == "oocc" { "ford-occ" } else { a });
+    rejects(
+        &[&ford[..], &["--oocc-offset-ns", "500"]].concat(),
+        "--oocc-offset-ns",
+    );
     rejects(&with(&["--drift-node", "3:-1000000"]), "--drift-node");
     rejects(&with(&["--drift-node", "99:5"]), "--drift-node");
     rejects(
@@ -390,6 +406,18 @@ fn oocc_lease_and_drift_knobs_are_checked() {
             "off",
         ],
         "--oocc-drift-stop",
+    );
+    rejects(
+        &[
+            "bench",
+            "--protocol",
+            "dslr",
+            "--workload",
+            "ycsb",
+            "--oocc-offset-ns",
+            "500",
+        ],
+        "--oocc-offset-ns",
     );
 }
 

@@ -150,6 +150,10 @@ struct HostCounters {
     unreleased_waits: u64,
     /// Unreleased attempts that ended aborted and were queued to re-run.
     reruns: u64,
+    /// Time slots spent backing off before retries, ns, up to `stop_at`
+    /// (a backoff past it costs the run nothing): with the attempts' own
+    /// time it is where a closed loop's time per commit goes.
+    backoff_ns: u64,
 }
 
 /// What a coordinator reported about an attempt, in the order it did.
@@ -378,6 +382,7 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
                             self.cfg.backoff_cap,
                         );
                         s.backing_off = true;
+                        self.counters.backoff_ns += delay.min(self.cfg.stop_at.saturating_sub(now));
                         ctx.set_timer(delay, TimerId(HOST_TIMER_BIT | slot as u64));
                     }
                 }
@@ -470,6 +475,7 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
                 ("client_started_unreleased", c.started_unreleased),
                 ("client_unreleased_waits", c.unreleased_waits),
                 ("client_reruns", c.reruns),
+                ("client_backoff_ns", c.backoff_ns),
             ]
             .into_iter()
             .filter(|&(_, n)| n > 0),

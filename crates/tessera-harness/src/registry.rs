@@ -8,7 +8,7 @@ use crate::spec::SpecError;
 use std::sync::Arc;
 use tessera_checker::Level;
 use tessera_core::codec::Codec;
-use tessera_core::ids::MS;
+use tessera_core::ids::{Time, MS};
 use tessera_core::protocol::Protocol;
 use tessera_core::workload::Workload;
 use tessera_protocols::coco::{Cc, Coco, CocoConfig, CommitMode, Isolation, Replication};
@@ -678,6 +678,7 @@ fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), S
             "--oocc-lease-max-us",
             "--oocc-lease-period-us",
             "--oocc-drift-stop",
+            "--oocc-offset-ns",
         ],
     )?;
     let k = &spec.knobs;
@@ -687,9 +688,31 @@ fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), S
     config.write_unlock = k.oocc_write_unlock.unwrap_or(config.write_unlock);
     config.delayed_lock = k.oocc_delayed_lock.unwrap_or(config.delayed_lock);
     config.drift_stop = k.oocc_drift_stop.unwrap_or(config.drift_stop);
+    config.offset.floor = offset_floor(spec, config.lease)?.unwrap_or(config.offset.floor);
     config.lease_ns = lease_ns(spec)?.unwrap_or(config.lease_ns);
     config.adapt = lease_adapt(spec, config.lease, config.lease_ns)?;
     Ok((config, run))
+}
+
+/// `--oocc-offset-ns`, if given: it widens leases (§VII.B, §VIII.G), so it
+/// needs them on, and stays within a second, the CLI's bound.
+fn offset_floor(spec: &BenchSpec, lease: bool) -> Result<Option<Time>, SpecError> {
+    const MAX: Time = 1_000 * MS;
+    let Some(ns) = spec.knobs.oocc_offset_ns else {
+        return Ok(None);
+    };
+    let allowed = if !lease {
+        "unset when leases are off (--oocc-lease off, ford-occ): there is no lease to widen"
+    } else if ns > MAX {
+        "0 to 1000000000 ns"
+    } else {
+        return Ok(Some(ns));
+    };
+    Err(SpecError::Invalid {
+        flag: "--oocc-offset-ns",
+        value: ns.to_string(),
+        allowed: allowed.into(),
+    })
 }
 
 /// The Lease Manager's adaptation (§VII.A), off unless `--oocc-lease-adapt

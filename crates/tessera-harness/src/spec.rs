@@ -211,6 +211,8 @@ pub struct Knobs {
     /// OOCC: a coordinator whose clock drifts beyond the bound stops
     /// itself (§VII.B).
     pub oocc_drift_stop: Option<bool>,
+    /// OOCC: the drift offset is at least this, ns (§VIII.G's sweep).
+    pub oocc_offset_ns: Option<u64>,
     /// Memory-node protocols: slots per loaded record in a memory node's
     /// region (default 2); the rest take inserts.
     pub region_slots_per_record: Option<u32>,
@@ -220,7 +222,7 @@ impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 20] = [
+        let flags: [(&'static str, bool); 21] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
@@ -243,6 +245,7 @@ impl Knobs {
                 self.oocc_lease_period_us.is_some(),
             ),
             ("--oocc-drift-stop", self.oocc_drift_stop.is_some()),
+            ("--oocc-offset-ns", self.oocc_offset_ns.is_some()),
             (
                 "--region-slots-per-record",
                 self.region_slots_per_record.is_some(),

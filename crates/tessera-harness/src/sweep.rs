@@ -26,6 +26,7 @@ pub const PARAMS: &[&str] = &[
     "loss",
     "epoch-ms",
     "lease-us",
+    "oocc-offset-ns",
     "fsync-us",
     "local-cpu-ns",
     "commit",
@@ -136,6 +137,17 @@ impl Vary {
             ("loss", _) => spec.sim.loss = v,
             ("epoch-ms", _) => spec.knobs.epoch_ms = Some(count(v)? as u64),
             ("lease-us", _) => spec.knobs.lease_us = Some(count(v)? as u64),
+            ("oocc-offset-ns", _) => {
+                // 0 is the bound's own offset; the run refuses over 1 s.
+                if v < 0.0 || v.fract() != 0.0 || v > u64::MAX as f64 {
+                    return Err(SpecError::Invalid {
+                        flag: "--vary",
+                        value: format!("{}={v}", self.name),
+                        allowed: "a whole number of ns, 0 or more".into(),
+                    });
+                }
+                spec.knobs.oocc_offset_ns = Some(v as u64)
+            }
             ("fsync-us", _) => {
                 sim_only(spec.runtime, "fsync-us", "the simulated disk")?;
                 spec.sim.fsync = count(v)? as u64 * tessera_core::ids::US

@@ -400,3 +400,48 @@ fn read_only_transactions_take_one_round_trip_and_occ_two() {
         ford.p50_ms
     );
 }
+
+/// `--oocc-offset-ns` (§VIII.G) widens both leases: the same one-client
+/// read-only run skips validation on every transaction with the 1000 ppm
+/// bound's 10 ns on a 10 µs lease, on none once the offset leaves a
+/// read-validate lease shorter than a round trip (9.5 µs of 10), and its
+/// writers wait the widened write-wait lease.
+#[test]
+fn the_offset_floor_narrows_read_validate_and_widens_write_wait() {
+    let run = |offset_ns: Option<u64>, read_ratio: f64| {
+        let mut s = spec("oocc", 1);
+        s.workload = WorkloadSpec::Ycsb(YcsbConfig {
+            partitions: 1,
+            keys_per_partition: 8,
+            ops_per_txn: 4,
+            zipf_theta: 0.0,
+            multi_partition: 0.0,
+            ..ycsb_config(read_ratio)
+        });
+        s.clients = 1;
+        s.sim.reorder = 0.0;
+        s.sim.drift_ppm = 0;
+        s.sim.jitter = 0;
+        s.knobs.lease_us = Some(10);
+        s.knobs.oocc_offset_ns = offset_ns;
+        let out = rdma::run_checked(
+            &s,
+            "the_offset_floor_narrows_read_validate_and_widens_write_wait",
+        );
+        assert!(out.row.committed > 100, "{:?}", out.row);
+        out.row
+    };
+    let (bound, wide) = (run(None, 1.0), run(Some(9_500), 1.0));
+    assert_eq!(bound.counters["ro_one_round"], bound.counters["ro_commits"]);
+    assert_eq!(wide.counters["ro_one_round"], 0, "{:?}", wide.counters);
+    assert!(wide.counters["ro_commits"] > 100);
+    // Read-modify-writes: the write-wait lease is 10 µs + the offset.
+    let (bound, wide) = (run(None, 0.0), run(Some(5_000), 0.0));
+    let gap = wide.p50_ms - bound.p50_ms;
+    assert!(
+        (0.004..0.006).contains(&gap),
+        "p50 with a 5 µs offset {} ms, with the bound's {} ms",
+        wide.p50_ms,
+        bound.p50_ms
+    );
+}

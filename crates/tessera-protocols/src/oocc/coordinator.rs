@@ -99,6 +99,9 @@ struct Run {
     /// CAS time is on no clock we can compare with). The Validate&Logging
     /// round(s) then overlap the wait, as §I says of the logging.
     locked_at: Time,
+    /// A READ found another transaction's lock (Alg. 1 l. 4), as opposed
+    /// to a lock CAS that lost: the two causes of a lock abort.
+    read_locked: bool,
 }
 
 pub struct OoccCoordinator {
@@ -130,12 +133,22 @@ pub struct OoccCoordinator {
     local: VecDeque<(NodeId, LeaseMsg)>,
 }
 
+/// Totals over the whole run (warm-up and cool-down included), so that
+/// ratios are taken between counters, not against the measured window.
 #[derive(Default)]
 struct Counters {
+    attempts_started: u64,
+    /// Round trips: rounds of batches posted and waited for (the unsignaled
+    /// unlocks of an abort are not waited for).
+    rounds: u64,
     ro_commits: u64,
     ro_one_round: u64,
     lock_aborts: u64,
+    /// The lock aborts whose transaction READ a record locked by another.
+    locked_read_aborts: u64,
     validation_aborts: u64,
+    /// The procedure rolled back (TPC-C's 1% of NewOrders).
+    user_aborts: u64,
     lease_wait_ns: u64,
     drift_stops: u64,
     stopped_aborts: u64,
@@ -149,13 +162,14 @@ impl OoccCoordinator {
         let here = manager_node == Some(env.me);
         OoccCoordinator {
             me: env.me,
-            leases: Leases::new(cfg.lease_ns),
+            leases: Leases::new(cfg.lease_ns, cfg.offset),
             net: Endpoint::new(&env, cfg.connect_retry),
             runs: tessera_core::fast_map(),
             waits: tessera_core::fast_map(),
             next_timer: 1,
             counters: Counters::default(),
-            manager: here.then(|| LeaseManager::new(hosts, cfg.lease_ns, cfg.adapt.clone())),
+            manager: here
+                .then(|| LeaseManager::new(hosts, cfg.lease_ns, cfg.adapt.clone(), cfg.offset)),
             drift: (manager_node.is_some() && !here).then(|| {
                 // §VII.B: stop at 80% of the bound.
                 DriftMeter::new(0.8 * DRIFT_BOUND_PPM as f64, cfg.calibration)
@@ -309,8 +323,10 @@ impl OoccCoordinator {
                 exec_start: None,
                 exec_end: 0,
                 locked_at: 0,
+                read_locked: false,
             },
         );
+        self.counters.attempts_started += 1;
         self.advance(ctx, id);
     }
 
@@ -318,7 +334,9 @@ impl OoccCoordinator {
     /// number of batches: none means there was nothing to post.
     fn post(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, round: Round) -> usize {
         let pending = self.runs.get_mut(&txn).map(|r| &mut r.pending);
-        self.net.post_awaited(ctx, txn, round, pending)
+        let batches = self.net.post_awaited(ctx, txn, round, pending);
+        self.counters.rounds += u64::from(batches > 0);
+        batches
     }
 
     /// Move `txn` on after its round finished (or at its start).
@@ -594,7 +612,12 @@ impl OoccCoordinator {
         match reason {
             _ if self.stopped => self.counters.stopped_aborts += 1,
             AbortReason::Validation => self.counters.validation_aborts += 1,
-            _ => self.counters.lock_aborts += 1,
+            AbortReason::User => self.counters.user_aborts += 1,
+            _ => {
+                self.counters.lock_aborts += 1;
+                let read_locked = self.runs.get(&txn).is_some_and(|r| r.read_locked);
+                self.counters.locked_read_aborts += u64::from(read_locked);
+            }
         }
         let round = self.unlocks(txn);
         self.net.post(ctx, txn, round, false);
@@ -656,7 +679,8 @@ impl OoccCoordinator {
                             Seen::Free => {}
                             Seen::Intention if read_only => r.lock.intention_seen = true,
                             Seen::Intention | Seen::Write => {
-                                conflict = Some(AbortReason::LockConflict)
+                                conflict = Some(AbortReason::LockConflict);
+                                run.read_locked = true;
                             }
                         }
                     }
@@ -779,8 +803,12 @@ impl Node<Msg> for OoccCoordinator {
             counters: vec![
                 ("ro_commits", c.ro_commits),
                 ("ro_one_round", c.ro_one_round),
+                ("attempts_started", c.attempts_started),
+                ("rounds", c.rounds),
                 ("lock_aborts", c.lock_aborts),
+                ("locked_read_aborts", c.locked_read_aborts),
                 ("validation_aborts", c.validation_aborts),
+                ("user_aborts", c.user_aborts),
                 ("lease_wait_ns", c.lease_wait_ns),
                 ("bucket_reads", std::mem::take(&mut self.net.bucket_reads)),
                 ("drift_stops", c.drift_stops),

@@ -33,7 +33,7 @@
 //! clock is also the reference the others measure their drift against
 //! ([`super::drift`]).
 
-use super::lease::{offset, Stage};
+use super::lease::{Offset, Stage};
 use std::collections::{BTreeMap, BTreeSet};
 use tessera_core::ids::{NodeId, Time, MS, US};
 
@@ -184,14 +184,13 @@ const MIN_SAMPLES: u64 = 32;
 /// fewer than the target share skipped validation and the windows need
 /// more; it shrinks when it is over twice what the windows need (the
 /// paper: "significantly larger than the execution delay").
-pub fn proposal(stats: &RoStats, lease: Time, cfg: &AdaptConfig) -> Option<Time> {
+pub fn proposal(stats: &RoStats, lease: Time, cfg: &AdaptConfig, offset: Offset) -> Option<Time> {
     if stats.decided < MIN_SAMPLES {
         return None;
     }
     let cover = (cfg.target + 1.0) / 2.0;
     let window = stats.quantile(cover)?;
-    // The read-validate lease of `want` (want - its offset) is ≥ `window`.
-    let want = (window + 1 + 2 * offset(window)).clamp(cfg.min, cfg.max);
+    let want = offset.covering(window).clamp(cfg.min, cfg.max);
     let skipped = stats.skipped as f64 / stats.decided as f64;
     let grow = skipped < cfg.target && want > lease;
     let shrink = want < lease && want.saturating_mul(2) <= lease;
@@ -229,6 +228,7 @@ pub struct LeaseManager {
     /// clock.
     adapt: Option<AdaptConfig>,
     lease: Time,
+    offset: Offset,
     epoch: u64,
     adjust: Adjust,
     round: u64,
@@ -238,11 +238,17 @@ pub struct LeaseManager {
 }
 
 impl LeaseManager {
-    pub fn new(coordinators: Vec<NodeId>, lease: Time, adapt: Option<AdaptConfig>) -> Self {
+    pub fn new(
+        coordinators: Vec<NodeId>,
+        lease: Time,
+        adapt: Option<AdaptConfig>,
+        offset: Offset,
+    ) -> Self {
         LeaseManager {
             coordinators,
             adapt,
             lease,
+            offset,
             epoch: 0,
             adjust: Adjust::Idle,
             round: 0,
@@ -272,7 +278,7 @@ impl LeaseManager {
         let Some(cfg) = &self.adapt else {
             return;
         };
-        let proposed = proposal(&self.merged, self.lease, cfg);
+        let proposed = proposal(&self.merged, self.lease, cfg, self.offset);
         self.merged = RoStats::default();
         self.round += 1;
         for &c in &self.coordinators {
@@ -342,7 +348,7 @@ impl LeaseManager {
     fn after_ack(&mut self, out: &mut Vec<Action>) {
         match &self.adjust {
             Adjust::Prepare { old, new, waiting } if waiting.is_empty() => {
-                let wait = super::lease::Lease::intermediate(*old, *new).write_wait;
+                let wait = self.offset.intermediate(*old, *new).write_wait;
                 self.adjust = Adjust::Drain { new: *new };
                 out.push(Action::Wake(wait));
             }
@@ -381,7 +387,7 @@ impl LeaseManager {
 
 #[cfg(test)]
 mod tests {
-    use super::super::lease::{Lease, Leases};
+    use super::super::lease::{Leases, Offset};
     use super::*;
     use proptest::prelude::*;
 
@@ -430,25 +436,48 @@ mod tests {
         let cfg = AdaptConfig::default();
         // Windows of 3 µs (and a few of 9 µs): a 2 µs lease skips nothing.
         let s = stats(&[(3_000, 95), (9_000, 5)], 0.0);
-        let grown = proposal(&s, 2 * US, &cfg).expect("grows");
+        let grown = proposal(&s, 2 * US, &cfg, Offset::default()).expect("grows");
         assert!(grown > 3_000 && grown < 9_000, "{grown}");
-        assert!(Lease::settled(grown).reads_hold(0, 3_000));
+        assert!(Offset::default().settled(grown).reads_hold(0, 3_000));
         // At the grown lease 95% skip: nothing to do.
-        assert_eq!(proposal(&stats(&[(3_000, 95)], 0.95), grown, &cfg), None);
+        assert_eq!(
+            proposal(&stats(&[(3_000, 95)], 0.95), grown, &cfg, Offset::default()),
+            None
+        );
         // A 100 µs lease for 3 µs windows is too long: shrink.
-        let shrunk = proposal(&stats(&[(3_000, 100)], 1.0), 100 * US, &cfg).expect("shrinks");
+        let shrunk = proposal(
+            &stats(&[(3_000, 100)], 1.0),
+            100 * US,
+            &cfg,
+            Offset::default(),
+        )
+        .expect("shrinks");
         assert!(shrunk < 10 * US && shrunk > 3_000, "{shrunk}");
         // Few samples, or misses the lease cannot fix (it covers the
         // windows already): no change.
-        assert_eq!(proposal(&stats(&[(3_000, 10)], 0.0), 2 * US, &cfg), None);
-        assert_eq!(proposal(&stats(&[(3_000, 100)], 0.5), 5 * US, &cfg), None);
+        assert_eq!(
+            proposal(&stats(&[(3_000, 10)], 0.0), 2 * US, &cfg, Offset::default()),
+            None
+        );
+        assert_eq!(
+            proposal(
+                &stats(&[(3_000, 100)], 0.5),
+                5 * US,
+                &cfg,
+                Offset::default()
+            ),
+            None
+        );
         // Bounds hold.
         let tight = AdaptConfig {
             max: 3 * US,
             ..AdaptConfig::default()
         };
-        assert_eq!(proposal(&s, 2 * US, &tight), Some(3 * US));
-        assert_eq!(proposal(&s, 3 * US, &tight), None);
+        assert_eq!(
+            proposal(&s, 2 * US, &tight, Offset::default()),
+            Some(3 * US)
+        );
+        assert_eq!(proposal(&s, 3 * US, &tight, Offset::default()), None);
     }
 
     fn sends(out: &[Action]) -> Vec<(NodeId, LeaseMsg)> {
@@ -463,7 +492,7 @@ mod tests {
     #[test]
     fn commit_waits_for_every_prepare_ack_and_the_drain() {
         let coords = vec![NodeId(1), NodeId(2)];
-        let mut m = LeaseManager::new(coords, 4 * US, None);
+        let mut m = LeaseManager::new(coords, 4 * US, None, Offset::default());
         let mut out = Vec::new();
         assert!(m.begin(20 * US, &mut out));
         assert!(!m.begin(30 * US, &mut out), "one adjustment at a time");
@@ -472,7 +501,10 @@ mod tests {
         m.on_ack(NodeId(1), 1, Stage::Prepare, &mut out);
         assert!(out.is_empty(), "still waiting for node 2: {out:?}");
         m.on_ack(NodeId(2), 1, Stage::Prepare, &mut out);
-        assert_eq!(out, vec![Action::Wake(Lease::settled(20 * US).write_wait)]);
+        assert_eq!(
+            out,
+            vec![Action::Wake(Offset::default().settled(20 * US).write_wait)]
+        );
         out.clear();
         m.on_ack(NodeId(2), 1, Stage::Commit, &mut out);
         m.wake(&mut out);
@@ -493,7 +525,12 @@ mod tests {
     #[test]
     fn ticks_poll_resend_and_adapt() {
         let coords = vec![NodeId(1), NodeId(2)];
-        let mut m = LeaseManager::new(coords, 2 * US, Some(AdaptConfig::default()));
+        let mut m = LeaseManager::new(
+            coords,
+            2 * US,
+            Some(AdaptConfig::default()),
+            Offset::default(),
+        );
         let mut out = Vec::new();
         m.tick(&mut out);
         assert!(m.idle(), "no statistics yet");
@@ -590,16 +627,19 @@ mod tests {
         /// retransmissions: no coordinator's read-validate lease ever
         /// exceeds another's write-wait lease; and once the messages are
         /// all delivered and the manager is idle, every coordinator holds
-        /// the manager's lease (Property 1).
+        /// the manager's lease (Property 1). Any offset floor (§VIII.G),
+        /// up to past the lease, keeps both.
         #[test]
         fn properties_1_and_2_hold_under_any_interleaving(
             n in 1usize..5,
             ops in proptest::collection::vec(op(), 1..200),
+            floor in prop_oneof![Just(0u64), 0..30 * US],
         ) {
             let ids: Vec<NodeId> = (1..=n as u32).map(NodeId).collect();
             let adapt = AdaptConfig { min: US, max: 200 * US, ..AdaptConfig::default() };
-            let mut m = LeaseManager::new(ids.clone(), 20 * US, Some(adapt));
-            let mut coords: Vec<Leases> = ids.iter().map(|_| Leases::new(20 * US)).collect();
+            let offset = Offset { floor };
+            let mut m = LeaseManager::new(ids.clone(), 20 * US, Some(adapt), offset);
+            let mut coords: Vec<Leases> = ids.iter().map(|_| Leases::new(20 * US, offset)).collect();
             let mut net = Net::new();
             let mut wake_armed = false;
             for o in ops {
@@ -642,7 +682,7 @@ mod tests {
             }
             prop_assert!(m.idle());
             for c in &coords {
-                prop_assert_eq!(c.get(), Lease::settled(m.lease()));
+                prop_assert_eq!(c.get(), offset.settled(m.lease()));
             }
         }
     }

@@ -91,9 +91,13 @@ pub struct OoccConfig {
     pub wait_lease: bool,
     /// The lease (§III; 20 µs in §VII.B's example); with adaptation, the
     /// lease at start. Each lease is widened by its drift offset
-    /// ([`lease::offset`], §VII.B): reads validate after `lease - offset`,
+    /// ([`lease::Offset`], §VII.B): reads validate after `lease - offset`,
     /// writers wait `lease + offset`.
     pub lease_ns: Time,
+    /// The drift offset: the bound's, or `offset.floor` if larger
+    /// (§VIII.G sweeps it). A floor at or above the lease leaves no
+    /// read-validate lease: every read-only transaction validates.
+    pub offset: lease::Offset,
     /// The Lease Manager adapts the lease (§VII.A); `None`: it stays fixed.
     pub adapt: Option<AdaptConfig>,
     /// A coordinator whose measured drift is beyond the bound stops itself
@@ -105,7 +109,6 @@ pub struct OoccConfig {
     /// [`drift`]).
     pub sync_period: Time,
     pub calibration: Time,
-    /// Slots per hash bucket of a memory node.
     /// The memory nodes' region layout.
     pub region: RegionConfig,
     pub nic: NicCosts,
@@ -122,6 +125,7 @@ impl OoccConfig {
             delayed_lock: true,
             wait_lease: true,
             lease_ns: 20 * US,
+            offset: lease::Offset::default(),
             adapt: None,
             drift_stop: true,
             sync_period: 50 * US,
