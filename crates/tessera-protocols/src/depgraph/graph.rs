@@ -9,6 +9,7 @@
 //! DECIDED in a component of their own, which can never join the component
 //! of a later transaction and are therefore left out of messages.
 
+use super::blockers::Blockers;
 use super::order;
 use super::{Edge, Status, Vertex};
 use std::sync::Arc;
@@ -29,10 +30,12 @@ pub(crate) struct Node {
     pub finished: bool,
     /// The epoch of the last change, for garbage collection (§3.4).
     pub epoch: u64,
+    /// Its place in the order vertices were created here ([`Blockers`]).
+    slot: u64,
     /// The STARTED ancestors the last [`DepGraph::settle`] of this
     /// COMMITTING vertex found that are still STARTED: a walk that reaches
     /// this vertex is blocked on them without going further.
-    blocked_on: FastSet<TxnId>,
+    blocked_on: Blockers,
     /// Those of them that rose (or left the graph) since: a walk goes on
     /// behind them.
     unblocked: Vec<TxnId>,
@@ -64,8 +67,11 @@ pub(crate) struct DepGraph {
     /// may have moved on since): told when it rises.
     blocks: FastMap<TxnId, Vec<TxnId>>,
     /// For a vertex that rose, the STARTED ancestors behind it
-    /// ([`DepGraph::started_behind`]), kept until the graph next changes.
-    behind: FastMap<TxnId, Vec<TxnId>>,
+    /// ([`DepGraph::started_behind`]), with their slots, kept until the
+    /// graph next changes.
+    behind: FastMap<TxnId, Vec<(TxnId, u64)>>,
+    /// The slot of the next vertex created.
+    next_slot: u64,
 }
 
 /// What a blocked COMMITTING vertex's new settle found behind the blockers
@@ -119,21 +125,32 @@ impl DepGraph {
         self.nodes.get(&t).map(|n| n.status)
     }
 
-    /// The vertex of a transaction that starts here (Fig. 6,
-    /// `S.dep[p.owner].status = STARTED`).
-    pub fn start_local(&mut self, t: TxnId, shards: Arc<[ShardId]>, epoch: u64) {
-        self.changed();
+    /// `t`'s vertex, created STARTED with `shards` when new.
+    fn vertex(&mut self, t: TxnId, shards: &Arc<[ShardId]>, epoch: u64) -> &mut Node {
+        let slot = self.next_slot;
         let n = self.nodes.entry(t).or_insert_with(|| Node {
             status: Status::Started,
             shards: shards.clone(),
             parents: Vec::new(),
             scc: None,
-            local: true,
+            local: false,
             finished: false,
             epoch,
-            blocked_on: FastSet::default(),
+            slot,
+            blocked_on: Blockers::default(),
             unblocked: Vec::new(),
         });
+        if n.slot == slot {
+            self.next_slot += 1;
+        }
+        n
+    }
+
+    /// The vertex of a transaction that starts here (Fig. 6,
+    /// `S.dep[p.owner].status = STARTED`).
+    pub fn start_local(&mut self, t: TxnId, shards: Arc<[ShardId]>, epoch: u64) {
+        self.changed();
+        let n = self.vertex(t, &shards, epoch);
         n.local = true;
         if n.shards.is_empty() {
             n.shards = shards;
@@ -174,7 +191,7 @@ impl DepGraph {
     fn unblock(&mut self, a: TxnId) {
         for w in self.blocks.remove(&a).unwrap_or_default() {
             if let Some(n) = self.nodes.get_mut(&w) {
-                if n.blocked_on.remove(&a) {
+                if n.blocked_on.remove(a) {
                     n.unblocked.push(a);
                 }
             }
@@ -186,17 +203,7 @@ impl DepGraph {
     /// rose from STARTED, and those that became DECIDED here by it.
     pub fn merge(&mut self, v: &Vertex, epoch: u64, rose: &mut Vec<TxnId>) {
         self.changed();
-        let n = self.nodes.entry(v.txn).or_insert_with(|| Node {
-            status: Status::Started,
-            shards: v.shards.clone(),
-            parents: Vec::new(),
-            scc: None,
-            local: false,
-            finished: false,
-            epoch,
-            blocked_on: FastSet::default(),
-            unblocked: Vec::new(),
-        });
+        let n = self.vertex(v.txn, &v.shards, epoch);
         if n.shards.is_empty() {
             n.shards = v.shards.clone();
         }
@@ -231,18 +238,9 @@ impl DepGraph {
     /// fewer vertex after it.
     fn decided(&mut self, members: &Arc<[TxnId]>, epoch: u64, rose: &mut Vec<TxnId>) {
         let scc = (members.len() > 1).then(|| members.clone());
+        let unknown: Arc<[ShardId]> = Arc::from([]);
         for &m in members.iter() {
-            let n = self.nodes.entry(m).or_insert_with(|| Node {
-                status: Status::Started,
-                shards: Arc::from([]),
-                parents: Vec::new(),
-                scc: None,
-                local: false,
-                finished: false,
-                epoch,
-                blocked_on: FastSet::default(),
-                unblocked: Vec::new(),
-            });
+            let n = self.vertex(m, &unknown, epoch);
             if n.status == Status::Decided {
                 continue;
             }
@@ -355,7 +353,7 @@ impl DepGraph {
             sub.push(v);
             if shortcuts && !(n.blocked_on.is_empty() && n.unblocked.is_empty()) {
                 took = true;
-                for &w in &n.blocked_on {
+                for w in n.blocked_on.iter() {
                     if named.insert(w) {
                         blocked.push(w);
                     }
@@ -453,8 +451,8 @@ impl DepGraph {
         let mut new: Vec<TxnId> = rose
             .iter()
             .flat_map(|r| &behind[r])
-            .copied()
-            .filter(|&a| n.blocked_on.insert(a))
+            .filter(|&&(a, s)| !n.blocked_on.has_slot(s) && n.blocked_on.insert(a, s))
+            .map(|&(a, _)| a)
             .collect();
         if n.blocked_on.is_empty() {
             return Resumed::Clear;
@@ -487,15 +485,23 @@ impl DepGraph {
                 self.walk_from(r, vec![r], true).0.err().unwrap_or_default()
             }
         };
+        let found = found
+            .into_iter()
+            .map(|a| (a, self.nodes[&a].slot))
+            .collect();
         self.behind.insert(r, found);
     }
 
     /// `t`'s settle found these STARTED ancestors: remember them.
     fn block(&mut self, t: TxnId, blocked: &[TxnId]) {
+        let slots: Vec<u64> = blocked.iter().map(|a| self.nodes[a].slot).collect();
         let Some(n) = self.nodes.get_mut(&t) else {
             return;
         };
-        n.blocked_on = blocked.iter().copied().collect();
+        n.blocked_on.clear();
+        for (&a, s) in blocked.iter().zip(slots) {
+            n.blocked_on.insert(a, s);
+        }
         n.unblocked.clear();
         for &a in blocked {
             self.blocks.entry(a).or_default().push(t);
@@ -748,7 +754,7 @@ mod tests {
             .unwrap_or_default();
         let new: Vec<TxnId> = found
             .into_iter()
-            .filter(|a| !n.blocked_on.contains(a))
+            .filter(|&a| !n.blocked_on.contains(a))
             .collect();
         (!new.is_empty() || !n.blocked_on.is_empty()).then_some(new)
     }
