@@ -1,89 +1,84 @@
 //! The STARTED ancestors a blocked COMMITTING vertex waits for
-//! ([`super::graph::DepGraph::settle`]), as a set of transactions and, for
-//! the membership test of a resumed settle, as bits of the vertices' slots
-//! (each vertex of a graph gets the next slot when it is created).
+//! ([`super::graph::DepGraph::settle`]), each with its vertex's slot (each
+//! vertex of a graph gets the next slot when it is created), in slot order.
 //!
-//! A resumed settle tests every STARTED vertex behind a risen blocker for
-//! membership; over three sites with 10,800 clients at zipf 0.9 those are
-//! hundreds per resume, and the hash look-ups were 85% of a janus-micro-wan
-//! run (`perf`). The blockers of one vertex are recent vertices, so their
-//! slots are close together and the bits few words.
+//! A resumed settle looks for the STARTED vertices behind a risen blocker
+//! that are not yet in the set; over three sites with 10,800 clients at
+//! zipf 0.9 those are hundreds per resume and almost all already in it,
+//! and a hash look-up for each was 85% of a janus-micro-wan run (`perf`).
+//! Two lists in slot order are compared in one pass instead. (Bits by slot
+//! were faster still but took gigabytes: a vertex blocked on an old and a
+//! new vertex spans every slot created in between.)
 
 use tessera_core::ids::TxnId;
-use tessera_core::FastMap;
 
 #[derive(Default)]
 pub(crate) struct Blockers {
-    /// Each blocker with its slot.
-    txns: FastMap<TxnId, u64>,
-    /// Bit `s - base` is set for each blocker's slot `s`; `base` is a
-    /// multiple of 64 and the first word is never zero.
-    base: u64,
-    words: Vec<u64>,
+    /// (slot, transaction), in slot order; slots are unique.
+    items: Vec<(u64, TxnId)>,
 }
 
 impl Blockers {
     pub fn is_empty(&self) -> bool {
-        self.txns.is_empty()
+        self.items.is_empty()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = TxnId> + '_ {
-        self.txns.keys().copied()
+        self.items.iter().map(|&(_, t)| t)
     }
 
     #[cfg(test)]
     pub fn contains(&self, t: TxnId) -> bool {
-        self.txns.contains_key(&t)
+        self.items.iter().any(|&(_, u)| u == t)
     }
 
-    /// Whether the blocker of slot `s` is in the set.
-    pub fn has_slot(&self, s: u64) -> bool {
-        s >= self.base
-            && self
-                .words
-                .get(((s - self.base) / 64) as usize)
-                .is_some_and(|w| w & (1 << (s % 64)) != 0)
+    /// Replace the set with `items` (in any order).
+    pub fn set(&mut self, mut items: Vec<(u64, TxnId)>) {
+        items.sort_unstable();
+        items.dedup();
+        self.items = items;
     }
 
-    /// Add `t` of slot `s`; true when it was not in the set.
-    pub fn insert(&mut self, t: TxnId, s: u64) -> bool {
-        if self.txns.insert(t, s).is_some() {
-            return false;
+    /// Add those of `sorted` (in slot order) not in the set; returns them.
+    pub fn add(&mut self, sorted: &[(u64, TxnId)]) -> Vec<TxnId> {
+        let mut missing = Vec::new();
+        let mut i = 0;
+        for &item in sorted {
+            while i < self.items.len() && self.items[i].0 < item.0 {
+                i += 1;
+            }
+            if self.items.get(i) != Some(&item) {
+                missing.push(item);
+            }
         }
-        let at = s & !63;
-        if self.words.is_empty() {
-            self.base = at;
-        } else if at < self.base {
-            let more = ((self.base - at) / 64) as usize;
-            self.words.splice(0..0, std::iter::repeat_n(0, more));
-            self.base = at;
+        if missing.is_empty() {
+            return Vec::new();
         }
-        let i = ((s - self.base) / 64) as usize;
-        if i >= self.words.len() {
-            self.words.resize(i + 1, 0);
+        let mut merged = Vec::with_capacity(self.items.len() + missing.len());
+        let mut old = std::mem::take(&mut self.items).into_iter().peekable();
+        for &m in &missing {
+            while let Some(o) = old.next_if(|o| o.0 < m.0) {
+                merged.push(o);
+            }
+            merged.push(m);
         }
-        self.words[i] |= 1 << (s % 64);
-        true
+        merged.extend(old);
+        self.items = merged;
+        missing.into_iter().map(|(_, t)| t).collect()
     }
 
-    /// Remove `t`; true when it was in the set.
-    pub fn remove(&mut self, t: TxnId) -> bool {
-        let Some(s) = self.txns.remove(&t) else {
-            return false;
-        };
-        let i = ((s - self.base) / 64) as usize;
-        self.words[i] &= !(1 << (s % 64));
-        let zeros = self.words.iter().take_while(|w| **w == 0).count();
-        if zeros > 0 {
-            self.words.drain(..zeros);
-            self.base += 64 * zeros as u64;
+    /// Remove `t` of slot `s`; true when it was in the set.
+    pub fn remove(&mut self, t: TxnId, s: u64) -> bool {
+        match self.items.binary_search(&(s, t)) {
+            Ok(i) => {
+                self.items.remove(i);
+                if self.items.is_empty() {
+                    self.items = Vec::new();
+                }
+                true
+            }
+            Err(_) => false,
         }
-        true
-    }
-
-    pub fn clear(&mut self) {
-        self.txns.clear();
-        self.words.clear();
     }
 }
 
@@ -91,26 +86,36 @@ impl Blockers {
 mod tests {
     use super::*;
 
-    /// Random inserts and removes: the bits say what the map says.
+    /// Random adds and removes against a plain set.
     #[test]
-    fn slots_follow_the_set() {
+    fn adds_return_exactly_the_missing() {
         use rand::{Rng, SeedableRng};
+        use std::collections::BTreeSet;
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
         let mut b = Blockers::default();
-        for _ in 0..20_000 {
-            let s = rng.random_range(0..1_000u64);
-            let t = TxnId(s * 3);
-            if rng.random_bool(0.5) {
-                let had = b.contains(t);
-                assert_eq!(b.insert(t, s), !had);
+        let mut model: BTreeSet<u64> = BTreeSet::new();
+        let item = |s: u64| (s, TxnId(s * 3));
+        for _ in 0..5_000 {
+            if rng.random_bool(0.6) {
+                let mut add: Vec<u64> = (0..rng.random_range(0..8))
+                    .map(|_| rng.random_range(0..300))
+                    .collect();
+                add.sort_unstable();
+                add.dedup();
+                let want: Vec<TxnId> = add
+                    .iter()
+                    .filter(|s| !model.contains(s))
+                    .map(|&s| item(s).1)
+                    .collect();
+                let sorted: Vec<(u64, TxnId)> = add.iter().map(|&s| item(s)).collect();
+                assert_eq!(b.add(&sorted), want);
+                model.extend(add);
             } else {
-                let had = b.contains(t);
-                assert_eq!(b.remove(t), had);
+                let s = rng.random_range(0..300);
+                assert_eq!(b.remove(item(s).1, s), model.remove(&s));
             }
-            for q in [s, s ^ 1, s + 64, s.saturating_sub(64)] {
-                assert_eq!(b.has_slot(q), b.contains(TxnId(q * 3)), "slot {q}");
-            }
-            assert!(b.words.first().is_none_or(|w| *w != 0));
+            let all: Vec<TxnId> = model.iter().map(|&s| item(s).1).collect();
+            assert_eq!(b.iter().collect::<Vec<_>>(), all);
         }
     }
 }

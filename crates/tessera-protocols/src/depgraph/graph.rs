@@ -67,9 +67,9 @@ pub(crate) struct DepGraph {
     /// may have moved on since): told when it rises.
     blocks: FastMap<TxnId, Vec<TxnId>>,
     /// For a vertex that rose, the STARTED ancestors behind it
-    /// ([`DepGraph::started_behind`]), with their slots, kept until the
-    /// graph next changes.
-    behind: FastMap<TxnId, Vec<(TxnId, u64)>>,
+    /// ([`DepGraph::started_behind`]), with their slots, in slot order,
+    /// kept until the graph next changes.
+    behind: FastMap<TxnId, Vec<(u64, TxnId)>>,
     /// The slot of the next vertex created.
     next_slot: u64,
 }
@@ -181,17 +181,18 @@ impl DepGraph {
             n.epoch = epoch;
         }
         if rose {
-            self.unblock(t);
+            let slot = n.slot;
+            self.unblock(t, slot);
         }
         rose
     }
 
     /// `a` is no longer STARTED (or left the graph): every vertex blocked
     /// on it walks on behind it from now on.
-    fn unblock(&mut self, a: TxnId) {
+    fn unblock(&mut self, a: TxnId, slot: u64) {
         for w in self.blocks.remove(&a).unwrap_or_default() {
             if let Some(n) = self.nodes.get_mut(&w) {
-                if n.blocked_on.remove(a) {
+                if n.blocked_on.remove(a, slot) {
                     n.unblocked.push(a);
                 }
             }
@@ -221,7 +222,8 @@ impl DepGraph {
         } else if v.status > Status::Started && n.status == Status::Started {
             n.status = v.status;
             rose.push(v.txn);
-            self.unblock(v.txn);
+            let slot = n.slot;
+            self.unblock(v.txn, slot);
         }
     }
 
@@ -250,7 +252,8 @@ impl DepGraph {
             n.scc = scc.clone();
             n.epoch = epoch;
             if started {
-                self.unblock(m);
+                let slot = n.slot;
+                self.unblock(m, slot);
             }
         }
     }
@@ -448,12 +451,10 @@ impl DepGraph {
         let (nodes, behind) = (&mut self.nodes, &self.behind);
         let n = nodes.get_mut(&t).expect("present above");
         n.unblocked.clear();
-        let mut new: Vec<TxnId> = rose
-            .iter()
-            .flat_map(|r| &behind[r])
-            .filter(|&&(a, s)| !n.blocked_on.has_slot(s) && n.blocked_on.insert(a, s))
-            .map(|&(a, _)| a)
-            .collect();
+        let mut new: Vec<TxnId> = Vec::new();
+        for r in &rose {
+            new.extend(n.blocked_on.add(&behind[r]));
+        }
         if n.blocked_on.is_empty() {
             return Resumed::Clear;
         }
@@ -485,23 +486,21 @@ impl DepGraph {
                 self.walk_from(r, vec![r], true).0.err().unwrap_or_default()
             }
         };
-        let found = found
+        let mut found: Vec<(u64, TxnId)> = found
             .into_iter()
-            .map(|a| (a, self.nodes[&a].slot))
+            .map(|a| (self.nodes[&a].slot, a))
             .collect();
+        found.sort_unstable();
         self.behind.insert(r, found);
     }
 
     /// `t`'s settle found these STARTED ancestors: remember them.
     fn block(&mut self, t: TxnId, blocked: &[TxnId]) {
-        let slots: Vec<u64> = blocked.iter().map(|a| self.nodes[a].slot).collect();
+        let items = blocked.iter().map(|&a| (self.nodes[&a].slot, a)).collect();
         let Some(n) = self.nodes.get_mut(&t) else {
             return;
         };
-        n.blocked_on.clear();
-        for (&a, s) in blocked.iter().zip(slots) {
-            n.blocked_on.insert(a, s);
-        }
+        n.blocked_on.set(items);
         n.unblocked.clear();
         for &a in blocked {
             self.blocks.entry(a).or_default().push(t);
@@ -560,8 +559,12 @@ impl DepGraph {
     /// collected before a crash (Janus, [`crate::janus`]).
     pub fn remove(&mut self, t: TxnId) {
         self.changed();
-        self.nodes.remove(&t);
-        self.unblock(t);
+        match self.nodes.remove(&t) {
+            Some(n) => self.unblock(t, n.slot),
+            None => {
+                self.blocks.remove(&t);
+            }
+        }
     }
     /// Drop vertices no longer needed (§3.4 epochs), shared by Rococo and
     /// Janus: untouched for two epochs, local ones DECIDED and finished,
@@ -591,7 +594,7 @@ impl DepGraph {
             .into_iter()
             .map(|t| {
                 let n = self.nodes.remove(&t).expect("listed");
-                self.unblock(t);
+                self.unblock(t, n.slot);
                 Dropped {
                     txn: t,
                     local: n.local,
