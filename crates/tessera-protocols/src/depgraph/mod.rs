@@ -12,6 +12,7 @@
 //! * [`Wakeups`] — which transactions wait for which, and the queue of
 //!   those to look at again.
 
+mod blockers;
 pub(crate) mod codec;
 mod columns;
 pub mod graph;
