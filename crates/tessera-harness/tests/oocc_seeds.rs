@@ -537,3 +537,40 @@ fn delayed_write_locks_validate_in_the_upgrade_round_within_the_lease() {
         "{off:?}"
     );
 }
+
+/// `--timeline` (OOCC Fig. 13d): the row carries commits per window over
+/// the whole run, those of the measurement window's windows adding up to
+/// its commits, and the Lease
+/// Manager's lease at each change: it starts at 2 µs and grows once the
+/// first period's statistics show read-only transactions validating.
+#[test]
+fn the_timeline_counts_every_commit_and_the_lease_it_ran_under() {
+    let mut s = spec("oocc", 1);
+    s.sim.reorder = 0.0;
+    s.knobs.lease_us = Some(2);
+    s.knobs.oocc_lease_adapt = Some(true);
+    s.knobs.oocc_lease_period_us = Some(1_000);
+    s.timeline = Some(MS / 2);
+    let out = rdma::run_checked(
+        &s,
+        "the_timeline_counts_every_commit_and_the_lease_it_ran_under",
+    );
+    let row = &out.row;
+    assert_eq!(row.timeline_ms, Some(0.5));
+    // Windows up to the run's end (4 ms; a checked run may settle past it).
+    assert!(row.timeline_tps.len() >= 8, "{:?}", row.timeline_tps);
+    // Windows 1–6 are the measurement window (0.5–3.5 ms) exactly.
+    let commits: f64 = row.timeline_tps[1..7].iter().map(|t| t * 0.5e-3).sum();
+    assert_eq!(
+        commits.round() as u64,
+        row.committed,
+        "{:?}",
+        row.timeline_tps
+    );
+    let lease = &row.samples["lease_ns"];
+    assert_eq!(lease[0], [0.0, 2_000.0], "{lease:?}");
+    assert!(
+        lease.len() >= 2 && lease[1][0] > 1.0 && lease[1][1] > 2_000.0,
+        "{lease:?}"
+    );
+}

@@ -140,6 +140,9 @@ pub struct OoccCoordinator {
     period: RoStats,
     /// Lease messages to this node itself, handled after the current step.
     local: VecDeque<(NodeId, LeaseMsg)>,
+    /// The Lease Manager's lease at the start and after each adjustment
+    /// (reference time, ns), for the results row's timeline.
+    samples: Vec<(&'static str, Time, u64)>,
 }
 
 /// Totals over the whole run (warm-up and cool-down included), so that
@@ -191,6 +194,7 @@ impl OoccCoordinator {
             held: Vec::new(),
             period: RoStats::default(),
             local: VecDeque::new(),
+            samples: Vec::new(),
             cfg,
         }
     }
@@ -233,7 +237,12 @@ impl OoccCoordinator {
             return;
         };
         let mut out = Vec::new();
+        let before = m.lease();
         f(m, &mut out);
+        if m.lease() != before {
+            self.samples
+                .push(("lease_ns", ctx.observed_now(), m.lease()));
+        }
         for a in out {
             match a {
                 Action::Send(to, msg) => self.send_lease(ctx, to, msg),
@@ -755,6 +764,10 @@ impl OoccCoordinator {
 impl Node<Msg> for OoccCoordinator {
     fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
         self.net.connect(ctx);
+        if let Some(m) = &self.manager {
+            self.samples
+                .push(("lease_ns", ctx.observed_now(), m.lease()));
+        }
         if let Some(period) = self.manager.as_ref().and_then(LeaseManager::period) {
             ctx.set_timer(period, TICK);
         }
@@ -832,6 +845,7 @@ impl Node<Msg> for OoccCoordinator {
                     self.manager.as_ref().map_or(0, LeaseManager::lease),
                 ),
             ],
+            samples: std::mem::take(&mut self.samples),
         }
     }
 }
