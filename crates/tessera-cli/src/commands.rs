@@ -242,6 +242,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
     s.max_unreleased = a.max_unreleased.unwrap_or(s.max_unreleased);
     s.commits = a.commits;
+    s.timeline = a.timeline;
     s.switches = a.switches;
     s.replicas = a.replicas;
     s.drain = a.drain.unwrap_or(0);
@@ -403,6 +404,7 @@ fn tcp_spec_of(a: &RunArgs, path: &Path) -> Result<BenchSpec> {
     s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
     s.max_unreleased = a.max_unreleased.unwrap_or(s.max_unreleased);
     s.commits = a.commits;
+    s.timeline = a.timeline;
     // Protocol knobs configure the coordinators of this driver's client
     // hosts, not the running servers: a protocol takes only those that
     // need nothing of its servers (the memory-node protocols' lease and
@@ -698,12 +700,23 @@ pub fn experiment(name: Option<&str>, list: bool, out_dir: &Path) -> Result<()> 
     let mut params = vec![e.vary.name.as_str()];
     params.extend(e.series.as_ref().map(|s| s.name.as_str()));
     print!("{}", table::render(&rows, &params));
-    let values: Vec<serde_json::Value> = rows
-        .iter()
-        .map(|r| serde_json::to_value(r).expect("rows serialize"))
-        .collect();
-    let mut spec =
-        tessera_plot::PlotSpec::new(e.vary.name.replace('-', "_"), e.plot.iter().copied());
+    let key = e.vary.name.replace('-', "_");
+    let (values, mut spec) = if e.base.timeline.is_some() {
+        // Over time: one line per run.
+        let points = tessera_harness::result::timeline_points(&rows, &key);
+        let mut spec = tessera_plot::PlotSpec::new("time_ms", e.plot.iter().copied());
+        spec.series = "line".into();
+        (points, spec)
+    } else {
+        let values = rows
+            .iter()
+            .map(|r| serde_json::to_value(r).expect("rows serialize"))
+            .collect();
+        (
+            values,
+            tessera_plot::PlotSpec::new(key, e.plot.iter().copied()),
+        )
+    };
     if e.series.is_some() {
         spec.series = "line".into();
     }
@@ -750,6 +763,7 @@ pub fn default_comparison() -> Result<()> {
         max_attempts: None,
         max_unreleased: None,
         commits: None,
+        timeline: None,
         subscribers: None,
         ro_keys: None,
         objects: None,

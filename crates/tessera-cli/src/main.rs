@@ -431,6 +431,11 @@ pub struct RunArgs {
     /// whole window.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     commits: Option<u64>,
+    /// Also report throughput per window of this length over the whole
+    /// run (warm-up included) and the protocol's values over time (e.g.
+    /// OOCC's lease), in the row's `timeline_tps` and `samples`.
+    #[arg(long, value_parser = duration::parse, allow_negative_numbers = true)]
+    timeline: Option<Time>,
 }
 
 impl RunArgs {

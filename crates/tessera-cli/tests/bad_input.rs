@@ -73,6 +73,7 @@ fn counts_must_be_positive() {
     rejects(&["bench", "--repeat", "101"], "--repeat");
     rejects(&["bench", "--max-unreleased", "0"], "--max-unreleased");
     rejects(&["sweep", "--vary", "commit=3"], "--vary");
+    rejects(&["sweep", "--vary", "oocc-lease-adapt=2"], "--vary");
 }
 
 #[test]
@@ -89,6 +90,8 @@ fn durations_must_parse() {
     rejects(&["bench", "--duration", "ten"], "--duration");
     rejects(&["bench", "--duration", "0s"], "--duration");
     rejects(&["bench", "--duration", "1s", "--warmup", "2s"], "--warmup");
+    rejects(&["bench", "--timeline", "0s"], "--timeline");
+    rejects(&["bench", "--timeline", "soon"], "--timeline");
 }
 
 #[test]

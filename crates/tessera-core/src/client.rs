@@ -74,6 +74,9 @@ pub struct ClientConfig {
     /// Attempts a slot may have finished executing but not yet released
     /// before it waits for a release (at least 1; see the module doc).
     pub max_unreleased: u32,
+    /// Count commits per window of this many ns over the whole run
+    /// ([`ClientStats::timeline`]); `None`: no timeline.
+    pub timeline: Option<Time>,
 }
 
 /// What a client host hands over: its measurements and history.
@@ -334,6 +337,9 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
             TxnOutcome::Committed { .. } => {
                 let latency_us = ((now - r.first_start) / 1000).max(1);
                 self.stats.run_committed += 1;
+                if let Some(w) = self.cfg.timeline {
+                    self.stats.record_commit_at(now, w);
+                }
                 self.slots[slot].committed += 1;
                 if measured {
                     self.stats.total.committed += 1;
@@ -467,7 +473,8 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
             }
             history.sort_by_key(|h| (h.start, h.id));
         }
-        let mut counters = self.coord.take_report().counters;
+        let coord = self.coord.take_report();
+        let mut counters = coord.counters;
         let c = std::mem::take(&mut self.counters);
         counters.extend(
             [
@@ -486,6 +493,7 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
                 history,
             }),
             counters,
+            samples: coord.samples,
         }
     }
 }
@@ -632,6 +640,7 @@ mod tests {
             backoff_cap: 1,
             record_history: true,
             max_unreleased,
+            timeline: None,
         };
         let slot = ClientSlot {
             id: 7,

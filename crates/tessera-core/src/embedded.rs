@@ -269,7 +269,7 @@ impl<M, C: Coordinator<M>> Node<M> for EmbeddedHost<M, C> {
     fn take_report(&mut self) -> NodeReport {
         NodeReport {
             client: None,
-            counters: self.coord.take_report().counters,
+            ..self.coord.take_report()
         }
     }
 }

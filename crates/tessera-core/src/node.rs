@@ -192,6 +192,11 @@ pub struct NodeReport {
     /// A protocol's own counters (e.g. aborts at a switch), summed over
     /// nodes and incarnations into the results row.
     pub counters: Vec<(&'static str, u64)>,
+    /// A protocol's own values over time, `(name, time, value)` at each
+    /// change (e.g. OOCC's lease at each adjustment), at the runtime's
+    /// reference time ([`Ctx::observed_now`]); the results row lists them
+    /// per name in time order.
+    pub samples: Vec<(&'static str, Time, u64)>,
 }
 
 /// Size of a message on the wire, for bytes-per-transaction accounting. The

@@ -35,6 +35,10 @@ pub struct ClientStats {
     /// Commits over the whole run, window or not (for per-transaction
     /// message counts, which the runtime counts over the whole run).
     pub run_committed: u64,
+    /// Commits per window of [`crate::client::ClientConfig::timeline`]
+    /// over the whole run (window `i` covers `[i·w, (i+1)·w)` from time
+    /// 0, warm-up and cool-down included); empty without a timeline.
+    pub timeline: Vec<u64>,
 }
 
 impl Default for ClientStats {
@@ -45,6 +49,7 @@ impl Default for ClientStats {
             latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3)
                 .expect("valid histogram bounds"),
             run_committed: 0,
+            timeline: Vec::new(),
         }
     }
 }
@@ -64,12 +69,27 @@ impl ClientStats {
     pub fn merge(&mut self, o: &ClientStats) {
         self.total.add(&o.total);
         self.run_committed += o.run_committed;
+        if self.timeline.len() < o.timeline.len() {
+            self.timeline.resize(o.timeline.len(), 0);
+        }
+        for (a, b) in self.timeline.iter_mut().zip(&o.timeline) {
+            *a += b;
+        }
         for (n, c) in &o.by_type {
             self.counts_mut(n).add(c);
         }
         self.latency_us
             .add(&o.latency_us)
             .expect("histograms share bounds");
+    }
+
+    /// Count a commit at `now` in its window of `window` ns.
+    pub fn record_commit_at(&mut self, now: crate::ids::Time, window: crate::ids::Time) {
+        let i = usize::try_from(now / window.max(1)).unwrap_or(usize::MAX);
+        if i >= self.timeline.len() {
+            self.timeline.resize(i + 1, 0);
+        }
+        self.timeline[i] += 1;
     }
 
     /// Latency quantile in milliseconds (0 when nothing committed).
@@ -100,5 +120,18 @@ mod tests {
         assert_eq!(a.counts_mut("x").attempts, 4);
         assert_eq!(a.latency_us.len(), 2);
         assert!(a.latency_ms(1.0) >= 0.299);
+    }
+
+    #[test]
+    fn commits_fall_into_their_windows_and_merge_elementwise() {
+        let mut a = ClientStats::default();
+        for t in [0, 999, 1_000, 3_500] {
+            a.record_commit_at(t, 1_000);
+        }
+        assert_eq!(a.timeline, vec![2, 1, 0, 1]);
+        let mut b = ClientStats::default();
+        b.record_commit_at(1_500, 1_000);
+        b.merge(&a);
+        assert_eq!(b.timeline, vec![2, 2, 0, 1]);
     }
 }

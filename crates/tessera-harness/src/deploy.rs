@@ -39,6 +39,9 @@ pub struct RawRun {
     pub topology: Arc<Topology>,
     /// Protocols' own counters, summed over nodes and incarnations.
     pub counters: BTreeMap<&'static str, u64>,
+    /// Protocols' values over time from every node (see
+    /// [`tessera_core::node::NodeReport::samples`]), in time order.
+    pub samples: Vec<(&'static str, Time, u64)>,
     /// CPU time of the server nodes (simulator only; 0 elsewhere).
     pub server_busy: Time,
     /// Bytes of each shard's store right after loading
@@ -120,6 +123,7 @@ pub fn client_config(spec: &BenchSpec) -> ClientConfig {
         backoff_cap: 5_000 * US,
         record_history: spec.check || spec.history.is_some(),
         max_unreleased: spec.max_unreleased,
+        timeline: spec.timeline,
         commits_per_slot: spec
             .commits
             .map(|n| n.div_ceil(spec.effective_clients().max(1) as u64)),
@@ -336,6 +340,7 @@ fn run_protocol_with<P: Protocol>(
             *counters.entry(*name).or_insert(0) += n;
         }
     }
+    let samples = time_ordered(out.reports.iter().flat_map(|r| &r.samples));
     let server_busy = topology
         .nodes
         .iter()
@@ -353,9 +358,19 @@ fn run_protocol_with<P: Protocol>(
         client_config: client_config(spec),
         topology,
         counters,
+        samples,
         server_busy,
         loaded_bytes: loaded.iter().map(|b| b.load(Ordering::Relaxed)).sum(),
     })
+}
+
+/// Every node's samples, in time order (stable: one node's order kept).
+pub fn time_ordered<'a>(
+    samples: impl Iterator<Item = &'a (&'static str, Time, u64)>,
+) -> Vec<(&'static str, Time, u64)> {
+    let mut v: Vec<_> = samples.copied().collect();
+    v.sort_by_key(|&(_, t, _)| t);
+    v
 }
 
 impl RawRun {

@@ -416,6 +416,16 @@ pub fn registry() -> Vec<ProtocolEntry> {
             },
         )
         .hidden(),
+        ProtocolEntry::configured::<Oocc>(
+            "oocc-same-round",
+            "OOCC whose writers trust one Validate&Logging round however long it takes (Alg. 1 as written): broken on purpose, for checker tests",
+            |spec| {
+                let (mut config, spec) = oocc(spec, OoccConfig::oocc())?;
+                config.bound_upgrade = false;
+                Ok((config, spec))
+            },
+        )
+        .hidden(),
         ProtocolEntry::memory_node_protocol::<Drtm>(
             "drtm",
             "DrTM on memory nodes: 2PL, shared locks as leases set by CAS in the lock word, exclusive locks by CAS (OOCC §VIII baseline)",

@@ -173,6 +173,20 @@ fn row(
             .iter()
             .map(|(k, v)| (k.to_string(), *v))
             .collect(),
+        timeline_ms: spec.timeline.map(|w| w as f64 / 1e6),
+        timeline_tps: spec.timeline.map_or_else(Vec::new, |w| {
+            let w_s = w as f64 / 1e9;
+            s.timeline.iter().map(|&n| n as f64 / w_s).collect()
+        }),
+        samples: spec.timeline.map_or_else(Default::default, |_| {
+            let mut m: std::collections::BTreeMap<String, Vec<[f64; 2]>> = Default::default();
+            for &(name, t, v) in &raw.samples {
+                m.entry(name.to_string())
+                    .or_default()
+                    .push([t as f64 / 1e6, v as f64]);
+            }
+            m
+        }),
         tpcc_consistency: consistency_s,
         tpcc_consistency_detail: consistency_detail,
         neworder_tps: tpcc.map(|_| per_s(neworder)),

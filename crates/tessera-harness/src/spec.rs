@@ -138,6 +138,11 @@ pub struct BenchSpec {
     /// liveness bound must not depend on the machine's speed). Rates are
     /// still per second of the configured window.
     pub commits: Option<u64>,
+    /// `--timeline DURATION`: the row also carries commits per window of
+    /// this length over the whole run (`timeline_tps`) and the protocol's
+    /// values over time (`samples`), e.g. for a lease the Lease Manager
+    /// adjusts while the run goes on (OOCC Fig. 13d).
+    pub timeline: Option<Time>,
     /// Switch nodes between the client hosts and the servers (NOCC's
     /// racks). `None`: the protocol's default (see the registry).
     pub switches: Option<u32>,
@@ -284,6 +289,7 @@ impl BenchSpec {
             max_attempts: 20,
             max_unreleased: tessera_core::client::DEFAULT_MAX_UNRELEASED,
             commits: None,
+            timeline: None,
             switches: None,
             replicas: None,
             sites: None,
@@ -411,6 +417,13 @@ impl BenchSpec {
                 flag: "--commits",
                 value: "0".into(),
                 allowed: "1 or more".into(),
+            });
+        }
+        if self.timeline == Some(0) {
+            return Err(SpecError::Invalid {
+                flag: "--timeline",
+                value: "0".into(),
+                allowed: "a duration above 0".into(),
             });
         }
         if self.max_unreleased == 0 {

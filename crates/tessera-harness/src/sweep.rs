@@ -27,6 +27,7 @@ pub const PARAMS: &[&str] = &[
     "epoch-ms",
     "lease-us",
     "oocc-offset-ns",
+    "oocc-lease-adapt",
     "fsync-us",
     "local-cpu-ns",
     "commit",
@@ -147,6 +148,23 @@ impl Vary {
                     });
                 }
                 spec.knobs.oocc_offset_ns = Some(v as u64)
+            }
+            ("oocc-lease-adapt", _) => {
+                if v != 0.0 && v != 1.0 {
+                    return Err(SpecError::Invalid {
+                        flag: "--vary",
+                        value: format!("{}={v}", self.name),
+                        allowed: "0 (off) or 1 (on)".into(),
+                    });
+                }
+                spec.knobs.oocc_lease_adapt = Some(v == 1.0);
+                if v == 0.0 {
+                    // A fixed lease takes no adaptation knobs: the
+                    // experiment's base sets them for its adapting line.
+                    spec.knobs.oocc_lease_min_us = None;
+                    spec.knobs.oocc_lease_max_us = None;
+                    spec.knobs.oocc_lease_period_us = None;
+                }
             }
             ("fsync-us", _) => {
                 sim_only(spec.runtime, "fsync-us", "the simulated disk")?;

@@ -193,6 +193,7 @@ where
             *counters.entry(*name).or_insert(0) += n;
         }
     }
+    let samples = crate::deploy::time_ordered(out.reports.iter().flat_map(|(_, r)| &r.samples));
     Ok(RawRun {
         clients: out
             .reports
@@ -200,6 +201,7 @@ where
             .filter_map(|(_, r)| r.client)
             .collect(),
         counters,
+        samples,
         // The servers load and run in their own processes.
         loaded_bytes: 0,
         server_busy: 0,

@@ -57,6 +57,18 @@ fn crossing_pairs(protocol: &str, seed: u64) -> BenchSpec {
     s
 }
 
+/// One client on a quiet network (no held messages, jitter or drift):
+/// for round and latency counts.
+fn one_client(protocol: &str, workload: YcsbConfig) -> BenchSpec {
+    let mut s = spec(protocol, 1);
+    s.workload = WorkloadSpec::Ycsb(workload);
+    s.clients = 1;
+    s.sim.reorder = 0.0;
+    s.sim.drift_ppm = 0;
+    s.sim.jitter = 0;
+    s
+}
+
 fn replay(protocol: &str, seed: u64) -> String {
     format!(
         "tessera bench --runtime sim --net rdma --reorder 0.05 --drift-ppm 1000 --protocol {protocol} \
@@ -291,20 +303,18 @@ fn every_ablation_combination_is_strictly_serializable() {
 #[test]
 fn write_wait_runs_from_the_intention_lock() {
     let p50 = |lease: bool| {
-        let mut s = spec("oocc", 1);
-        s.workload = WorkloadSpec::Ycsb(YcsbConfig {
-            partitions: 1,
-            keys_per_partition: 4,
-            ops_per_txn: 1,
-            read_ratio: 0.0,
-            zipf_theta: 0.0,
-            multi_partition: 0.0,
-            ..ycsb_config(0.0)
-        });
-        s.clients = 1;
-        s.sim.reorder = 0.0;
-        s.sim.drift_ppm = 0;
-        s.sim.jitter = 0;
+        let mut s = one_client(
+            "oocc",
+            YcsbConfig {
+                partitions: 1,
+                keys_per_partition: 4,
+                ops_per_txn: 1,
+                read_ratio: 0.0,
+                zipf_theta: 0.0,
+                multi_partition: 0.0,
+                ..ycsb_config(0.0)
+            },
+        );
         s.knobs.lease_us = Some(20);
         s.knobs.oocc_lease = Some(lease);
         let out = rdma::run_checked(&s, "write_wait_runs_from_the_intention_lock");
@@ -366,20 +376,18 @@ fn every_host_serves_when_the_round_trip_exceeds_the_sync_period() {
 #[test]
 fn read_only_transactions_take_one_round_trip_and_occ_two() {
     let run = |protocol: &str| {
-        let mut s = spec(protocol, 1);
-        s.workload = WorkloadSpec::Ycsb(YcsbConfig {
-            partitions: 1,
-            keys_per_partition: 8,
-            ops_per_txn: 4,
-            read_ratio: 1.0,
-            zipf_theta: 0.0,
-            multi_partition: 0.0,
-            ..ycsb_config(1.0)
-        });
-        s.clients = 1;
-        s.sim.reorder = 0.0;
-        s.sim.drift_ppm = 0;
-        s.sim.jitter = 0;
+        let s = one_client(
+            protocol,
+            YcsbConfig {
+                partitions: 1,
+                keys_per_partition: 8,
+                ops_per_txn: 4,
+                read_ratio: 1.0,
+                zipf_theta: 0.0,
+                multi_partition: 0.0,
+                ..ycsb_config(1.0)
+            },
+        );
         let out = rdma::run_checked(&s, "read_only_transactions_take_one_round_trip_and_occ_two");
         assert!(out.row.committed > 100, "{:?}", out.row);
         out.row
@@ -409,19 +417,17 @@ fn read_only_transactions_take_one_round_trip_and_occ_two() {
 #[test]
 fn the_offset_floor_narrows_read_validate_and_widens_write_wait() {
     let run = |offset_ns: Option<u64>, read_ratio: f64| {
-        let mut s = spec("oocc", 1);
-        s.workload = WorkloadSpec::Ycsb(YcsbConfig {
-            partitions: 1,
-            keys_per_partition: 8,
-            ops_per_txn: 4,
-            zipf_theta: 0.0,
-            multi_partition: 0.0,
-            ..ycsb_config(read_ratio)
-        });
-        s.clients = 1;
-        s.sim.reorder = 0.0;
-        s.sim.drift_ppm = 0;
-        s.sim.jitter = 0;
+        let mut s = one_client(
+            "oocc",
+            YcsbConfig {
+                partitions: 1,
+                keys_per_partition: 8,
+                ops_per_txn: 4,
+                zipf_theta: 0.0,
+                multi_partition: 0.0,
+                ..ycsb_config(read_ratio)
+            },
+        );
         s.knobs.lease_us = Some(10);
         s.knobs.oocc_offset_ns = offset_ns;
         let out = rdma::run_checked(
@@ -443,5 +449,128 @@ fn the_offset_floor_narrows_read_validate_and_widens_write_wait() {
         "p50 with a 5 µs offset {} ms, with the bound's {} ms",
         wide.p50_ms,
         bound.p50_ms
+    );
+}
+
+/// Alg. 1 puts the delayed write lock's upgrade in the same round as the
+/// writer's validation; trusted however long that round takes
+/// (`oocc-same-round`), it is not serializable. The interleaving (seed 13
+/// below, lease on; times in µs): writer W reads A and intention-locks B
+/// (5727.5–5730.6), then posts its validation READ of A and its upgrade
+/// WRITE of B at 5730.6. The validation finds A unchanged (answered
+/// 5763.2); a held-back intention lock of writer V on A lands after it
+/// (answered 5766.3), V waits out its lease, writes A (5789.7); a reader
+/// on V's host reads V's A and finishes (5808.1); then a read-only R
+/// starts, finds W's *intention* lock on B, validates B while it is still
+/// only intention-locked (5814.5) and commits, ordered before W. W's
+/// upgrade, held back, is answered at 5829.9, 99 µs after posting, and W
+/// commits: R → W (B), W → V (A), V → R (in real time). The cycle needs the
+/// upgrade to land more than a lease after the validation (or no lease at
+/// all): `oocc` validates again after such a round, and the same seeds
+/// pass.
+#[test]
+fn checker_catches_a_trusted_upgrade_round_that_outlasts_the_lease() {
+    let run = |protocol: &str, lease: bool, seed| {
+        let mut s = crossing_pairs(protocol, seed);
+        s.knobs.lease_us = Some(20);
+        s.knobs.oocc_lease = Some(lease);
+        s.duration = 20 * MS;
+        run_bench(&s).unwrap()
+    };
+    for lease in [true, false] {
+        let caught: Vec<u64> = (0..40)
+            .filter(|&seed| run("oocc-same-round", lease, seed).row.check == "fail")
+            .collect();
+        assert!(
+            !caught.is_empty(),
+            "lease {lease}: no anomaly caught in 40 seeds"
+        );
+        for &seed in caught.iter().chain(&[0, 1]) {
+            let out = run("oocc", lease, seed);
+            assert_eq!(
+                out.row.check, "pass",
+                "seed {seed} (lease {lease}): {:?}\nreplay: tessera bench --runtime sim --net rdma \
+                 --reorder 0.3 --protocol oocc --workload ycsb --shards 2 --keys 10 --ops 2 \
+                 --read-ratio 0.7 --zipf 0 --multi-partition 1 --clients 32 --duration 20ms \
+                 --warmup 500us --cooldown 500us --lease-us 20 --oocc-lease {} --seed {seed} \
+                 --check (reorder delay 100us)",
+                out.check,
+                if lease { "on" } else { "off" }
+            );
+            assert!(out.row.counters["revalidations"] > 0, "seed {seed}");
+        }
+    }
+}
+
+/// With the lease on and no message held back past it, a writer with
+/// delayed write locks takes Alg. 1's three rounds (Execute&Locking,
+/// Validate&Logging with the upgrade, Commit), never a second validation;
+/// without the lease every writer validates again after its upgrade.
+#[test]
+fn delayed_write_locks_validate_in_the_upgrade_round_within_the_lease() {
+    let run = |lease: bool| {
+        let mut s = one_client(
+            "oocc",
+            YcsbConfig {
+                partitions: 2,
+                keys_per_partition: 8,
+                ops_per_txn: 2,
+                read_ratio: 0.5,
+                zipf_theta: 0.0,
+                multi_partition: 1.0,
+                ..ycsb_config(0.5)
+            },
+        );
+        s.knobs.oocc_lease = Some(lease);
+        let out = rdma::run_checked(
+            &s,
+            "delayed_write_locks_validate_in_the_upgrade_round_within_the_lease",
+        );
+        assert!(out.row.committed > 50, "{:?}", out.row);
+        out.row.counters
+    };
+    let (on, off) = (run(true), run(false));
+    assert_eq!(on["revalidations"], 0, "{on:?}");
+    let writers = off["attempts_started"] - off["ro_commits"];
+    assert!(
+        off["revalidations"] + 2 >= writers && off["revalidations"] > 0,
+        "{off:?}"
+    );
+}
+
+/// `--timeline` (OOCC Fig. 13d): the row carries commits per window over
+/// the whole run, those of the measurement window's windows adding up to
+/// its commits, and the Lease
+/// Manager's lease at each change: it starts at 2 µs and grows once the
+/// first period's statistics show read-only transactions validating.
+#[test]
+fn the_timeline_counts_every_commit_and_the_lease_it_ran_under() {
+    let mut s = spec("oocc", 1);
+    s.sim.reorder = 0.0;
+    s.knobs.lease_us = Some(2);
+    s.knobs.oocc_lease_adapt = Some(true);
+    s.knobs.oocc_lease_period_us = Some(1_000);
+    s.timeline = Some(MS / 2);
+    let out = rdma::run_checked(
+        &s,
+        "the_timeline_counts_every_commit_and_the_lease_it_ran_under",
+    );
+    let row = &out.row;
+    assert_eq!(row.timeline_ms, Some(0.5));
+    // Windows up to the run's end (4 ms; a checked run may settle past it).
+    assert!(row.timeline_tps.len() >= 8, "{:?}", row.timeline_tps);
+    // Windows 1–6 are the measurement window (0.5–3.5 ms) exactly.
+    let commits: f64 = row.timeline_tps[1..7].iter().map(|t| t * 0.5e-3).sum();
+    assert_eq!(
+        commits.round() as u64,
+        row.committed,
+        "{:?}",
+        row.timeline_tps
+    );
+    let lease = &row.samples["lease_ns"];
+    assert_eq!(lease[0], [0.0, 2_000.0], "{lease:?}");
+    assert!(
+        lease.len() >= 2 && lease[1][0] > 1.0 && lease[1][1] > 2_000.0,
+        "{lease:?}"
     );
 }

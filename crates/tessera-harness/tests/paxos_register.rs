@@ -210,6 +210,7 @@ impl Node<KvMsg> for KvClient {
                 history: std::mem::take(&mut self.history),
             }),
             counters: Vec::new(),
+            ..NodeReport::default()
         }
     }
 }

@@ -1500,6 +1500,7 @@ impl Node<Msg> for CocoServer {
                 ("primary_events", primary),
                 ("backup_events", backup),
             ],
+            ..NodeReport::default()
         }
     }
 

@@ -449,6 +449,7 @@ impl<D: Driver> Node<Msg> for Driven<D> {
         NodeReport {
             client: None,
             counters,
+            ..NodeReport::default()
         }
     }
 }

@@ -135,6 +135,7 @@ impl Node<Msg> for MemoryNode {
                 ("mem_writes", std::mem::take(&mut self.writes)),
                 ("mem_atomics", std::mem::take(&mut self.atomics)),
             ],
+            ..NodeReport::default()
         }
     }
 }

@@ -142,6 +142,7 @@ impl Node<Msg> for JanusCoordinator {
                 ("janus_fast_path", std::mem::take(&mut self.fast)),
                 ("janus_slow_path", std::mem::take(&mut self.slow)),
             ],
+            ..NodeReport::default()
         }
     }
 }

@@ -2096,6 +2096,7 @@ impl Node<Msg> for JanusServer {
                 ("janus_caught_up", std::mem::take(&mut self.caught_up)),
                 ("janus_catch_up_us", std::mem::take(&mut self.catch_up_us)),
             ],
+            ..NodeReport::default()
         }
     }
 }

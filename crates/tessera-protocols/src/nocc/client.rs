@@ -294,6 +294,7 @@ impl Node<Msg> for NoccClient {
                     std::mem::take(&mut self.store_aborts),
                 ),
             ],
+            ..NodeReport::default()
         }
     }
 }

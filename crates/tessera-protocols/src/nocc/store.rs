@@ -156,6 +156,7 @@ impl Node<Msg> for NoccStore {
                 ("switch_aborts_probed", std::mem::take(&mut self.probes)),
                 ("false_aborts", std::mem::take(&mut self.false_aborts)),
             ],
+            ..NodeReport::default()
         }
     }
 

@@ -192,6 +192,7 @@ impl Node<Msg> for NoccSwitch {
                 ("switch_forwarded", std::mem::take(&mut self.forwarded)),
                 ("switch_unverified", std::mem::take(&mut self.unverified)),
             ],
+            ..NodeReport::default()
         }
     }
 }

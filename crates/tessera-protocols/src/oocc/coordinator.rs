@@ -34,13 +34,8 @@ type Round = client::Round<Purpose>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Execute,
-    /// Delayed write lock: the round that upgrades intention locks to write
-    /// locks (and logs) comes before validation, not with it. Validating
-    /// in the same round lets a reader that finds an intention lock after
-    /// the writer validated order itself before the writer while it read
-    /// what the writer's reads were ordered after (a cycle the seed tests
-    /// found); the lease wait that follows hides the extra round.
-    Upgrade,
+    /// Validate & Logging, and with delayed write locks the *revalidation*
+    /// that may follow it (see [`Run::upgrade_posted`]).
     Validate,
     Commit,
     Release,
@@ -99,6 +94,20 @@ struct Run {
     /// CAS time is on no clock we can compare with). The Validate&Logging
     /// round(s) then overlap the wait, as §I says of the logging.
     locked_at: Time,
+    /// Delayed write lock: when the Validate&Logging round that validated
+    /// the reads and upgraded the intention locks was posted, until it is
+    /// checked (`None` after). Alg. 1 puts both in one round, which is
+    /// sound only if the upgrades land within the read-validate lease of
+    /// the validation: a reader that validates a record it found
+    /// intention-locked orders itself before this writer, and may do so
+    /// until the upgrade lands; what it read must then be older than
+    /// anything ordered after this writer, and the writers that overwrite
+    /// this transaction's validated reads wait out the write-wait lease
+    /// from their locks, which came after the validation. A round answered
+    /// later than that (or without leases, where no writer waits) is
+    /// followed by a second validation of the reads, now that the write
+    /// locks are visible. See the module doc for the counter-example.
+    upgrade_posted: Option<Time>,
     /// A READ found another transaction's lock (Alg. 1 l. 4), as opposed
     /// to a lock CAS that lost: the two causes of a lock abort.
     read_locked: bool,
@@ -131,6 +140,9 @@ pub struct OoccCoordinator {
     period: RoStats,
     /// Lease messages to this node itself, handled after the current step.
     local: VecDeque<(NodeId, LeaseMsg)>,
+    /// The Lease Manager's lease at the start and after each adjustment
+    /// (reference time, ns), for the results row's timeline.
+    samples: Vec<(&'static str, Time, u64)>,
 }
 
 /// Totals over the whole run (warm-up and cool-down included), so that
@@ -147,6 +159,9 @@ struct Counters {
     /// The lock aborts whose transaction READ a record locked by another.
     locked_read_aborts: u64,
     validation_aborts: u64,
+    /// Read-write transactions validated a second time after the lock
+    /// upgrade (delayed write lock; see [`Run::upgrade_posted`]).
+    revalidations: u64,
     /// The procedure rolled back (TPC-C's 1% of NewOrders).
     user_aborts: u64,
     lease_wait_ns: u64,
@@ -179,6 +194,7 @@ impl OoccCoordinator {
             held: Vec::new(),
             period: RoStats::default(),
             local: VecDeque::new(),
+            samples: Vec::new(),
             cfg,
         }
     }
@@ -221,7 +237,12 @@ impl OoccCoordinator {
             return;
         };
         let mut out = Vec::new();
+        let before = m.lease();
         f(m, &mut out);
+        if m.lease() != before {
+            self.samples
+                .push(("lease_ns", ctx.observed_now(), m.lease()));
+        }
         for a in out {
             match a {
                 Action::Send(to, msg) => self.send_lease(ctx, to, msg),
@@ -306,7 +327,7 @@ impl OoccCoordinator {
             self.abort(ctx, txn, AbortReason::Timeout);
         }
         for run in self.runs.values_mut() {
-            if matches!(run.phase, Phase::Execute | Phase::Upgrade | Phase::Validate) {
+            if matches!(run.phase, Phase::Execute | Phase::Validate) {
                 run.exec.fail(AbortReason::Timeout);
             }
         }
@@ -323,6 +344,7 @@ impl OoccCoordinator {
                 exec_start: None,
                 exec_end: 0,
                 locked_at: 0,
+                upgrade_posted: None,
                 read_locked: false,
             },
         );
@@ -349,7 +371,6 @@ impl OoccCoordinator {
         }
         match run.phase {
             Phase::Execute => self.execute(ctx, txn),
-            Phase::Upgrade => self.after_upgrade(ctx, txn),
             Phase::Validate => self.after_validate(ctx, txn),
             Phase::Commit => {
                 if self.cfg.write_unlock {
@@ -414,24 +435,15 @@ impl OoccCoordinator {
         self.post(ctx, txn, round);
     }
 
-    /// Validate & Logging (Alg. 1 l. 11–21): one round, except that with
-    /// delayed write locks a read-write transaction validates only once its
-    /// write locks are visible (see [`Phase::Upgrade`]).
+    /// Validate & Logging (Alg. 1 l. 11–21): one round. With delayed write
+    /// locks a read-write transaction may validate again after it (see
+    /// [`Run::upgrade_posted`]).
     fn validate(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
         let run = &self.runs[&txn];
         let (read_only, exec_end) = (run.exec.read_only, run.exec_end);
         let mut round = self.checks(txn);
         if !read_only {
-            let upgrade = self.upgrade_and_log(txn);
-            if self.cfg.delayed_lock {
-                let run = self.runs.get_mut(&txn).expect("advanced");
-                run.phase = Phase::Upgrade;
-                if self.post(ctx, txn, upgrade) == 0 {
-                    self.after_upgrade(ctx, txn);
-                }
-                return;
-            }
-            for (shard, (v, p)) in upgrade {
+            for (shard, (v, p)) in self.upgrade_and_log(txn) {
                 let b = round.entry(shard).or_default();
                 b.0.extend(v);
                 b.1.extend(p);
@@ -439,6 +451,9 @@ impl OoccCoordinator {
         }
         let run = self.runs.get_mut(&txn).expect("advanced");
         run.phase = Phase::Validate;
+        if !read_only && self.cfg.delayed_lock {
+            run.upgrade_posted = Some(ctx.now());
+        }
         let window = run.exec_start.map(|s| exec_end.saturating_sub(s));
         let skipped = self.post(ctx, txn, round) == 0;
         if read_only && self.cfg.lease {
@@ -450,16 +465,6 @@ impl OoccCoordinator {
                 // Every read held its lease: committed in one round trip.
                 self.counters.ro_one_round += 1;
             }
-            self.after_validate(ctx, txn);
-        }
-    }
-
-    /// The write locks are visible: now validate the reads.
-    fn after_upgrade(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
-        let round = self.checks(txn);
-        let run = self.runs.get_mut(&txn).expect("advanced");
-        run.phase = Phase::Validate;
-        if self.post(ctx, txn, round) == 0 {
             self.after_validate(ctx, txn);
         }
     }
@@ -552,6 +557,18 @@ impl OoccCoordinator {
         if let Some(reason) = run.exec.failed {
             return self.abort(ctx, txn, reason);
         }
+        if let Some(posted) = run.upgrade_posted.take() {
+            let bounded = self.cfg.lease && self.leases.get().reads_hold(posted, ctx.now());
+            if !bounded && self.cfg.bound_upgrade {
+                // The write locks are visible now: validate the reads again.
+                self.counters.revalidations += 1;
+                let round = self.checks(txn);
+                if self.post(ctx, txn, round) > 0 {
+                    return;
+                }
+            }
+        }
+        let run = self.runs.get_mut(&txn).expect("advanced");
         if run.exec.read_only {
             self.counters.ro_commits += 1;
             return self.finish(ctx, txn);
@@ -747,6 +764,10 @@ impl OoccCoordinator {
 impl Node<Msg> for OoccCoordinator {
     fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
         self.net.connect(ctx);
+        if let Some(m) = &self.manager {
+            self.samples
+                .push(("lease_ns", ctx.observed_now(), m.lease()));
+        }
         if let Some(period) = self.manager.as_ref().and_then(LeaseManager::period) {
             ctx.set_timer(period, TICK);
         }
@@ -808,6 +829,7 @@ impl Node<Msg> for OoccCoordinator {
                 ("lock_aborts", c.lock_aborts),
                 ("locked_read_aborts", c.locked_read_aborts),
                 ("validation_aborts", c.validation_aborts),
+                ("revalidations", c.revalidations),
                 ("user_aborts", c.user_aborts),
                 ("lease_wait_ns", c.lease_wait_ns),
                 ("bucket_reads", std::mem::take(&mut self.net.bucket_reads)),
@@ -823,6 +845,7 @@ impl Node<Msg> for OoccCoordinator {
                     self.manager.as_ref().map_or(0, LeaseManager::lease),
                 ),
             ],
+            samples: std::mem::take(&mut self.samples),
         }
     }
 }

@@ -593,6 +593,7 @@ impl Node<Msg> for RococoCoordinator {
                 ("rococo_ro_backoffs", s.backoffs),
                 ("rococo_ro_resends", s.resends),
             ],
+            ..NodeReport::default()
         }
     }
 }

@@ -1091,6 +1091,7 @@ impl Node<Msg> for RococoServer {
         NodeReport {
             client: None,
             counters,
+            ..NodeReport::default()
         }
     }
 

@@ -749,6 +749,7 @@ impl Node<Msg> for TapirClient {
                 ("tapir_prepare_resends", s.prepare_resends),
                 ("tapir_outcome_resends", s.outcome_resends),
             ],
+            ..NodeReport::default()
         }
     }
 }

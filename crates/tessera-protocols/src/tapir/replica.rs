@@ -985,6 +985,7 @@ impl Node<Msg> for TapirReplica {
                 ("tapir_merge_redecided", std::mem::take(&mut self.redecided)),
                 ("tapir_recoveries", std::mem::take(&mut self.recoveries)),
             ],
+            ..NodeReport::default()
         }
     }
 

@@ -1111,6 +1111,7 @@ impl<C: ConcurrencyControl, L: ParticipantLog> Node<Msg> for Participant<C, L> {
         tessera_core::node::NodeReport {
             client: None,
             counters: vec![("twopc_participant_aborts", std::mem::take(&mut self.aborts))],
+            ..Default::default()
         }
     }
 
