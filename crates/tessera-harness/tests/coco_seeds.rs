@@ -138,6 +138,18 @@ fn seeds_with(
         progressed * 2 >= n,
         "{protocol}/{commit}: only {progressed} of {n} seeds committed anything",
     );
+    for role in ["primary_events", "backup_events"] {
+        let by_cause: u64 = counters
+            .iter()
+            .filter(|(k, _)| k.starts_with(&format!("{role}_")))
+            .map(|(_, v)| v)
+            .sum();
+        assert_eq!(
+            counters.get(role),
+            Some(&by_cause),
+            "{protocol}/{commit}: {role} by cause do not add up"
+        );
+    }
     counters
 }
 
