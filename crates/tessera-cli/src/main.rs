@@ -336,6 +336,13 @@ pub struct RunArgs {
     /// pt-occ, lt-occ, s2pl: epoch length in ms (default 10).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000), allow_negative_numbers = true)]
     epoch_ms: Option<u64>,
+    /// pt-occ, lt-occ, s2pl under --commit epoch: an epoch whose prepare
+    /// is unanswered this many ms aborts (COCO §3.2's failure detection;
+    /// default 50, five 10 ms epochs, or four of the slowest round trips
+    /// with --sites; a timed-out epoch doubles the next deadline, up to
+    /// 16x, and a commit halves it again).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=60_000), allow_negative_numbers = true)]
+    prepare_deadline_ms: Option<u64>,
     /// pt-occ, lt-occ: serializable (default) or snapshot transactions
     /// (COCO §5.3; --check then holds runs to snapshot isolation).
     #[arg(long)]

@@ -62,6 +62,26 @@ fn isolation_is_refused_where_it_does_not_apply() {
     );
 }
 
+/// The epoch prepare deadline (COCO §3.2) is 1 ms to a minute, and only
+/// epoch commit has one.
+#[test]
+fn prepare_deadline_is_checked() {
+    let coco = ["bench", "--runtime", "sim", "--protocol", "pt-occ"];
+    let with = |extra: &[&'static str]| [&coco[..], extra].concat();
+    for bad in ["0", "60001", "-5", "soon"] {
+        rejects(
+            &with(&["--prepare-deadline-ms", bad]),
+            "--prepare-deadline-ms",
+        );
+    }
+    let sync = with(&["--commit", "2pc-sync", "--prepare-deadline-ms", "100"]);
+    rejects(&sync, "--prepare-deadline-ms");
+    rejects(&sync, "--commit epoch");
+    let occ = ["bench", "--runtime", "sim", "--protocol", "occ"];
+    let occ = [&occ[..], &["--prepare-deadline-ms", "100"]].concat();
+    rejects(&occ, "--prepare-deadline-ms");
+}
+
 #[test]
 fn counts_must_be_positive() {
     rejects(&["bench", "--clients", "0"], "--clients");

@@ -619,6 +619,12 @@ fn coco_level(spec: &BenchSpec, serializable: Level) -> Level {
     }
 }
 
+/// The longest epoch prepare deadline `--prepare-deadline-ms` takes: a
+/// minute, far above any round trip of ours (the wide-area preset's 61 ms);
+/// past it a crash would stop every epoch, and hold back every result, for
+/// longer.
+pub const MAX_PREPARE_DEADLINE_MS: u64 = 60_000;
+
 /// COCO's configuration: serializable transactions and three replicas
 /// unless told; epoch commit for PT-OCC and LT-OCC, 2PC without
 /// replication for S2PL (the paper runs it with 2PC, §7.1.2). S2PL has no
@@ -630,6 +636,7 @@ fn coco(spec: &BenchSpec, cc: Cc) -> Result<(CocoConfig, BenchSpec), SpecError> 
         &[
             "--commit",
             "--epoch-ms",
+            "--prepare-deadline-ms",
             "--isolation",
             "--coco-replication",
         ],
@@ -666,6 +673,23 @@ fn coco(spec: &BenchSpec, cc: Cc) -> Result<(CocoConfig, BenchSpec), SpecError> 
             });
         }
         config.epoch = ms * MS;
+    }
+    if let Some(ms) = spec.knobs.prepare_deadline_ms {
+        let refused = if config.commit != CommitMode::Epoch {
+            Some("unset unless --commit epoch (only epoch commit prepares, COCO §3.1)")
+        } else if !(1..=MAX_PREPARE_DEADLINE_MS).contains(&ms) {
+            Some("1 to 60000")
+        } else {
+            None
+        };
+        if let Some(allowed) = refused {
+            return Err(SpecError::Invalid {
+                flag: "--prepare-deadline-ms",
+                value: ms.to_string(),
+                allowed: allowed.into(),
+            });
+        }
+        config.epoch_timeout = ms * MS;
     }
     let mut spec = spec.clone();
     spec.replicas = Some(spec.replicas.unwrap_or(3));
@@ -1008,11 +1032,18 @@ mod tests {
         });
         let wl = crate::run::workload(&wl_spec).unwrap();
         // s2pl reads --isolation but refuses snapshot, naming the flag.
-        let cases: [(&str, Knobs); 3] = [
+        let cases: [(&str, Knobs); 4] = [
             (
                 "--epoch-ms",
                 Knobs {
                     epoch_ms: Some(5),
+                    ..Knobs::default()
+                },
+            ),
+            (
+                "--prepare-deadline-ms",
+                Knobs {
+                    prepare_deadline_ms: Some(100),
                     ..Knobs::default()
                 },
             ),
@@ -1035,6 +1066,8 @@ mod tests {
             for (flag, knobs) in &cases {
                 let reads = match *flag {
                     "--epoch-ms" => ["pt-occ", "lt-occ", "s2pl"].contains(&e.name),
+                    // s2pl's default commit is 2pc, which refuses it.
+                    "--prepare-deadline-ms" => ["pt-occ", "lt-occ"].contains(&e.name),
                     "--isolation" => ["pt-occ", "lt-occ"].contains(&e.name),
                     _ => e.name.starts_with("nocc"),
                 };
@@ -1060,5 +1093,28 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(err.contains("--replicas"), "{err}");
+    }
+
+    /// `--prepare-deadline-ms` becomes the epoch manager's deadline, also
+    /// on wide-area sites, whose round trips otherwise raise the default.
+    #[test]
+    fn the_prepare_deadline_is_the_configured_one() {
+        use crate::spec::{RuntimeKind, WorkloadSpec};
+        let mut spec = BenchSpec::new(
+            RuntimeKind::Sim,
+            "pt-occ",
+            WorkloadSpec::Ycsb(tessera_workloads::YcsbConfig::default()),
+        );
+        let default = coco(&spec, Cc::PtOcc).unwrap().0.epoch_timeout;
+        assert_eq!(default, 50 * MS);
+        spec.knobs.prepare_deadline_ms = Some(200);
+        assert_eq!(coco(&spec, Cc::PtOcc).unwrap().0.epoch_timeout, 200 * MS);
+        spec.sites = Some(crate::sites::Sites::coco_wan());
+        assert_eq!(coco(&spec, Cc::PtOcc).unwrap().0.epoch_timeout, 200 * MS);
+        spec.knobs.prepare_deadline_ms = None;
+        assert!(coco(&spec, Cc::PtOcc).unwrap().0.epoch_timeout > 200 * MS);
+        spec.knobs.prepare_deadline_ms = Some(MAX_PREPARE_DEADLINE_MS + 1);
+        let err = coco(&spec, Cc::PtOcc).err().unwrap().to_string();
+        assert!(err.contains("--prepare-deadline-ms"), "{err}");
     }
 }

@@ -194,6 +194,10 @@ pub struct Knobs {
     pub commit: Option<String>,
     /// COCO: epoch length in ms (`--epoch-ms`, 1–1000).
     pub epoch_ms: Option<u64>,
+    /// COCO epoch mode: the epoch prepare deadline in ms
+    /// (`--prepare-deadline-ms`, 1–60,000; §3.2's failure detection, see
+    /// `CocoConfig::epoch_timeout`).
+    pub prepare_deadline_ms: Option<u64>,
     /// COCO: `--isolation serializable|snapshot` (§5.3).
     pub isolation: Option<String>,
     /// COCO epoch mode: `--coco-replication coordinator|primary`, who
@@ -227,7 +231,7 @@ impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 21] = [
+        let flags: [(&'static str, bool); 22] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
@@ -236,6 +240,7 @@ impl Knobs {
             ("--abort-cpu-us", self.abort_cpu_us.is_some()),
             ("--commit", self.commit.is_some()),
             ("--epoch-ms", self.epoch_ms.is_some()),
+            ("--prepare-deadline-ms", self.prepare_deadline_ms.is_some()),
             ("--isolation", self.isolation.is_some()),
             ("--coco-replication", self.coco_replication.is_some()),
             ("--oocc-lease", self.oocc_lease.is_some()),

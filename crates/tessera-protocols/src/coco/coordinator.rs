@@ -36,7 +36,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId};
-use tessera_core::node::{Ctx, Node};
+use tessera_core::node::{Ctx, Node, NodeReport};
 use tessera_core::protocol::{Coordinator, CoordinatorEnv};
 use tessera_core::topology::Topology;
 use tessera_core::txn::{participants, AbortReason, Attempt, ReadObs, TxnOutcome, Value};
@@ -120,6 +120,21 @@ pub struct CocoCoordinator {
     aborted: Vec<(u64, u64)>,
     /// The highest abort floor heard of, from the manager or a primary.
     floor: u64,
+    /// Attempts aborted, by cause (see [`abort_counter`]).
+    aborts: BTreeMap<&'static str, u64>,
+}
+
+/// The counter an abort of `reason` is reported in. COCO's `Timeout`s are
+/// epoch aborts (§3.2) and their kin: a transaction whose primaries
+/// answered from both sides of an epoch abort, or unacknowledged requests.
+fn abort_counter(reason: AbortReason) -> &'static str {
+    match reason {
+        AbortReason::LockConflict => "aborts_lock_conflict",
+        AbortReason::Validation => "aborts_validation",
+        AbortReason::Timeout => "aborts_epoch_or_timeout",
+        AbortReason::User => "aborts_user",
+        AbortReason::Stale => "aborts_stale",
+    }
 }
 
 const TICK: TimerId = TimerId(1);
@@ -148,6 +163,7 @@ impl CocoCoordinator {
             parked: BTreeMap::new(),
             aborted: Vec::new(),
             floor: 0,
+            aborts: BTreeMap::new(),
         }
     }
 
@@ -490,7 +506,7 @@ impl CocoCoordinator {
                 ctx.send(n, Msg::Abort { txn });
             }
             self.open.remove(&txn);
-            ctx.done(txn, TxnOutcome::Aborted(reason));
+            self.report_abort(ctx, txn, reason);
             return;
         }
         st.epoch = st.epoch.max(epoch);
@@ -726,7 +742,7 @@ impl CocoCoordinator {
         let gone: Vec<u64> = self.parked.range(epoch..next).map(|(e, _)| *e).collect();
         for e in gone {
             for (txn, _) in self.parked.remove(&e).expect("listed") {
-                ctx.done(txn, TxnOutcome::Aborted(AbortReason::Timeout));
+                self.report_abort(ctx, txn, AbortReason::Timeout);
             }
         }
     }
@@ -746,6 +762,11 @@ impl CocoCoordinator {
         self.decided.remove(&txn);
         self.acked(txn, None);
         st.phase = Phase::Done;
+        self.report_abort(ctx, txn, reason);
+    }
+
+    fn report_abort(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, reason: AbortReason) {
+        *self.aborts.entry(abort_counter(reason)).or_default() += 1;
         ctx.done(txn, TxnOutcome::Aborted(reason));
     }
 
@@ -842,6 +863,14 @@ impl Coordinator<Msg> for CocoCoordinator {
 }
 
 impl Node<Msg> for CocoCoordinator {
+    fn take_report(&mut self) -> NodeReport {
+        NodeReport {
+            client: None,
+            counters: std::mem::take(&mut self.aborts).into_iter().collect(),
+            ..NodeReport::default()
+        }
+    }
+
     fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
         ctx.set_timer(self.config.retransmit / 2, TICK);
         if !self.rejoined {

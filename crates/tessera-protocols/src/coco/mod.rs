@@ -58,8 +58,9 @@
 //! replays only the epochs the answer says committed; it serves nothing
 //! before. A restarted manager (shard 0's first replica) learns from its
 //! commit and abort records what was decided and aborts the rest. Every
-//! one of Fig. 1's nine failure points is tested on 200 seeds, crashing
-//! the coordinator or a participant (`coco_seeds.rs`).
+//! concurrency control, and both snapshot modes, is crashed at every one
+//! of Fig. 1's nine failure points on each of 200 seeds, the coordinator
+//! or a participant (`coco_seeds.rs`).
 //!
 //! Deletes and inserts (§6.3, see [`gc`]): an insert locks a placeholder
 //! (invisible to readers, so concurrent inserts of a key conflict and a
@@ -246,7 +247,21 @@ pub struct CocoConfig {
     /// How long finished transactions are remembered by a primary when
     /// their coordinator's floor does not pass them first.
     pub tombstone: Time,
-    /// An epoch whose prepare is unanswered this long aborts (§3.2).
+    /// An epoch whose prepare is unanswered this long aborts (§3.2);
+    /// after a timed-out epoch the next deadline doubles, up to
+    /// [`epoch::MAX_BACKOFF`] times this (`--prepare-deadline-ms`).
+    ///
+    /// Why 50 ms by default (the paper gives no value): the timeout is how
+    /// §3.2 detects a failed server, so it must exceed what a healthy
+    /// prepare takes, which waits for the epoch's last transactions (a
+    /// lost message costs a `retransmit`, 10 ms), for each primary's
+    /// **EpochSync** round with its backups and for log forces (up to 2 ms
+    /// each at §7.4's slowest disk): a few resend periods, five 10 ms
+    /// epochs. Much shorter and one lost message aborts a healthy epoch,
+    /// whose transactions all re-run; much longer and a crash holds every
+    /// result back that long. A wide-area world raises the default to four
+    /// of its slowest round trips ([`CocoConfig::covering_round_trip`]); a
+    /// value set by flag is taken as given.
     pub epoch_timeout: Time,
     /// A server checkpoints at most every this many committed epochs
     /// (§6.2), and only once its log has grown by the last checkpoint's

@@ -207,6 +207,54 @@ pub enum Msg {
     },
 }
 
+/// A pair of counter names, `primary_events_<x>` and `backup_events_<x>`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! coco_event_counters {
+    ($x:literal) => {
+        (
+            concat!("primary_events_", $x),
+            concat!("backup_events_", $x),
+        )
+    };
+}
+
+impl Msg {
+    /// The counters of the server events this message causes, at a
+    /// primary and at a backup (the simulator charges each event the same
+    /// CPU, so these say where a server's CPU goes, by paper message
+    /// name). A **Prepare** is counted by what it asks: lock writes,
+    /// validate reads, or both in one round.
+    pub fn event_counters(&self) -> (&'static str, &'static str) {
+        match self {
+            Msg::Read { .. } => coco_event_counters!("read"),
+            Msg::ReadOk { .. } => coco_event_counters!("read_ok"),
+            Msg::Prepare { writes, reads, .. } => match (writes.is_empty(), reads.is_empty()) {
+                (false, true) => coco_event_counters!("prepare_lock"),
+                (true, false) => coco_event_counters!("prepare_validate"),
+                _ => coco_event_counters!("prepare_lock_validate"),
+            },
+            Msg::Prepared { .. } => coco_event_counters!("prepared"),
+            Msg::WriteBack { .. } => coco_event_counters!("write_back"),
+            Msg::WrittenBack { .. } => coco_event_counters!("written_back"),
+            Msg::Release { .. } => coco_event_counters!("release"),
+            Msg::Abort { .. } => coco_event_counters!("abort"),
+            Msg::Inquire { .. } => coco_event_counters!("inquire"),
+            Msg::Replicate { .. } => coco_event_counters!("replicate"),
+            Msg::Replicated { .. } => coco_event_counters!("replicated"),
+            Msg::EpochSync { .. } => coco_event_counters!("epoch_sync"),
+            Msg::Synced { .. } => coco_event_counters!("synced"),
+            Msg::EpochPrepare { .. } => coco_event_counters!("epoch_prepare"),
+            Msg::EpochPrepared { .. } => coco_event_counters!("epoch_prepared"),
+            Msg::EpochCommit { .. } => coco_event_counters!("epoch_commit"),
+            Msg::EpochAbort { .. } => coco_event_counters!("epoch_abort"),
+            Msg::EpochAborted { .. } => coco_event_counters!("epoch_aborted"),
+            Msg::Rejoin => coco_event_counters!("rejoin"),
+            Msg::EpochStatus { .. } => coco_event_counters!("epoch_status"),
+        }
+    }
+}
+
 fn kv_size(w: &[(Key, Value)]) -> usize {
     w.iter().map(|(_, v)| 12 + 4 + v.len()).sum()
 }

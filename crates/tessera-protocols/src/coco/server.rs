@@ -103,6 +103,9 @@ pub struct CocoServer {
     /// Events handled, as a primary or a backup (results counters).
     primary: bool,
     events: u64,
+    /// The same events by cause ([`Msg::event_counters`], timers, log
+    /// forces done): the per-message CPU breakdown of a run.
+    by_cause: BTreeMap<&'static str, u64>,
     /// This server's current epoch (§3.1): transactions that lock here now
     /// are tagged with it.
     epoch: u64,
@@ -207,6 +210,7 @@ impl CocoServer {
             received: tessera_core::fast_map(),
             primary,
             events: 0,
+            by_cause: BTreeMap::new(),
             epoch: 1,
             prepare_wanted: None,
             prepared: 0,
@@ -300,6 +304,12 @@ impl CocoServer {
         for k in removed {
             self.written.remove(&k);
         }
+    }
+
+    /// Count an event under its primary or backup counter.
+    fn count(&mut self, (primary, backup): (&'static str, &'static str)) {
+        let name = if self.primary { primary } else { backup };
+        *self.by_cause.entry(name).or_default() += 1;
     }
 
     /// A phase of epoch commit (§3.1, Fig. 1), for tests that crash nodes
@@ -1412,12 +1422,14 @@ impl Node<Msg> for CocoServer {
 
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
         self.events += 1;
+        self.count(msg.event_counters());
         self.handle(ctx, from, msg);
         self.drain_local(ctx);
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
         self.events += 1;
+        self.count(crate::coco_event_counters!("timer"));
         match id {
             SWEEP => self.sweep(ctx),
             EPOCH => {
@@ -1432,6 +1444,7 @@ impl Node<Msg> for CocoServer {
 
     fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
         self.events += 1;
+        self.count(crate::coco_event_counters!("persisted"));
         match self.persists.remove(&token) {
             Some(AfterPersist::EpochPrepared(e)) => {
                 self.flushing = false;
@@ -1484,22 +1497,24 @@ impl Node<Msg> for CocoServer {
         } else {
             (0, events)
         };
+        let mut counters = vec![
+            ("epoch_aborts", aborts),
+            ("tuples_reverted", std::mem::take(&mut self.reverted)),
+            ("server_recoveries", std::mem::take(&mut self.recoveries)),
+            (
+                "recoveries_from_checkpoint",
+                std::mem::take(&mut self.from_checkpoint),
+            ),
+            ("redo_entries_replayed", std::mem::take(&mut self.replayed)),
+            ("redo_bytes_read", std::mem::take(&mut self.replayed_bytes)),
+            ("records_collected", std::mem::take(&mut self.collected)),
+            ("primary_events", primary),
+            ("backup_events", backup),
+        ];
+        counters.extend(std::mem::take(&mut self.by_cause));
         NodeReport {
             client: None,
-            counters: vec![
-                ("epoch_aborts", aborts),
-                ("tuples_reverted", std::mem::take(&mut self.reverted)),
-                ("server_recoveries", std::mem::take(&mut self.recoveries)),
-                (
-                    "recoveries_from_checkpoint",
-                    std::mem::take(&mut self.from_checkpoint),
-                ),
-                ("redo_entries_replayed", std::mem::take(&mut self.replayed)),
-                ("redo_bytes_read", std::mem::take(&mut self.replayed_bytes)),
-                ("records_collected", std::mem::take(&mut self.collected)),
-                ("primary_events", primary),
-                ("backup_events", backup),
-            ],
+            counters,
             ..NodeReport::default()
         }
     }
