@@ -63,7 +63,9 @@
 //! **Server crashes** (§3.5, `server::log`): a server logs each start
 //! request (the pieces it adds) in arrival order, and each finish of
 //! deferred pieces with the transaction's component, and answers
-//! (`StartOk`, `CommitOk`) only once the record is durable. A restarted
+//! `StartOk` only once the record is durable; a `CommitOk` waits for the
+//! records before the finish, not for the finish (§3.5 logs commits off
+//! the critical path). A restarted
 //! server replays the log in order: immediate pieces re-run on the same
 //! data give the same outputs, the tracker re-records the same edges, and
 //! deferred pieces re-run at their logged place, i.e. in the committed
@@ -74,7 +76,13 @@
 //! requests go to every server of the transaction again (answered
 //! idempotently, with their dependencies) and the commit request follows;
 //! status requests (**Inquire**) about their ancestors go to peers as
-//! usual. A crash loses only a suffix of the log, whose replies never left.
+//! usual. A crash loses only a suffix of the log, whose replies never left
+//! but for at most one reported finish: until the replayed transactions
+//! have finished, the restarted server holds new start requests that touch
+//! their keys, so the one whose finish was lost runs its deferred pieces
+//! on the same data again and reports the same outputs (`server::guard`);
+//! a peer that already collected such a transaction answers `Gone`, and
+//! the restarted server asks it for the component (Inquire).
 //! Merged pieces' OCC+2PC (§4.2) is logged like 2PC's: a participant's
 //! prepare (locked keys) before its yes vote, its release of an aborted
 //! attempt before the acknowledgement, the leader's decision before it

@@ -9,6 +9,7 @@
 //! replies (the pieces are not run again), a repeated commit request gets
 //! the same deferred results once they exist.
 
+mod guard;
 mod log;
 mod merged;
 mod view;
@@ -123,6 +124,9 @@ pub struct RococoServer {
     codec: tessera_core::codec::DecodeCx,
     /// Set while replaying: nothing is logged or sent.
     replaying: bool,
+    /// After a restart, until the replayed transactions have finished: the
+    /// start requests that wait for them ([`guard`]).
+    guard: Option<guard::Guard>,
 }
 
 /// Counts of the commit phase's waits (Fig. 7) at one server, to tell
@@ -190,6 +194,7 @@ impl RococoServer {
             recovered: env.recovered,
             codec: env.codec,
             replaying: false,
+            guard: None,
         }
     }
 
@@ -197,7 +202,8 @@ impl RococoServer {
     /// and finishes again, in their order, with nothing logged or sent.
     /// Transactions left DECIDED and unfinished run once the replay is over;
     /// those left STARTED are driven to their decision from here at once,
-    /// as a silent coordinator's are (`recover`).
+    /// as a silent coordinator's are (`recover`). Until they have finished,
+    /// new start requests that touch their keys wait ([`guard`]).
     fn replay(&mut self, ctx: &mut Ctx<Msg>) {
         let records = std::mem::take(&mut self.recovered);
         if records.is_empty() {
@@ -241,6 +247,11 @@ impl RococoServer {
             }
         }
         self.replaying = false;
+        let unfinished = self
+            .locals
+            .iter()
+            .filter(|(t, _)| self.graph.get(**t).is_some_and(|n| n.local && !n.finished));
+        self.guard = guard::Guard::new(unfinished.map(|(t, l)| (*t, l.keys.clone())));
         tracing::debug!(
             shard = self.shard.0,
             records = records.len(),
@@ -286,6 +297,9 @@ impl RococoServer {
         if !merged && !self.replaying && self.occ.blocks(self.shard, &req, &self.locals) {
             tracing::trace!(shard = self.shard.0, txn = ?req.txn, "start waits for merged pieces' locks");
             self.occ.park(from, req);
+            return;
+        }
+        if !merged && self.guard.is_some() && self.held_after_restart(ctx, from, &req) {
             return;
         }
         let Start {
@@ -409,6 +423,70 @@ impl RococoServer {
         );
     }
 
+    /// After a restart, whether `req` must wait for the replayed
+    /// transactions ([`guard`]): it is held when its new pieces touch a key
+    /// of a protected one. New pieces of a protected transaction show that
+    /// it was never reported, so it is protected no more.
+    fn held_after_restart(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, req: &Start) -> bool {
+        let local = self.locals.get(&req.txn);
+        let mut keys = Vec::new();
+        for (&piece, inputs) in req.pieces.iter().zip(&req.inputs) {
+            let received = local.is_some_and(|l| l.pieces.iter().any(|r| r.piece == piece));
+            if received || piece as usize >= req.proc.pieces().len() {
+                continue;
+            }
+            let spec = req.proc.resolve(piece as usize, inputs);
+            if spec.shard == self.shard {
+                keys.extend(spec.reads.iter().chain(&spec.writes).map(|a| a.key));
+            }
+        }
+        let Some(g) = self.guard.as_mut() else {
+            return false;
+        };
+        if keys.is_empty() {
+            return false;
+        }
+        g.unprotect(req.txn);
+        if !g.conflicts(&keys) {
+            self.release_held(ctx);
+            return false;
+        }
+        tracing::trace!(shard = self.shard.0, txn = ?req.txn, "start waits for the replayed transactions");
+        g.hold(from, req.clone(), keys);
+        // A protected transaction whose commit waits for this one was
+        // never reported.
+        let waiting: Vec<TxnId> = g
+            .protected()
+            .into_iter()
+            .filter(
+                |&t| matches!(self.graph.decide(t), Decision::Blocked(a) if a.contains(&req.txn)),
+            )
+            .collect();
+        if !waiting.is_empty() {
+            for t in waiting {
+                g.unprotect(t);
+            }
+            self.release_held(ctx);
+        }
+        true
+    }
+
+    /// Serve the held requests that touch no protected key any more, and
+    /// drop the guard once nothing is protected or held.
+    fn release_held(&mut self, ctx: &mut Ctx<Msg>) {
+        let Some(g) = self.guard.as_mut() else {
+            return;
+        };
+        let free = g.releasable();
+        if g.is_done() {
+            self.guard = None;
+            tracing::debug!(shard = self.shard.0, "replayed transactions finished");
+        }
+        for (from, req) in free {
+            self.on_start(ctx, from, req, false);
+        }
+    }
+
     // ---- commit phase (Fig. 7) ----
 
     fn on_commit(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, deps: &[Vertex]) {
@@ -479,6 +557,7 @@ impl RococoServer {
         while let Some(t) = self.wakeups.pop() {
             self.progress(ctx, t);
         }
+        self.release_held(ctx);
     }
 
     /// Move `t` along Fig. 7 as far as it can go now.
@@ -488,6 +567,12 @@ impl RococoServer {
             Some(Status::Committing) => match self.graph.decide(t) {
                 Decision::Blocked(ancestors) => {
                     tracing::trace!(shard = self.shard.0, txn = ?t, ?ancestors, "blocked");
+                    if let Some(g) = self.guard.as_mut() {
+                        // Waits for a request held here: never reported.
+                        if g.is_protected(t) && ancestors.iter().any(|&a| g.holds(a)) {
+                            g.unprotect(t);
+                        }
+                    }
                     self.waits.blocked += 1;
                     self.waits.blocked_on += ancestors.len() as u64;
                     for a in ancestors {
@@ -615,17 +700,24 @@ impl RococoServer {
         }
         local.deferred = Some(replies.clone());
         tracing::trace!(shard = self.shard.0, txn = ?t, "finished");
-        if !self.replaying {
-            let members = self.graph.members(t);
-            self.log
-                .append(ctx, &log::Record::Finish { txn: t, members });
-        }
+        // The replies wait for the records before the finish, not for the
+        // finish itself: a crash that takes it back leaves what the
+        // deferred pieces ran on, and the restarted server runs them again
+        // before anything else touches their keys ([`guard`]).
         for w in waiters {
             let msg = Msg::CommitOk {
                 txn: t,
                 deferred: replies.clone(),
             };
             self.log.reply(ctx, w, msg);
+        }
+        if !self.replaying {
+            let members = self.graph.members(t);
+            self.log
+                .append(ctx, &log::Record::Finish { txn: t, members });
+        }
+        if let Some(g) = self.guard.as_mut() {
+            g.unprotect(t);
         }
         if let Some(n) = self.graph.get_mut(t) {
             n.finished = true;
@@ -1027,9 +1119,15 @@ impl Node<Msg> for RococoServer {
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
             Msg::InquireOk { deps, .. } => self.on_inquire_ok(ctx, &deps),
             Msg::NotHere { txn } => self.on_not_here(ctx, from, txn),
-            // Another driver finished the transaction ours drives.
+            // Another driver finished the transaction ours drives. If it is
+            // unfinished here (a restart took back its finish), the server
+            // that collected it knows its component: ask it (`guard`).
             Msg::Gone { txn } => {
                 self.recovering.remove(&txn);
+                if self.graph.get(txn).is_some_and(|n| n.local && !n.finished) {
+                    self.waits.inquiries += 1;
+                    ctx.send(from, Msg::Inquire { txn });
+                }
             }
             Msg::RoRead {
                 txn,
@@ -1075,7 +1173,9 @@ impl Node<Msg> for RococoServer {
     /// this server for a silent coordinator: one cut off there has run its
     /// immediate pieces and not its deferred ones.
     fn settled(&self) -> bool {
-        self.started.is_empty() && self.recovering.is_empty()
+        self.started.is_empty()
+            && self.recovering.is_empty()
+            && !self.guard.as_ref().is_some_and(|g| g.holds_any())
     }
 
     fn take_report(&mut self) -> NodeReport {

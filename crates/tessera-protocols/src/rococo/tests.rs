@@ -594,6 +594,86 @@ fn restarted_server_replays_its_log_and_answers_a_resent_start_alike() {
         .is_some());
 }
 
+/// §3.5 with the finish record off the critical path (`server::guard`):
+/// S1 reports T's deferred output (the stock it saw, 10) and crashes before
+/// its finish record is durable. W, an immediate piece on the same stock
+/// submitted after T committed, reaches the restarted S1 before anything
+/// of T. S1 must run T's deferred piece again first: served at once, W
+/// would see 10 (missing a write its client could know was reported) and
+/// T's re-execution would read W's 9, not what its client was told.
+#[test]
+fn a_commit_reported_before_its_finish_is_durable_runs_again_before_new_starts() {
+    let (a, b) = (Key::new(0, 1), Key::new(0, 2));
+    let mut c = Cluster::new(&[(a, 10, 0), (b, 10, 1)]);
+    let t = c.submit(0, Arc::new(Buy::new(&[a, b], PieceKind::Deferrable)));
+    c.run();
+    assert_eq!(c.outputs(t), [10, 10]);
+    // T's finish at S1 is its last record: the crash takes it.
+    assert_eq!(c.disks[0].len(), 2, "T's start and finish");
+    c.disks[0].pop();
+    c.restart(0);
+    let stock = |c: &Cluster| dec(Some(&c.servers[0].store_ref().get(a).unwrap().value));
+    assert_eq!(stock(&c), 10, "T's deferred piece is not replayed");
+    let w = c.submit(1, Arc::new(Buy::new(&[a], PieceKind::Immediate)));
+    c.deliver_start(w, 0);
+    assert!(
+        !c.queue
+            .iter()
+            .any(|(_, _, m)| matches!(m, Msg::StartOk { txn, .. } if *txn == w)),
+        "W waits for T"
+    );
+    assert_eq!(stock(&c), 10);
+    c.run();
+    assert_eq!(c.outputs(w), [9], "W sees T's write");
+    assert_eq!(stock(&c), 8);
+    // T's coordinator asks again: S1 reports what it reported before.
+    c.queue.push((
+        NodeId(2),
+        NodeId(0),
+        Msg::Commit {
+            txn: t,
+            deps: Arc::new(Vec::new()),
+        },
+    ));
+    let n = c.queue.len();
+    c.step(n - 1);
+    let again = c.queue.iter().find_map(|(from, to, m)| match m {
+        Msg::CommitOk { txn, deferred } if from.0 == 0 && to.0 == 2 && *txn == t => {
+            Some(dec(Some(&deferred[0].output)))
+        }
+        _ => None,
+    });
+    assert_eq!(again, Some(10), "the re-run gives T's reported output");
+}
+
+/// The same crash, restarted after S2 collected T (its coordinator had
+/// every reply and said so): S1's recovery driver gets `Gone` from S2, and
+/// S1 asks S2 for T's component (Inquire) and runs T's deferred piece
+/// again. Stopping at `Gone` would leave T STARTED at S1 for good: its
+/// reported write lost, and new requests on its keys held.
+#[test]
+fn a_finish_lost_after_the_peers_collected_the_transaction_is_recovered_from_them() {
+    let ms = tessera_core::ids::MS;
+    let (a, b) = (Key::new(0, 1), Key::new(0, 2));
+    let mut c = Cluster::new(&[(a, 10, 0), (b, 10, 1)]);
+    let t = c.submit(0, Arc::new(Buy::new(&[a, b], PieceKind::Deferrable)));
+    c.run();
+    assert_eq!(c.outputs(t), [10, 10]);
+    for now in [100, 200, 300] {
+        c.tick(1, now * ms);
+        c.run();
+    }
+    assert_eq!(c.servers[1].graph_len(), 0, "S2 collected T");
+    c.disks[0].pop();
+    c.restart(0);
+    let stock = |c: &Cluster| dec(Some(&c.servers[0].store_ref().get(a).unwrap().value));
+    assert_eq!(stock(&c), 10);
+    let w = c.submit(1, Arc::new(Buy::new(&[a], PieceKind::Immediate)));
+    c.run();
+    assert_eq!(stock(&c), 8, "T ran again, then W");
+    assert_eq!(c.outputs(w), [9]);
+}
+
 /// The sent start requests of `effects`: (destination, pieces).
 fn starts(effects: &[Effect<Msg>]) -> Vec<(u32, Vec<u16>)> {
     effects

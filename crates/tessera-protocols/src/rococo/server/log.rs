@@ -10,18 +10,22 @@
 //!   in order re-runs the immediate pieces on the same data, so they give
 //!   the same outputs, and re-records the same one-hop edges.
 //! * **Finish** — a transaction's deferred pieces ran here, with its
-//!   component (the members in execution order), appended before the
-//!   `CommitOk` leaves. Replayed at its place among the start requests, it
-//!   re-runs the deferred pieces in the committed order. The paper's
-//!   servers log the commit decision instead and re-derive the order; the
-//!   component in the record is that decision, and its place in the log
-//!   is the order.
+//!   component (the members in execution order), appended right after its
+//!   `CommitOk` is handed over: the reply waits for the records before the
+//!   finish, not for the finish (§3.5 logs commits "off the critical
+//!   path"). Replayed at its place among the start requests, it re-runs
+//!   the deferred pieces in the committed order. The paper's servers log
+//!   the commit decision instead and re-derive the order; the component in
+//!   the record is that decision, and its place in the log is the order.
 //!
 //! Records are durable in the order they were appended (the simulator's
 //! disk and the WAL are logs), so a crash loses a suffix: a lost start
-//! request was never answered, and a lost finish never reported, so no
-//! one saw what a crash took back. Replies therefore wait for the last
-//! record appended before them ([`Pending`]).
+//! request was never answered, so no one saw what a crash took back.
+//! Replies therefore wait for the last record appended before them
+//! ([`Pending`]) — all but the `CommitOk` of the finish appended after
+//! it, whose loss the restarted server repairs by running the deferred
+//! pieces again before anything else touches their keys
+//! ([`super::guard`] has the argument).
 //!
 //! * **Merged** — the commit of merged pieces (§4.2) here: a start request
 //!   that first releases the transaction's validation locks. Appended
