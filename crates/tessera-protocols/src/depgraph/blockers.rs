@@ -1,25 +1,84 @@
 //! The STARTED ancestors a blocked COMMITTING vertex waits for
-//! ([`super::graph::DepGraph::settle`]), each with its vertex's slot (each
-//! vertex of a graph gets the next slot when it is created), in slot order.
+//! ([`super::graph::DepGraph::settle`]), as bits by [`Numbers`].
 //!
-//! A resumed settle looks for the STARTED vertices behind a risen blocker
-//! that are not yet in the set; over three sites with 10,800 clients at
-//! zipf 0.9 those are hundreds per resume and almost all already in it,
-//! and a hash look-up for each was 85% of a janus-micro-wan run (`perf`).
-//! Two lists in slot order are compared in one pass instead. (Bits by slot
-//! were faster still but took gigabytes: a vertex blocked on an old and a
-//! new vertex spans every slot created in between.)
+//! A resumed settle adds to the set the STARTED vertices kept behind a
+//! risen blocker and returns those it did not hold: over three sites with
+//! 10,800 clients at zipf 0.9 a hot key's blocker has many waiters and
+//! hundreds of vertices behind it, almost all already in each waiter's
+//! set, and comparing each waiter's set with the kept list element by
+//! element (hash look-ups, then a merge of two lists in creation order)
+//! was 84–89% of a run (`perf`). With both as bits, one word compares 64
+//! of them at once. A vertex is numbered only while STARTED and someone
+//! holds it (the numbers of those that rose are used again), so a set
+//! spans the STARTED vertices of the moment, not every vertex created
+//! since the oldest one it holds (bits by creation order took gigabytes).
 
 use tessera_core::ids::TxnId;
 
+/// Numbers for the STARTED vertices in some [`Blockers`] or kept list:
+/// taken when first needed, given back when the vertex rises or leaves.
+#[derive(Default)]
+pub(crate) struct Numbers {
+    /// The vertex of each number in use (stale for the free ones).
+    txns: Vec<TxnId>,
+    free: Vec<u32>,
+}
+
+impl Numbers {
+    /// A number for `t`.
+    pub fn take(&mut self, t: TxnId) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.txns[i as usize] = t;
+                i
+            }
+            None => {
+                self.txns.push(t);
+                u32::try_from(self.txns.len() - 1).expect("fewer than 2^32 STARTED vertices")
+            }
+        }
+    }
+
+    /// `i` is no longer in any set: it may be taken again.
+    pub fn give_back(&mut self, i: u32) {
+        self.free.push(i);
+    }
+
+    fn txn(&self, i: usize) -> TxnId {
+        self.txns[i]
+    }
+}
+
+/// A set of numbered vertices as its non-zero words, `(word, bits)` in
+/// word order: what [`super::graph::DepGraph::started_behind`] keeps.
+pub(crate) type Kept = Vec<(u32, u64)>;
+
+/// `numbers` as a [`Kept`] list.
+pub(crate) fn kept(mut numbers: Vec<u32>) -> Kept {
+    numbers.sort_unstable();
+    let mut out: Kept = Vec::new();
+    for i in numbers {
+        let (w, b) = (i / 64, 1u64 << (i % 64));
+        match out.last_mut() {
+            Some(last) if last.0 == w => last.1 |= b,
+            _ => out.push((w, b)),
+        }
+    }
+    out
+}
+
+/// A set of numbered vertices, bit `i` of word `i / 64` for number `i`,
+/// its words kept as [`Kept`] (those with a vertex, and some emptied): a
+/// waiter with a few blockers of high numbers takes a few words, not all
+/// up to its highest (a dense vector of words took 22 GB in 11 CPU-min of
+/// the three-site zipf 0.9 point).
 #[derive(Default)]
 pub(crate) struct Blockers {
-    /// (slot, transaction), in slot order; a removed one stays as `None`
-    /// until they are as many as the rest: blockers mostly rise oldest
-    /// first, and shifting the list at each removal was a fifth of a run.
-    items: Vec<(u64, Option<TxnId>)>,
-    /// How many are not removed.
+    words: Kept,
+    /// How many bits are set.
     live: usize,
+    /// How many of `words` are empty: removed when they are the most.
+    empty: usize,
 }
 
 impl Blockers {
@@ -27,79 +86,104 @@ impl Blockers {
         self.live == 0
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = TxnId> + '_ {
-        self.items.iter().filter_map(|&(_, t)| t)
+    /// The vertices in the set, by number.
+    pub fn iter<'a>(&'a self, numbers: &'a Numbers) -> impl Iterator<Item = TxnId> + 'a {
+        self.words.iter().flat_map(move |&(w, bits)| {
+            let mut bits = bits;
+            std::iter::from_fn(move || {
+                if bits == 0 {
+                    return None;
+                }
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                Some(numbers.txn(w as usize * 64 + b))
+            })
+        })
     }
 
-    #[cfg(test)]
-    pub fn contains(&self, t: TxnId) -> bool {
-        self.iter().any(|u| u == t)
+    /// Replace the set with `kept`.
+    pub fn set(&mut self, kept: &[(u32, u64)]) {
+        self.words = kept.to_vec();
+        self.live = kept.iter().map(|&(_, b)| b.count_ones() as usize).sum();
+        self.empty = 0;
     }
 
-    /// Replace the set with `items` (in any order).
-    pub fn set(&mut self, items: Vec<(u64, TxnId)>) {
-        self.items = items.into_iter().map(|(s, t)| (s, Some(t))).collect();
-        self.items.sort_unstable();
-        self.items.dedup();
-        self.live = self.items.len();
-    }
-
-    /// Add those of `sorted` (in slot order) not in the set; returns them.
-    /// Each is looked for by a galloping search from the last one's place:
-    /// a resume's list may be much shorter than the set (a scan of the set
-    /// was 41% of a run) or as long (a bisection each was 80%).
-    pub fn add(&mut self, sorted: &[(u64, TxnId)]) -> Vec<TxnId> {
-        let mut missing = Vec::new();
+    /// Add `kept` to the set; the vertices it did not hold go to `missing`
+    /// (by number) when given. One pass over both lists of words.
+    pub fn add(
+        &mut self,
+        kept: &[(u32, u64)],
+        numbers: &Numbers,
+        mut missing: Option<&mut Vec<TxnId>>,
+    ) {
+        let mut report = |w: u32, mut new: u64| {
+            if let Some(missing) = missing.as_deref_mut() {
+                while new != 0 {
+                    missing.push(numbers.txn(w as usize * 64 + new.trailing_zeros() as usize));
+                    new &= new - 1;
+                }
+            }
+        };
+        let mut extra: Kept = Vec::new();
         let mut i = 0;
-        for &(s, t) in sorted {
-            let mut step = 1;
-            while i + step < self.items.len() && self.items[i + step].0 < s {
-                i += step;
-                step *= 2;
+        for &(w, bits) in kept {
+            while i < self.words.len() && self.words[i].0 < w {
+                i += 1;
             }
-            let end = (i + step + 1).min(self.items.len());
-            i += self.items[i..end].partition_point(|x| x.0 < s);
-            let present = self.items[i..]
-                .iter()
-                .take_while(|x| x.0 == s)
-                .any(|x| x.1 == Some(t));
-            if !present {
-                missing.push((s, Some(t)));
+            match self.words.get_mut(i) {
+                Some(word) if word.0 == w => {
+                    let new = bits & !word.1;
+                    if word.1 == 0 && new != 0 {
+                        self.empty -= 1;
+                    }
+                    word.1 |= bits;
+                    self.live += new.count_ones() as usize;
+                    report(w, new);
+                }
+                _ => {
+                    extra.push((w, bits));
+                    self.live += bits.count_ones() as usize;
+                    report(w, bits);
+                }
             }
         }
-        if missing.is_empty() {
-            return Vec::new();
+        if extra.is_empty() {
+            return;
         }
-        let mut merged = Vec::with_capacity(self.items.len() + missing.len());
-        let mut old = std::mem::take(&mut self.items).into_iter().peekable();
-        for &m in &missing {
-            while let Some(o) = old.next_if(|o| o.0 < m.0) {
+        let mut merged = Vec::with_capacity(self.words.len() + extra.len());
+        let mut old = std::mem::take(&mut self.words).into_iter().peekable();
+        for e in extra {
+            while let Some(o) = old.next_if(|o| o.0 < e.0) {
                 merged.push(o);
             }
-            merged.push(m);
+            merged.push(e);
         }
         merged.extend(old);
-        self.items = merged;
-        self.live += missing.len();
-        missing.into_iter().filter_map(|(_, t)| t).collect()
+        self.words = merged;
     }
 
-    /// Remove `t` of slot `s`; true when it was in the set.
-    pub fn remove(&mut self, t: TxnId, s: u64) -> bool {
-        let from = self.items.partition_point(|x| x.0 < s);
-        let Some(at) = self.items[from..]
-            .iter()
-            .take_while(|x| x.0 == s)
-            .position(|x| x.1 == Some(t))
-        else {
+    /// Remove number `i`; true when it was in the set.
+    pub fn remove(&mut self, i: u32) -> bool {
+        let w = i / 64;
+        let Ok(at) = self.words.binary_search_by_key(&w, |&(x, _)| x) else {
             return false;
         };
-        self.items[from + at].1 = None;
+        let bit = 1u64 << (i % 64);
+        let word = &mut self.words[at].1;
+        if *word & bit == 0 {
+            return false;
+        }
+        *word &= !bit;
         self.live -= 1;
+        if *word == 0 {
+            self.empty += 1;
+        }
         if self.live == 0 {
-            self.items = Vec::new();
-        } else if self.items.len() > 2 * self.live + 8 {
-            self.items.retain(|x| x.1.is_some());
+            self.words = Vec::new();
+            self.empty = 0;
+        } else if 2 * self.empty > self.words.len() + 8 {
+            self.words.retain(|&(_, b)| b != 0);
+            self.empty = 0;
         }
         true
     }
@@ -109,36 +193,57 @@ impl Blockers {
 mod tests {
     use super::*;
 
-    /// Random adds and removes against a plain set.
+    /// Random adds and removes against a plain set, numbers given back
+    /// and taken again as vertices rise and new ones come.
     #[test]
     fn adds_return_exactly_the_missing() {
         use rand::{Rng, SeedableRng};
-        use std::collections::BTreeSet;
+        use std::collections::{BTreeSet, HashMap};
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let mut numbers = Numbers::default();
+        // The STARTED vertices numbered so far, and the set as a plain one.
+        let mut numbered: Vec<(TxnId, u32)> = Vec::new();
         let mut b = Blockers::default();
-        let mut model: BTreeSet<u64> = BTreeSet::new();
-        let item = |s: u64| (s, TxnId(s * 3));
+        let mut model: BTreeSet<TxnId> = BTreeSet::new();
+        let mut next = 0u64;
         for _ in 0..5_000 {
-            if rng.random_bool(0.6) {
-                let mut add: Vec<u64> = (0..rng.random_range(0..8))
-                    .map(|_| rng.random_range(0..300))
-                    .collect();
-                add.sort_unstable();
-                add.dedup();
-                let want: Vec<TxnId> = add
-                    .iter()
-                    .filter(|s| !model.contains(s))
-                    .map(|&s| item(s).1)
-                    .collect();
-                let sorted: Vec<(u64, TxnId)> = add.iter().map(|&s| item(s)).collect();
-                assert_eq!(b.add(&sorted), want);
-                model.extend(add);
-            } else {
-                let s = rng.random_range(0..300);
-                assert_eq!(b.remove(item(s).1, s), model.remove(&s));
+            if rng.random_bool(0.5) {
+                let mut add: HashMap<TxnId, u32> = HashMap::new();
+                for _ in 0..rng.random_range(0..70) {
+                    // An old STARTED vertex or a new one.
+                    let (t, i) = if !numbered.is_empty() && rng.random_bool(0.8) {
+                        numbered[rng.random_range(0..numbered.len())]
+                    } else {
+                        next += 1;
+                        let t = TxnId(next);
+                        let i = numbers.take(t);
+                        numbered.push((t, i));
+                        (t, i)
+                    };
+                    add.insert(t, i);
+                }
+                let mut got = Vec::new();
+                b.add(
+                    &kept(add.values().copied().collect()),
+                    &numbers,
+                    Some(&mut got),
+                );
+                got.sort_unstable();
+                let mut want: Vec<TxnId> =
+                    add.keys().copied().filter(|t| !model.contains(t)).collect();
+                want.sort_unstable();
+                assert_eq!(got, want);
+                model.extend(add.keys());
+            } else if !numbered.is_empty() {
+                // A vertex rises: out of every set, its number given back.
+                let (t, i) = numbered.swap_remove(rng.random_range(0..numbered.len()));
+                assert_eq!(b.remove(i), model.remove(&t));
+                numbers.give_back(i);
             }
-            let all: Vec<TxnId> = model.iter().map(|&s| item(s).1).collect();
-            assert_eq!(b.iter().collect::<Vec<_>>(), all);
+            let mut all: Vec<TxnId> = b.iter(&numbers).collect();
+            all.sort_unstable();
+            assert_eq!(all, model.iter().copied().collect::<Vec<_>>());
+            assert_eq!(b.is_empty(), model.is_empty());
         }
     }
 }

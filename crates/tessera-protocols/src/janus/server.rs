@@ -110,6 +110,69 @@ struct CatchUp {
     waiting: tessera_core::FastSet<TxnId>,
 }
 
+/// What [`JanusServer::blocker`]'s walk knows of a vertex it has met: its
+/// Tarjan index (`NONE` for members and vertices passed over unvisited)
+/// and whether it is tainted. One map rather than a seen set, an index map
+/// and a tainted set: a single look-up per vertex met (the sets' inserts
+/// were 31% of a janus-micro-wan zipf 0.7 run, `perf`).
+#[derive(Clone, Copy)]
+struct Mark {
+    index: u32,
+    tainted: bool,
+}
+
+/// A component's start of [`JanusServer::blocker`]'s walk: every member
+/// waiting in a large component walks from all the members' parents, again
+/// at each wake-up; over three sites at zipf 0.9 building that start was
+/// 65% of a run (`perf`). Kept while no member's parents change (they only
+/// grow while the vertex is here; forgetting one clears every frontier).
+struct Frontier {
+    members: Vec<TxnId>,
+    /// Each member's number of parents when the frontier was made.
+    parents: Vec<usize>,
+    /// The members' marks.
+    marks: FastMap<TxnId, Mark>,
+    /// The members' parents, each outside the component and only at its
+    /// last place in the members' parent lists in order (the walk takes
+    /// them from the end: an earlier repetition, or a member, would only
+    /// be met again with no effect).
+    roots: Vec<TxnId>,
+}
+
+impl Frontier {
+    fn new(graph: &DepGraph, members: &[TxnId], parents: Vec<usize>) -> Frontier {
+        let marks: FastMap<TxnId, Mark> = members
+            .iter()
+            .map(|&m| {
+                let mark = Mark {
+                    index: u32::MAX,
+                    tainted: true,
+                };
+                (m, mark)
+            })
+            .collect();
+        let mut all: Vec<TxnId> = Vec::new();
+        for &m in members {
+            if let Some(n) = graph.get(m) {
+                all.extend(n.parents.iter().map(|(p, _)| *p));
+            }
+        }
+        let mut seen: tessera_core::FastSet<TxnId> = tessera_core::fast_set();
+        let mut roots: Vec<TxnId> = all
+            .into_iter()
+            .rev()
+            .filter(|p| !marks.contains_key(p) && seen.insert(*p))
+            .collect();
+        roots.reverse();
+        Frontier {
+            members: members.to_vec(),
+            parents,
+            marks,
+            roots,
+        }
+    }
+}
+
 /// The server role of [`super::Janus`].
 pub struct JanusServer {
     cfg: JanusConfig,
@@ -148,6 +211,8 @@ pub struct JanusServer {
     fetched: u64,
     /// Recoveries started, and decided as abandon, since the last report.
     recovering: u64,
+    /// [`Self::blocker`]'s start for a component, by its first member.
+    frontiers: FastMap<TxnId, Frontier>,
     abandoned: u64,
     /// Graph garbage collection ([`super::gc`]).
     gc: Gc,
@@ -201,6 +266,7 @@ impl JanusServer {
             executed: 0,
             fetched: 0,
             recovering: 0,
+            frontiers: FastMap::default(),
             abandoned: 0,
             gc,
             durable: env.durable,
@@ -749,40 +815,21 @@ impl JanusServer {
             low: u32,
             tainted: bool,
         }
-        /// What the walk knows of a vertex it has met: its Tarjan index
-        /// (`NONE` for members and vertices passed over unvisited) and
-        /// whether it is tainted. One map rather than a seen set, an index
-        /// map and a tainted set: a single look-up per vertex met (the sets'
-        /// inserts were 31% of a janus-micro-wan zipf 0.7 run, `perf`).
-        #[derive(Clone, Copy)]
-        struct Mark {
-            index: u32,
-            tainted: bool,
-        }
         const ROOT: u32 = u32::MAX;
         const NONE: u32 = u32::MAX;
         // Members and vertices reaching one: not proved clear.
-        let mut marks: tessera_core::FastMap<TxnId, Mark> = members
-            .iter()
-            .map(|&m| {
-                let mark = Mark {
-                    index: NONE,
-                    tainted: true,
-                };
-                (m, mark)
-            })
-            .collect();
+        let (mut marks, roots) = if members.len() > 1 {
+            let f = self.frontier(members);
+            (f.marks.clone(), f.roots.clone())
+        } else {
+            let f = Frontier::new(&self.graph, members, Vec::new());
+            (f.marks, f.roots)
+        };
         let mut on_stack: Vec<bool> = Vec::new();
         // Tarjan's stack, with each vertex's index.
         let mut tarjan: Vec<(TxnId, u32)> = Vec::new();
         let mut through: Vec<TxnId> = Vec::new();
         let mut clear: Vec<TxnId> = Vec::new();
-        let mut roots = Vec::new();
-        for &m in members {
-            if let Some(n) = self.graph.get(m) {
-                roots.extend(n.parents.iter().map(|(p, _)| *p));
-            }
-        }
         let mut frames = vec![Frame {
             todo: roots,
             index: ROOT,
@@ -870,6 +917,26 @@ impl JanusServer {
             }
         }
         found
+    }
+
+    /// [`Self::blocker`]'s start for `members` (a component of two or
+    /// more), made again when a member's parents changed.
+    fn frontier(&mut self, members: &[TxnId]) -> &Frontier {
+        let graph = &self.graph;
+        let parents: Vec<usize> = members
+            .iter()
+            .map(|&m| graph.get(m).map_or(0, |n| n.parents.len()))
+            .collect();
+        let key = members.first().copied().unwrap_or(TxnId(0));
+        let fresh = self
+            .frontiers
+            .get(&key)
+            .is_some_and(|f| f.parents == parents && f.members == members);
+        if !fresh {
+            let f = Frontier::new(graph, members, parents);
+            self.frontiers.insert(key, f);
+        }
+        &self.frontiers[&key]
     }
 
     /// Algorithm 4, ll. 53–57: execute `t`'s pieces here unless abandoned,
@@ -1774,6 +1841,7 @@ impl JanusServer {
                 for (t, abandon, scc) in txns {
                     self.committed.remove(&t);
                     self.graph.remove(t);
+                    self.frontiers.clear();
                     self.forget(t, abandon, scc);
                 }
             }
@@ -1933,6 +2001,7 @@ impl JanusServer {
             &self.recoveries,
             &self.gc,
         );
+        self.frontiers.clear();
         let (topology, me) = (&self.topology, self.me);
         let dropped = self.graph.collect(self.gc.epoch, |t, n| {
             if n.status != Status::Decided
