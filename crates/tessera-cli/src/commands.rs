@@ -504,9 +504,39 @@ fn progress(spec: &BenchSpec) -> ProgressBar {
     pb
 }
 
+/// Run a `sim` spec while a second thread adds its virtual clock to the
+/// spinner's line (`sim` runs hold this thread; a long one would
+/// otherwise show nothing but wall time).
+fn run_watching_clock(spec: &BenchSpec, pb: &ProgressBar) -> anyhow::Result<BenchOutcome> {
+    let mut spec = spec.clone();
+    let clock = tessera_harness::Progress::shared();
+    spec.sim.progress = clock.clone();
+    let base = pb.message();
+    let total = spec.duration as f64 / 1e9;
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Some(t) = clock.reached() {
+                    let at = t as f64 / 1e9;
+                    pb.set_message(format!("{base}, at {at:.3}s of {total:.1}s"));
+                }
+                std::thread::sleep(Duration::from_millis(250));
+            }
+        });
+        let out = run_bench(&spec);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        out
+    })
+}
+
 fn run_one(spec: &BenchSpec) -> Result<BenchOutcome> {
     let pb = progress(spec);
-    let out = run_bench(spec);
+    let out = if spec.runtime == RuntimeKind::Sim {
+        run_watching_clock(spec, &pb)
+    } else {
+        run_bench(spec)
+    };
     pb.finish_and_clear();
     let out = out?;
     match &out.check {

@@ -27,4 +27,4 @@ pub mod tcp;
 pub use result::ResultRow;
 pub use run::{check_workload, run_bench, BenchOutcome};
 pub use spec::{BenchSpec, RuntimeKind, SpecError, WorkloadSpec};
-pub use tessera_sim::SimConfig;
+pub use tessera_sim::{Progress, SimConfig};

@@ -1,5 +1,6 @@
 //! What the simulated world looks like.
 
+use crate::Progress;
 use tessera_core::ids::{NodeId, Time, US};
 use thiserror::Error;
 
@@ -72,6 +73,9 @@ pub struct SimConfig {
     /// immediate piece's writes at once and the rest at commit). Faults go
     /// on meanwhile; a run that does not settle is checked as it stands.
     pub settle: Time,
+    /// Where the run reports its virtual clock for a progress display
+    /// (written, never read by the run).
+    pub progress: Progress,
 }
 
 impl Default for SimConfig {
@@ -95,6 +99,7 @@ impl Default for SimConfig {
             drift_ppm: 0,
             drift_node: None,
             settle: 0,
+            progress: Progress::default(),
         }
     }
 }

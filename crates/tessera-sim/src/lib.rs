@@ -21,7 +21,9 @@
 mod config;
 mod disk;
 pub mod net;
+mod progress;
 mod sim;
 
 pub use config::{Crash, Partition, SimConfig, SimConfigError};
+pub use progress::Progress;
 pub use sim::{run, run_wire, SimError, Wire};

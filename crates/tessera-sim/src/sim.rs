@@ -156,6 +156,10 @@ impl<M> World<'_, M> {
     }
 }
 
+/// Events between two writes of [`SimConfig::progress`]: a few a
+/// millisecond of wall time, and no cost worth measuring.
+const PROGRESS_EVERY: u64 = 1 << 14;
+
 /// Run `dep` under the simulator until its duration (virtual time) ends.
 pub fn run<M: Clone + WireSize + 'static>(
     dep: Deployment<M>,
@@ -273,6 +277,9 @@ pub fn run_wire<M: Clone + WireSize + 'static>(
             }
         }
         now = ev.at;
+        if w.events % PROGRESS_EVERY == 0 {
+            w.cfg.progress.set(now);
+        }
         step(&mut w, &mut slots, ev, &mut effects);
         if let Some(e) = w.wire_error.take() {
             return Err(e);
