@@ -6,7 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tessera_core::ids::MS;
+use tessera_core::ids::{MS, US};
 use tessera_harness::experiment;
 use tessera_harness::faults::{replica_plan, RandomFaults};
 use tessera_harness::registry;
@@ -240,6 +240,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     s.check = a.check;
     s.workers = a.workers.unwrap_or(0) as usize;
     s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
+    s.backoff_base = a.backoff_us.map_or(s.backoff_base, |us| us * US);
     s.max_unreleased = a.max_unreleased.unwrap_or(s.max_unreleased);
     s.commits = a.commits;
     s.timeline = a.timeline;
@@ -403,6 +404,7 @@ fn tcp_spec_of(a: &RunArgs, path: &Path) -> Result<BenchSpec> {
     s.seed = a.seed;
     s.check = a.check;
     s.max_attempts = a.max_attempts.unwrap_or(s.max_attempts);
+    s.backoff_base = a.backoff_us.map_or(s.backoff_base, |us| us * US);
     s.max_unreleased = a.max_unreleased.unwrap_or(s.max_unreleased);
     s.commits = a.commits;
     s.timeline = a.timeline;
@@ -792,6 +794,7 @@ pub fn default_comparison() -> Result<()> {
         duplicate: None,
         reorder: None,
         max_attempts: None,
+        backoff_us: None,
         max_unreleased: None,
         commits: None,
         timeline: None,

@@ -428,6 +428,11 @@ pub struct RunArgs {
     /// Attempts per transaction before giving up (Janus: 20).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     max_attempts: Option<u32>,
+    /// A client's backoff window before its first retry, µs; each further
+    /// retry doubles it, up to 5 ms (default 20). 0 retries at once, as
+    /// the OOCC authors' clients do.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=5_000), allow_negative_numbers = true)]
+    backoff_us: Option<u64>,
     /// Transactions a client may have finished executing whose results are
     /// not released yet (epoch commit) before it waits for one (default 128).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]

@@ -94,6 +94,9 @@ fn counts_must_be_positive() {
     rejects(&["bench", "--max-unreleased", "0"], "--max-unreleased");
     rejects(&["sweep", "--vary", "commit=3"], "--vary");
     rejects(&["sweep", "--vary", "oocc-lease-adapt=2"], "--vary");
+    rejects(&["bench", "--backoff-us", "5001"], "--backoff-us");
+    rejects(&["bench", "--backoff-us", "-1"], "--backoff-us");
+    rejects(&["sweep", "--vary", "backoff-us=0.5"], "--vary");
 }
 
 #[test]

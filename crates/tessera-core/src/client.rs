@@ -3,7 +3,8 @@
 //! A client host runs a number of closed-loop clients (slots) on one node and
 //! wraps the protocol's coordinator. Each slot submits a transaction, waits
 //! for its end, retries an aborted attempt after a randomized exponential
-//! backoff (at most `max_attempts` attempts, 20 as in Janus §6.1), and then
+//! backoff, or at once with a zero base (at most `max_attempts` attempts,
+//! 20 as in Janus §6.1), and then
 //! submits the next. Latency runs from the first attempt to the commit, so
 //! retries count.
 //!
@@ -67,7 +68,8 @@ pub struct ClientConfig {
     /// machine lengthens the run rather than failing a count.
     pub commits_per_slot: Option<u64>,
     pub max_attempts: u32,
-    /// First retry waits up to this long; each retry doubles it.
+    /// First retry waits up to this long; each retry doubles it. 0: a
+    /// retry starts at once, with no timer (the OOCC authors' clients).
     pub backoff_base: Time,
     pub backoff_cap: Time,
     pub record_history: bool,
@@ -380,7 +382,7 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
                     s.pending.push_back(retry);
                 } else {
                     s.pending.push_front(retry);
-                    if reason != AbortReason::Stale {
+                    if reason != AbortReason::Stale && self.cfg.backoff_base > 0 {
                         let delay = backoff(
                             ctx.rng(),
                             r.attempts,
@@ -610,34 +612,43 @@ mod tests {
         }
     }
 
-    /// A coordinator that reports every attempt finished at once (a worker
-    /// that does not wait) and ends it only when the test says so.
+    /// A coordinator that ends attempts only when the test says so; an
+    /// epochal one reports each finished at once (a worker that does not
+    /// wait).
     #[derive(Default)]
-    struct Epochal {
+    struct Scripted {
         submitted: Vec<TxnId>,
+        epochal: bool,
     }
 
-    impl Node<()> for Epochal {
+    impl Node<()> for Scripted {
         fn on_message(&mut self, _: &mut Ctx<()>, _: NodeId, _: ()) {}
         fn on_timer(&mut self, _: &mut Ctx<()>, _: TimerId) {}
     }
 
-    impl Coordinator<()> for Epochal {
+    impl Coordinator<()> for Scripted {
         fn submit(&mut self, ctx: &mut Ctx<()>, attempt: Attempt) {
             self.submitted.push(attempt.id);
-            ctx.finished(attempt.id);
+            if self.epochal {
+                ctx.finished(attempt.id);
+            }
         }
     }
 
-    fn host(max_unreleased: u32) -> ClientHost<(), Epochal> {
+    /// One slot of puts around `coord`.
+    fn host_of<C: Coordinator<()>>(
+        coord: C,
+        max_unreleased: u32,
+        backoff_base: Time,
+    ) -> ClientHost<(), C> {
         let cfg = ClientConfig {
             measure_from: 0,
             measure_until: Time::MAX,
             stop_at: Time::MAX,
             commits_per_slot: None,
             max_attempts: 20,
-            backoff_base: 1,
-            backoff_cap: 1,
+            backoff_base,
+            backoff_cap: backoff_base.max(1),
             record_history: true,
             max_unreleased,
             timeline: None,
@@ -647,7 +658,7 @@ mod tests {
             home: ShardId(0),
         };
         ClientHost::new(
-            Epochal::default(),
+            coord,
             NodeId(1),
             0,
             cfg,
@@ -655,12 +666,20 @@ mod tests {
         )
     }
 
+    fn host(max_unreleased: u32) -> ClientHost<(), Scripted> {
+        let epochal = Scripted {
+            epochal: true,
+            ..Scripted::default()
+        };
+        host_of(epochal, max_unreleased, 1)
+    }
+
     /// Step `host` at time `now` with `f`, which may report on behalf of
     /// the coordinator; returns the effects left for the runtime.
-    fn step(
-        host: &mut ClientHost<(), Epochal>,
+    fn step<C: Coordinator<()>>(
+        host: &mut ClientHost<(), C>,
         now: Time,
-        f: impl FnOnce(&mut ClientHost<(), Epochal>, &mut Ctx<()>),
+        f: impl FnOnce(&mut ClientHost<(), C>, &mut Ctx<()>),
     ) -> Vec<Effect<()>> {
         let mut rng = SmallRng::seed_from_u64(1);
         let mut effects = Vec::new();
@@ -670,7 +689,7 @@ mod tests {
     }
 
     /// The coordinator ends `txn` with `outcome` in a step of its own.
-    fn end(host: &mut ClientHost<(), Epochal>, now: Time, txn: TxnId, outcome: TxnOutcome) {
+    fn end(host: &mut ClientHost<(), Scripted>, now: Time, txn: TxnId, outcome: TxnOutcome) {
         step(host, now, |h, ctx| {
             h.stepped(ctx, |_, ctx| ctx.done(txn, outcome))
         });
@@ -681,6 +700,33 @@ mod tests {
             reads: Vec::new(),
             writes: vec![Key::new(0, 1)],
             outputs: vec![crate::Value::new()],
+        }
+    }
+
+    /// A zero backoff base retries in the step that saw the abort, with no
+    /// timer; a positive one waits for the host's timer.
+    #[test]
+    fn a_zero_backoff_retries_at_once() {
+        for (base, retried_at_once) in [(0, true), (20 * crate::ids::US, false)] {
+            let mut h = host_of(Scripted::default(), 1, base);
+            step(&mut h, 10, |h, ctx| {
+                h.on_timer(ctx, TimerId(HOST_TIMER_BIT))
+            });
+            let first = h.coord.submitted[0];
+            let effects = step(&mut h, 30, |h, ctx| {
+                h.stepped(ctx, |_, ctx| {
+                    ctx.done(first, TxnOutcome::Aborted(AbortReason::LockConflict))
+                })
+            });
+            let timer = effects.iter().any(|e| matches!(e, Effect::Timer { .. }));
+            assert_eq!(timer, !retried_at_once, "base {base}");
+            assert_eq!(h.coord.submitted.len(), 1 + retried_at_once as usize);
+            if retried_at_once {
+                let retry = h.coord.submitted[1];
+                assert_eq!(h.in_flight[&retry].first_start, 10);
+                assert_eq!(h.in_flight[&retry].attempts, 2);
+                assert_eq!(h.counters.backoff_ns, 0);
+            }
         }
     }
 

@@ -119,7 +119,7 @@ pub fn client_config(spec: &BenchSpec) -> ClientConfig {
                 spec.drain
             },
         max_attempts: spec.max_attempts,
-        backoff_base: 20 * US,
+        backoff_base: spec.backoff_base,
         backoff_cap: 5_000 * US,
         record_history: spec.check || spec.history.is_some(),
         max_unreleased: spec.max_unreleased,

@@ -2,7 +2,7 @@
 
 use crate::sites::{ClientSites, Sites};
 use std::path::PathBuf;
-use tessera_core::ids::{Time, MS};
+use tessera_core::ids::{Time, MS, US};
 use tessera_sim::SimConfig;
 use tessera_workloads::{
     CounterConfig, MicroConfig, TaoBenchConfig, TatpConfig, TpccConfig, YcsbConfig,
@@ -127,6 +127,11 @@ pub struct BenchSpec {
     pub workers: usize,
     /// Attempts per transaction before the client gives up (Janus §6.1: 20).
     pub max_attempts: u32,
+    /// A client's backoff before its first retry: retry k waits a uniform
+    /// draw in `[0, base × 2^(k-1)]`, capped at 5 ms (`--backoff-us`,
+    /// default 20 µs). 0 retries at once, as the OOCC authors' framework
+    /// does for every protocol (its `RetryTask` only counts the retry).
+    pub backoff_base: Time,
     /// Transactions a client may have finished but not yet released (epoch
     /// commit, COCO §3.1) before it waits (`--max-unreleased`; see
     /// [`tessera_core::client`]).
@@ -292,6 +297,7 @@ impl BenchSpec {
             faults: None,
             workers: 0,
             max_attempts: 20,
+            backoff_base: 20 * US,
             max_unreleased: tessera_core::client::DEFAULT_MAX_UNRELEASED,
             commits: None,
             timeline: None,

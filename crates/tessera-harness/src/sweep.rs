@@ -26,6 +26,7 @@ pub const PARAMS: &[&str] = &[
     "loss",
     "epoch-ms",
     "lease-us",
+    "backoff-us",
     "oocc-offset-ns",
     "oocc-lease-adapt",
     "fsync-us",
@@ -138,6 +139,17 @@ impl Vary {
             ("loss", _) => spec.sim.loss = v,
             ("epoch-ms", _) => spec.knobs.epoch_ms = Some(count(v)? as u64),
             ("lease-us", _) => spec.knobs.lease_us = Some(count(v)? as u64),
+            ("backoff-us", _) => {
+                // 0 retries at once; the CLI's bound (5 ms, the cap).
+                if !(0.0..=5_000.0).contains(&v) || v.fract() != 0.0 {
+                    return Err(SpecError::Invalid {
+                        flag: "--vary",
+                        value: format!("{}={v}", self.name),
+                        allowed: "a whole number of µs, 0 to 5000".into(),
+                    });
+                }
+                spec.backoff_base = v as u64 * tessera_core::ids::US
+            }
             ("oocc-offset-ns", _) => {
                 // 0 is the bound's own offset; the run refuses over 1 s.
                 if v < 0.0 || v.fract() != 0.0 || v > u64::MAX as f64 {
@@ -341,6 +353,24 @@ mod tests {
         assert_eq!(v.label(3.0).unwrap(), "+delay-write-lock");
         assert!(v.apply(&mut s, 4.0).is_err());
         assert!(v.apply(&mut s, 1.5).is_err());
+    }
+
+    #[test]
+    fn backoff_takes_whole_microseconds_from_zero_to_the_cap() {
+        let v = Vary::parse("backoff-us=0,20").unwrap();
+        let mut s = BenchSpec::new(
+            crate::RuntimeKind::Sim,
+            "oocc",
+            WorkloadSpec::Ycsb(Default::default()),
+        );
+        assert_eq!(s.backoff_base, 20 * tessera_core::ids::US);
+        v.apply(&mut s, 0.0).unwrap();
+        assert_eq!(s.backoff_base, 0);
+        v.apply(&mut s, 5000.0).unwrap();
+        assert_eq!(s.backoff_base, 5 * tessera_core::ids::MS);
+        for bad in [-1.0, 0.5, 5001.0] {
+            assert!(v.apply(&mut s, bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

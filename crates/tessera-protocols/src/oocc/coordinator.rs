@@ -108,6 +108,9 @@ struct Run {
     /// followed by a second validation of the reads, now that the write
     /// locks are visible. See the module doc for the counter-example.
     upgrade_posted: Option<Time>,
+    /// Delayed write lock: when the upgrade to write locks was posted (kept
+    /// for the lock-time counters; `upgrade_posted` is taken when checked).
+    upgraded_at: Option<Time>,
     /// A READ found another transaction's lock (Alg. 1 l. 4), as opposed
     /// to a lock CAS that lost: the two causes of a lock abort.
     read_locked: bool,
@@ -165,6 +168,21 @@ struct Counters {
     /// The procedure rolled back (TPC-C's 1% of NewOrders).
     user_aborts: u64,
     lease_wait_ns: u64,
+    /// READs of read-only transactions that met another's intention lock
+    /// and read through it (delayed write lock, §IV).
+    reads_met_intention: u64,
+    /// READs that met another's lock that stops them (a write lock, or an
+    /// intention lock met by a read-write transaction): Alg. 1 l. 4.
+    reads_met_lock: u64,
+    /// Read-write attempts that reached the commit WRITE, and over them the
+    /// time from the last lock CAS's answer to the upgrade's post (records
+    /// intention-locked; about a round trip more at the memory node, from
+    /// the CAS's landing to the upgrade's) and from the upgrade's post (or,
+    /// without delayed locks, the last lock CAS's answer) to the commit
+    /// WRITE's post (write-locked), ns.
+    locked_commits: u64,
+    intention_locked_ns: u64,
+    write_locked_ns: u64,
     drift_stops: u64,
     stopped_aborts: u64,
     drift_syncs: u64,
@@ -345,6 +363,7 @@ impl OoccCoordinator {
                 exec_end: 0,
                 locked_at: 0,
                 upgrade_posted: None,
+                upgraded_at: None,
                 read_locked: false,
             },
         );
@@ -453,6 +472,7 @@ impl OoccCoordinator {
         run.phase = Phase::Validate;
         if !read_only && self.cfg.delayed_lock {
             run.upgrade_posted = Some(ctx.now());
+            run.upgraded_at = Some(ctx.now());
         }
         let window = run.exec_start.map(|s| exec_end.saturating_sub(s));
         let skipped = self.post(ctx, txn, round) == 0;
@@ -593,6 +613,16 @@ impl OoccCoordinator {
     fn commit(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
         let run = self.runs.get_mut(&txn).expect("advanced");
         run.phase = Phase::Commit;
+        // How long readers met this writer's intention locks, then its
+        // write locks (§IV), each window measured on this clock from the
+        // post or answer that bounds it.
+        let c = &mut self.counters;
+        c.locked_commits += 1;
+        if let Some(up) = run.upgraded_at {
+            c.intention_locked_ns += up.saturating_sub(run.locked_at);
+        }
+        let write_from = run.upgraded_at.unwrap_or(run.locked_at);
+        c.write_locked_ns += ctx.now().saturating_sub(write_from);
         let unlock = self.cfg.write_unlock.then_some(lock::FREE);
         let round = self
             .net
@@ -694,10 +724,14 @@ impl OoccCoordinator {
                     if !own.contains(&img.lock) {
                         match lock::seen(img.lock) {
                             Seen::Free => {}
-                            Seen::Intention if read_only => r.lock.intention_seen = true,
+                            Seen::Intention if read_only => {
+                                r.lock.intention_seen = true;
+                                self.counters.reads_met_intention += 1;
+                            }
                             Seen::Intention | Seen::Write => {
                                 conflict = Some(AbortReason::LockConflict);
                                 run.read_locked = true;
+                                self.counters.reads_met_lock += 1;
                             }
                         }
                     }
@@ -832,6 +866,11 @@ impl Node<Msg> for OoccCoordinator {
                 ("revalidations", c.revalidations),
                 ("user_aborts", c.user_aborts),
                 ("lease_wait_ns", c.lease_wait_ns),
+                ("reads_met_intention", c.reads_met_intention),
+                ("reads_met_lock", c.reads_met_lock),
+                ("locked_commits", c.locked_commits),
+                ("intention_locked_ns", c.intention_locked_ns),
+                ("write_locked_ns", c.write_locked_ns),
                 ("bucket_reads", std::mem::take(&mut self.net.bucket_reads)),
                 ("drift_stops", c.drift_stops),
                 ("stopped_aborts", c.stopped_aborts),

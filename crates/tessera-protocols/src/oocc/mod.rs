@@ -22,7 +22,12 @@
 //!   §IV, so the lease covers only readers before it), then one WRITE per
 //!   record updates it and releases the lock (*write unlock*, §V); without
 //!   it, WRITE the data, then WRITE the unlock (Release). The
-//!   Validate&Logging round(s) run inside that wait.
+//!   Validate&Logging round(s) run inside that wait. The CAS's answer is
+//!   the earliest sound start: counted from its posting, the wait could end
+//!   before the lease of a reader that started after the posting and READ
+//!   the record just before the CAS landed. The authors' code starts it no
+//!   earlier (its `last_write_lock_time`, taken once the last execution
+//!   round is answered) and also overlaps the upgrade and redo-log round.
 //!
 //! `ford-occ` is this coordinator with the lease, write unlock and delayed
 //! write lock off: execute + CAS lock, validate + undo log, commit, release.
