@@ -72,6 +72,17 @@ impl Tracker {
             }
         }
     }
+    /// Keys with pending transactions, pending entries in all, and the
+    /// most on one key ([`super::stats`]).
+    pub fn pending(&self) -> (usize, usize, usize) {
+        let lens = self
+            .keys
+            .values()
+            .map(|e| e.pending.len())
+            .filter(|&n| n > 0);
+        lens.fold((0, 0, 0), |(k, s, m), n| (k + 1, s + n, m.max(n)))
+    }
+
     /// `txn` is forgotten (graph garbage collection): it executed at every
     /// replica of every shard it involves, so a transaction pre-accepted
     /// from now on executes after it everywhere anyway and needs no edge
