@@ -11,6 +11,8 @@ use tessera_core::ids::Time;
 pub struct Disk {
     /// Durable records, in order.
     pub records: Vec<Bytes>,
+    /// Their total length.
+    pub bytes: u64,
     /// Start and end of the most recently scheduled flush.
     batch_start: Time,
     batch_end: Time,

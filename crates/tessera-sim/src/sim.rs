@@ -259,7 +259,13 @@ pub fn run_wire<M: Clone + WireSize + 'static>(
     let mut now = 0;
     let settle_by = dep.duration.saturating_add(cfg.settle);
     let mut look_at = dep.duration;
+    let load_debug = tracing::enabled!(target: "tessera_sim::load", tracing::Level::DEBUG);
+    let mut load_at = 0;
     while let Some(ev) = w.queue.pop() {
+        if load_debug && ev.at >= load_at {
+            load_at = ev.at + 100 * MS;
+            log_load(&w, &slots, ev.at);
+        }
         if ev.at > dep.duration {
             if ev.at > settle_by {
                 break;
@@ -315,6 +321,15 @@ pub fn run_wire<M: Clone + WireSize + 'static>(
         busy: slots.iter().map(|s| s.busy_total).collect(),
         elapsed: now.max(dep.duration),
     })
+}
+
+/// A `tessera_sim::load` debug line: what the run holds at `at` — events
+/// queued (messages in flight, timers, disk completions), events waiting in
+/// busy nodes' inboxes, and the bytes of every node's durable log.
+fn log_load<M>(w: &World<'_, M>, slots: &[Slot<M>], at: Time) {
+    let inboxes: usize = slots.iter().map(|s| s.inbox.len()).sum();
+    let log_bytes: u64 = slots.iter().map(|s| s.disk.bytes).sum();
+    tracing::debug!(target: "tessera_sim::load", at, queued = w.queue.len(), inboxes, log_bytes);
 }
 
 /// What a clock running `ppm` parts per million fast reads at simulator
@@ -463,6 +478,7 @@ fn handle<M: Clone + WireSize>(
             Kind::Deliver { from, msg } => node.on_message(&mut ctx, from, msg),
             Kind::Timer(t) => node.on_timer(&mut ctx, t),
             Kind::Persisted { token, record } => {
+                s.disk.bytes += record.len() as u64;
                 s.disk.records.push(record);
                 node.on_persisted(&mut ctx, token)
             }

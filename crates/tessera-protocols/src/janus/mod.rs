@@ -99,6 +99,7 @@ pub mod msg;
 pub mod quorum;
 pub mod recovery;
 mod server;
+mod stats;
 #[cfg(test)]
 mod tests;
 mod tracker;

@@ -22,8 +22,9 @@
 use super::driver::{Driver, Progress};
 use super::gc::Gc;
 use super::msg::{Announce, Ballot, CommitInfo, Dep, Msg, Prepared};
+use super::stats::DepStats;
 use super::tracker::Tracker;
-use super::wal::Record;
+use super::wal::{Component, Components, Record};
 use super::JanusConfig;
 use crate::depgraph::graph::{Decision, DepGraph};
 use crate::depgraph::{run_piece, Edge, PieceReply, Status, Vertex, Wakeups};
@@ -234,6 +235,9 @@ pub struct JanusServer {
     replayed: u64,
     caught_up: u64,
     catch_up_us: u64,
+    /// The last component listed in this replica's log ([`super::wal`]).
+    components: Components,
+    stats: DepStats,
 }
 
 impl JanusServer {
@@ -279,6 +283,8 @@ impl JanusServer {
             replayed: 0,
             caught_up: 0,
             catch_up_us: 0,
+            components: Components::default(),
+            stats: DepStats::new(),
         };
         for write in &env.recovered {
             let recs = super::wal::records(write)
@@ -295,6 +301,8 @@ impl JanusServer {
                 s.replayed += 1;
             }
         }
+        // This incarnation lists its first component again.
+        s.components = Components::default();
         if !env.recovered.is_empty() {
             s.gc.forgotten = 0;
             s.catch_up = Some(CatchUp {
@@ -414,6 +422,9 @@ impl JanusServer {
         let mut ids = Vec::new();
         self.tracker.pre_accept(txn, &reads, &writes, &mut ids);
         let deps = self.deps_of(ids);
+        if self.stats.on() {
+            self.stats.pre_accept_ok.push(deps.len() as u32);
+        }
         self.promised.remove(&txn);
         self.log(
             ctx,
@@ -466,6 +477,9 @@ impl JanusServer {
         abandon: bool,
         proc: Option<Txn>,
     ) {
+        if self.stats.on() {
+            self.stats.accept.push(deps.len() as u32);
+        }
         if self.answer_forgotten(ctx, from, txn) {
             return;
         }
@@ -672,6 +686,9 @@ impl JanusServer {
 
     fn on_commit(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, info: Arc<CommitInfo>) {
         let t = info.txn;
+        if self.stats.on() {
+            self.stats.commit.push(info.deps.len() as u32);
+        }
         let involves = info.proc.pieces().iter().any(|p| p.shard == self.shard);
         if !involves {
             tracing::warn!(txn = ?t, "commit for a transaction without pieces here");
@@ -972,9 +989,14 @@ impl JanusServer {
             .filter_map(|k| self.store.get(k).map(|r| (k, r.value.clone())))
             .collect();
         let scc = Some(self.graph.members(t)).filter(|m| m.len() > 1);
+        if self.stats.on() {
+            self.stats
+                .scc
+                .push(scc.as_ref().map_or(1, |m| m.len()) as u32);
+        }
         let rec = Record::Executed {
             txn: t,
-            scc,
+            scc: self.components.write(scc),
             written,
             results: results.clone(),
         };
@@ -1689,6 +1711,9 @@ impl JanusServer {
         }
         match rec.encode() {
             Ok(bytes) => {
+                if self.stats.on() {
+                    self.stats.log_bytes[usize::from(bytes[1]).min(6)] += bytes.len() as u64;
+                }
                 self.issued += 1;
                 tessera_core::codec::put_bytes(&mut self.unflushed, &bytes);
                 if self.flushing == 0 {
@@ -1822,7 +1847,7 @@ impl JanusServer {
                 l.results = Some(results);
                 let (reads, writes) = self.keys(&proc);
                 self.tracker.finished(txn, &reads, &writes, !abandon);
-                let members = scc.unwrap_or_else(|| Arc::from([txn]));
+                let members = self.component(scc).unwrap_or_else(|| Arc::from([txn]));
                 self.graph
                     .mark_decided(&members, self.gc.epoch, &mut Vec::new());
                 // Every member was committed here before `txn` executed;
@@ -1839,6 +1864,7 @@ impl JanusServer {
             Record::Forgotten { epoch, txns } => {
                 self.gc.epoch = epoch;
                 for (t, abandon, scc) in txns {
+                    let scc = self.component(scc);
                     self.committed.remove(&t);
                     self.graph.remove(t);
                     self.frontiers.clear();
@@ -1846,6 +1872,14 @@ impl JanusServer {
                 }
             }
         }
+    }
+
+    /// The members a replayed record's component stands for (`None`:
+    /// alone).
+    fn component(&mut self, c: Component) -> Option<Arc<[TxnId]>> {
+        self.components
+            .read(c)
+            .unwrap_or_else(|e| panic!("Janus server {:?}: its log does not decode: {e}", self.me))
     }
 
     /// After a restart: pick up what the log left pending — recoveries of
@@ -2039,6 +2073,14 @@ impl JanusServer {
             }
         }
         if !buried.is_empty() {
+            // Members of one component next to each other: it is listed
+            // once ([`super::wal`]).
+            buried.sort_unstable_by_key(|(t, _, scc)| (scc.as_ref().map(|s| s[0]), *t));
+            let components = &mut self.components;
+            let buried = buried
+                .into_iter()
+                .map(|(t, abandon, scc)| (t, abandon, components.write(scc)))
+                .collect();
             let epoch = self.gc.epoch;
             self.log(
                 ctx,
@@ -2050,6 +2092,38 @@ impl JanusServer {
         }
         self.gc.expire();
         self.release_inquiries(ctx);
+        if self.stats.on() {
+            self.log_stats(ctx.now());
+        }
+    }
+
+    /// One [`DepStats`] line: the dependency lists seen since the last,
+    /// and what this replica stores now.
+    fn log_stats(&mut self, now: Time) {
+        let (keys, pending, pending_max) = self.tracker.pending();
+        let local_deps: usize = self.locals.values().map(|l| l.deps.len()).sum();
+        let committed_deps: usize = self.committed.values().map(|i| i.deps.len()).sum();
+        let parents: usize = self.graph.iter().map(|(_, n)| n.parents.len()).sum();
+        let s = &mut self.stats;
+        tracing::debug!(
+            target: "tessera_protocols::janus::stats",
+            me = self.me.0,
+            at = now,
+            pre_accept_ok = ?DepStats::take(&mut s.pre_accept_ok),
+            accept = ?DepStats::take(&mut s.accept),
+            commit = ?DepStats::take(&mut s.commit),
+            scc = ?DepStats::take(&mut s.scc),
+            log_bytes = ?std::mem::take(&mut s.log_bytes),
+            keys,
+            pending,
+            pending_max,
+            locals = self.locals.len(),
+            local_deps,
+            committed = self.committed.len(),
+            committed_deps,
+            vertices = self.graph.len(),
+            parents,
+        );
     }
 }
 

@@ -12,6 +12,17 @@
 //! transaction's conflicts with earlier executed ones are already ordered in
 //! the committed graph (the replica executed them in its order), so the
 //! nearest executed ones imply the rest.
+//!
+//! The answers are therefore as long as the backlog on the transaction's
+//! keys, and are sent and stored whole: a replica cannot drop one it knows
+//! is ordered here (executed before another it lists), since replicas at
+//! different execution points would then answer differently and lose the
+//! fast path (Algorithm 1 compares the answers), and the quorum's union
+//! (Algorithm 4, l. 39) could lack the edge another replica needs. They
+//! stay bounded by the pending transactions per key: over three sites at
+//! zipf 0.9 with 10,800 clients, at most 566 per key and per PreAccept-OK
+//! (`stats`; the memory that run outgrew was the log's component listings,
+//! see [`super::wal`]).
 
 use tessera_core::ids::{Key, TxnId};
 use tessera_core::FastMap;
@@ -72,6 +83,17 @@ impl Tracker {
             }
         }
     }
+    /// Keys with pending transactions, pending entries in all, and the
+    /// most on one key ([`super::stats`]).
+    pub fn pending(&self) -> (usize, usize, usize) {
+        let lens = self
+            .keys
+            .values()
+            .map(|e| e.pending.len())
+            .filter(|&n| n > 0);
+        lens.fold((0, 0, 0), |(k, s, m), n| (k + 1, s + n, m.max(n)))
+    }
+
     /// `txn` is forgotten (graph garbage collection): it executed at every
     /// replica of every shard it involves, so a transaction pre-accepted
     /// from now on executes after it everywhere anyway and needs no edge

@@ -28,6 +28,19 @@
 //!   from the graph, kept as tombstones, so that a replay does not rebuild
 //!   the whole history.
 //!
+//! **Components are listed once.** An Executed record names the component
+//! its transaction was decided in, and a Forgotten record the component of
+//! each transaction it drops; every member of a component of `C` members
+//! has such a record, so listing the members in each costs `C²` ids: over
+//! three sites at zipf 0.9, components of 1,201 members (1,800 clients) made
+//! Executed and Forgotten records 88% of the log's bytes, and the 10,800
+//! client point outgrew the machine's memory in the simulator's logs. A
+//! record therefore lists a component only when it differs from the last
+//! one this log listed ([`Component::AsListed`] otherwise), and replay
+//! takes it from there ([`Components`]). The log is read only from its
+//! start in order, and a write is durable only after every earlier one, so
+//! the listing a reference points to is always replayed before it.
+//!
 //! A write to the log holds the records issued since the previous write
 //! (group commit), each length-prefixed ([`records`]).
 //! Records start with [`TAG`]; a log that does not decode was written by
@@ -49,9 +62,85 @@ use tessera_core::txn::{Txn, Value};
 /// First byte of every Janus server record: `'J'`.
 pub const TAG: u8 = 0x4A;
 
-/// A forgotten transaction as its tombstone keeps it: id, abandon flag,
+/// A forgotten transaction as its record keeps it: id, abandon flag,
 /// component.
-pub type Buried = (TxnId, bool, Option<Arc<[TxnId]>>);
+pub type Buried = (TxnId, bool, Component);
+
+/// A transaction's component in a record (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Component {
+    /// Decided alone.
+    Alone,
+    /// Its members, in execution order.
+    Listed(Arc<[TxnId]>),
+    /// The members of the last component listed in this log.
+    AsListed,
+}
+
+/// The last component a log listed: what a [`Component::AsListed`] stands
+/// for, when writing and when replaying.
+#[derive(Default)]
+pub struct Components {
+    last: Option<Arc<[TxnId]>>,
+}
+
+impl Components {
+    /// `scc` (`None`: alone) as the next record written to the log holds it.
+    pub fn write(&mut self, scc: Option<Arc<[TxnId]>>) -> Component {
+        match scc {
+            None => Component::Alone,
+            Some(s) if self.last.as_ref().is_some_and(|l| Arc::ptr_eq(l, &s)) => {
+                Component::AsListed
+            }
+            Some(s) => {
+                self.last = Some(s.clone());
+                Component::Listed(s)
+            }
+        }
+    }
+
+    /// The members `c`, read from the log in order, stands for (`None`:
+    /// alone); fails on a reference with no listing before it.
+    pub fn read(&mut self, c: Component) -> Result<Option<Arc<[TxnId]>>, DecodeError> {
+        match c {
+            Component::Alone => Ok(None),
+            Component::Listed(s) => {
+                self.last = Some(s.clone());
+                Ok(Some(s))
+            }
+            Component::AsListed => self.last.clone().map(Some).ok_or_else(|| {
+                DecodeError::invalid("component", "refers to a listing the log does not hold")
+            }),
+        }
+    }
+}
+
+const ALONE: u8 = 0;
+const LISTED: u8 = 1;
+const AS_LISTED: u8 = 2;
+
+fn put_component(out: &mut BytesMut, c: &Component) {
+    match c {
+        Component::Alone => out.put_u8(ALONE),
+        Component::Listed(s) => {
+            out.put_u8(LISTED);
+            put_txns(out, s);
+        }
+        Component::AsListed => out.put_u8(AS_LISTED),
+    }
+}
+
+fn get_component(buf: &mut &[u8]) -> Result<Component, DecodeError> {
+    match get_u8(buf, "component")? {
+        ALONE => Ok(Component::Alone),
+        LISTED => Ok(Component::Listed(get_txns(buf, "component")?)),
+        AS_LISTED => Ok(Component::AsListed),
+        tag => Err(DecodeError::UnknownTag {
+            what: "component",
+            tag: u64::from(tag),
+        }),
+    }
+}
 
 /// One durable record of a Janus replica (see the module docs).
 #[derive(Debug)]
@@ -80,7 +169,7 @@ pub enum Record {
     },
     Executed {
         txn: TxnId,
-        scc: Option<Arc<[TxnId]>>,
+        scc: Component,
         written: Vec<(Key, Value)>,
         results: Vec<PieceReply>,
     },
@@ -195,7 +284,7 @@ impl Record {
             } => {
                 out.put_u8(EXECUTED);
                 put_txn_id(&mut out, *txn);
-                put_ids(&mut out, scc.as_ref());
+                put_component(&mut out, scc);
                 put_varint(&mut out, written.len() as u64);
                 for (k, v) in written {
                     put_key(&mut out, *k);
@@ -210,7 +299,7 @@ impl Record {
                 for (t, abandon, scc) in txns {
                     put_txn_id(&mut out, *t);
                     out.put_u8(u8::from(*abandon));
-                    put_ids(&mut out, scc.as_ref());
+                    put_component(&mut out, scc);
                 }
             }
         }
@@ -256,7 +345,7 @@ impl Record {
             },
             EXECUTED => {
                 let txn = get_txn_id(buf)?;
-                let scc = get_ids(buf)?;
+                let scc = get_component(buf)?;
                 let n = get_len(buf, 10, "written")?;
                 let mut written = Vec::with_capacity(n);
                 for _ in 0..n {
@@ -277,7 +366,7 @@ impl Record {
                 for _ in 0..n {
                     let t = get_txn_id(buf)?;
                     let abandon = get_bool(buf, "abandon")?;
-                    txns.push((t, abandon, get_ids(buf)?));
+                    txns.push((t, abandon, get_component(buf)?));
                 }
                 Record::Forgotten { epoch, txns }
             }
@@ -342,7 +431,7 @@ mod tests {
             },
             Record::Executed {
                 txn: t(2),
-                scc: Some(Arc::from([t(1), t(2)])),
+                scc: Component::Listed(Arc::from([t(1), t(2)])),
                 written: vec![(Key::new(0, 5), Value::from_static(b"v"))],
                 results: vec![PieceReply {
                     piece: 1,
@@ -357,7 +446,11 @@ mod tests {
             },
             Record::Forgotten {
                 epoch: 12,
-                txns: vec![(t(1), true, None), (t(2), false, Some(Arc::from([t(2)])))],
+                txns: vec![
+                    (t(1), true, Component::Alone),
+                    (t(2), false, Component::Listed(Arc::from([t(2), t(3)]))),
+                    (t(3), false, Component::AsListed),
+                ],
             },
         ];
         let cx = DecodeCx::default();
@@ -375,5 +468,40 @@ mod tests {
             Record::decode(&[0x57, 2], &cx).is_err(),
             "not a Janus record"
         );
+    }
+
+    /// A component is listed once while its members follow one another,
+    /// listed again after another one, and read back whole; a reference
+    /// with no listing before it is refused.
+    #[test]
+    fn components_are_listed_once_and_read_back_whole() {
+        let a: Arc<[TxnId]> = Arc::from([t(1), t(2), t(3)]);
+        let b: Arc<[TxnId]> = Arc::from([t(4), t(5)]);
+        let mut w = Components::default();
+        let written: Vec<Component> = [Some(&a), Some(&a), None, Some(&a), Some(&b), Some(&a)]
+            .into_iter()
+            .map(|s| w.write(s.cloned()))
+            .collect();
+        assert_eq!(
+            written,
+            [
+                Component::Listed(a.clone()),
+                Component::AsListed,
+                Component::Alone,
+                Component::AsListed,
+                Component::Listed(b.clone()),
+                Component::Listed(a.clone()),
+            ]
+        );
+        let mut r = Components::default();
+        let read: Vec<Option<Arc<[TxnId]>>> = written
+            .into_iter()
+            .map(|c| r.read(c).expect("listed before"))
+            .collect();
+        assert_eq!(
+            read,
+            [Some(&a), Some(&a), None, Some(&a), Some(&b), Some(&a)].map(|s| s.cloned())
+        );
+        assert!(Components::default().read(Component::AsListed).is_err());
     }
 }
