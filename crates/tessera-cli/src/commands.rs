@@ -16,7 +16,7 @@ use tessera_harness::sweep::{sweep as run_sweep, sweep_series, Vary};
 use tessera_harness::{
     run_bench, BenchOutcome, BenchSpec, ResultRow, RuntimeKind, SimConfig, SpecError, WorkloadSpec,
 };
-use tessera_workloads::tpcc::{Mix, Partition, RemoteNewOrder};
+use tessera_workloads::tpcc::{HomeWarehouse, Mix, Partition, RemoteNewOrder};
 use tessera_workloads::{
     CounterConfig, MicroConfig, TaoBenchConfig, TatpConfig, TpccConfig, YcsbConfig,
 };
@@ -34,7 +34,7 @@ fn not_for(workload: &str, flags: &[(&str, bool)], applies_to: &str) -> Result<(
 }
 
 /// The TPC-C flags that are set.
-fn tpcc_flags(a: &RunArgs) -> [(&'static str, bool); 9] {
+fn tpcc_flags(a: &RunArgs) -> [(&'static str, bool); 10] {
     [
         ("--warehouses", a.warehouses.is_some()),
         ("--districts", a.districts.is_some()),
@@ -45,6 +45,7 @@ fn tpcc_flags(a: &RunArgs) -> [(&'static str, bool); 9] {
         ("--remote-neworder", a.remote_neworder.is_some()),
         ("--remote-payment", a.remote_payment.is_some()),
         ("--immediate-stock", a.immediate_stock),
+        ("--home-warehouse", a.home_warehouse.is_some()),
     ]
 }
 
@@ -93,6 +94,13 @@ fn tpcc_of(a: &RunArgs) -> Result<TpccConfig> {
     }
     c.remote_payment = a.remote_payment.unwrap_or(c.remote_payment);
     c.immediate_stock = a.immediate_stock;
+    if let Some(h) = &a.home_warehouse {
+        c.home_warehouse = HomeWarehouse::parse(h).ok_or_else(|| SpecError::Invalid {
+            flag: "--home-warehouse",
+            value: h.clone(),
+            allowed: HomeWarehouse::NAMES.join(", "),
+        })?;
+    }
     Ok(c)
 }
 
@@ -356,6 +364,7 @@ fn knobs_of(a: &RunArgs) -> Knobs {
         prepare_deadline_ms: a.prepare_deadline_ms,
         isolation: a.isolation.clone(),
         coco_replication: a.coco_replication.clone(),
+        epoch_barrier: a.epoch_barrier,
         oocc_lease: a.oocc_lease,
         oocc_write_unlock: a.oocc_write_unlock,
         oocc_delayed_lock: a.oocc_delayed_lock,
@@ -785,6 +794,7 @@ pub fn default_comparison() -> Result<()> {
         remote_neworder: None,
         remote_payment: None,
         immediate_stock: false,
+        home_warehouse: None,
         check: false,
         history: None,
         out: None,
@@ -821,6 +831,7 @@ pub fn default_comparison() -> Result<()> {
         prepare_deadline_ms: None,
         isolation: None,
         coco_replication: None,
+        epoch_barrier: None,
         oocc_lease: None,
         oocc_write_unlock: None,
         oocc_delayed_lock: None,

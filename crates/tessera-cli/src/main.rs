@@ -227,6 +227,11 @@ pub struct RunArgs {
     /// 15 with several warehouses).
     #[arg(long, allow_negative_numbers = true)]
     remote_payment: Option<f64>,
+    /// TPC-C: fixed (a client keeps one home warehouse, clause 5.2.4; the
+    /// default) or per-node (drawn per transaction among the home shard's
+    /// warehouses, as COCO's workers do, §7.1; warehouse/tiny schemes).
+    #[arg(long)]
+    home_warehouse: Option<String>,
     /// TPC-C: NewOrder's stock pieces immediate (Rococo §4.2's example of a
     /// workload that needs merged pieces; `check-workload` reports them).
     #[arg(long)]
@@ -353,6 +358,11 @@ pub struct RunArgs {
     /// transaction).
     #[arg(long)]
     coco_replication: Option<String>,
+    /// pt-occ, lt-occ, s2pl under --commit epoch: client hosts start no
+    /// transaction between an epoch's prepare and its commit, COCO's
+    /// global barrier (§3.1, §7.7; on|off, default off).
+    #[arg(long, value_parser = parse_on_off)]
+    epoch_barrier: Option<bool>,
     /// oocc: implicit leases, one-round read-only commits (on|off, default on).
     #[arg(long, value_parser = parse_on_off)]
     oocc_lease: Option<bool>,

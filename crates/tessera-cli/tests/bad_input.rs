@@ -80,6 +80,12 @@ fn prepare_deadline_is_checked() {
     let occ = ["bench", "--runtime", "sim", "--protocol", "occ"];
     let occ = [&occ[..], &["--prepare-deadline-ms", "100"]].concat();
     rejects(&occ, "--prepare-deadline-ms");
+    // The barrier stops at epochs: epoch commit only, on|off.
+    rejects(
+        &with(&["--commit", "2pc-sync", "--epoch-barrier", "on"]),
+        "--epoch-barrier",
+    );
+    rejects(&with(&["--epoch-barrier", "always"]), "--epoch-barrier");
 }
 
 #[test]
@@ -179,6 +185,21 @@ fn tpcc_knobs_are_checked() {
     );
     rejects(&t(&["--items", "0"]), "--items");
     rejects(&t(&["--warehouses", "0"]), "--warehouses");
+    rejects(&t(&["--home-warehouse", "own"]), "--home-warehouse");
+    rejects(
+        &t(&["--partition", "district", "--home-warehouse", "per-node"]),
+        "--home-warehouse",
+    );
+    rejects(
+        &[
+            "bench",
+            "--workload",
+            "ycsb",
+            "--home-warehouse",
+            "per-node",
+        ],
+        "--home-warehouse",
+    );
     rejects(&t(&["--mix", "neworder=45,refund=5"]), "--mix");
     rejects(&t(&["--mix", "neworder=0"]), "--mix");
     rejects(&t(&["--partition", "tiny", "--shards", "2"]), "--shards");

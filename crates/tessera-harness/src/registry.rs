@@ -639,6 +639,7 @@ fn coco(spec: &BenchSpec, cc: Cc) -> Result<(CocoConfig, BenchSpec), SpecError> 
             "--prepare-deadline-ms",
             "--isolation",
             "--coco-replication",
+            "--epoch-barrier",
         ],
     )?;
     let default = match cc {
@@ -690,6 +691,18 @@ fn coco(spec: &BenchSpec, cc: Cc) -> Result<(CocoConfig, BenchSpec), SpecError> 
             });
         }
         config.epoch_timeout = ms * MS;
+    }
+    if let Some(on) = spec.knobs.epoch_barrier {
+        if on && config.commit != CommitMode::Epoch {
+            return Err(SpecError::Invalid {
+                flag: "--epoch-barrier",
+                value: "on".into(),
+                allowed: "off unless --commit epoch (only epoch commit has epochs to stop at, \
+                          COCO §3.1)"
+                    .into(),
+            });
+        }
+        config.barrier = on;
     }
     let mut spec = spec.clone();
     spec.replicas = Some(spec.replicas.unwrap_or(3));

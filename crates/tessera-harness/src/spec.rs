@@ -208,6 +208,9 @@ pub struct Knobs {
     /// COCO epoch mode: `--coco-replication coordinator|primary`, who
     /// sends the writes to the backups (§4.2.3).
     pub coco_replication: Option<String>,
+    /// COCO epoch mode: `--epoch-barrier on|off`, client hosts stopped from
+    /// each epoch's prepare to its commit (§3.1, §7.7).
+    pub epoch_barrier: Option<bool>,
     /// OOCC: implicit leases (§III) on or off.
     pub oocc_lease: Option<bool>,
     /// OOCC: one WRITE updates and unlocks, with redo logs (§V).
@@ -236,7 +239,7 @@ impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 22] = [
+        let flags: [(&'static str, bool); 23] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
@@ -248,6 +251,7 @@ impl Knobs {
             ("--prepare-deadline-ms", self.prepare_deadline_ms.is_some()),
             ("--isolation", self.isolation.is_some()),
             ("--coco-replication", self.coco_replication.is_some()),
+            ("--epoch-barrier", self.epoch_barrier.is_some()),
             ("--oocc-lease", self.oocc_lease.is_some()),
             ("--oocc-write-unlock", self.oocc_write_unlock.is_some()),
             ("--oocc-delayed-lock", self.oocc_delayed_lock.is_some()),

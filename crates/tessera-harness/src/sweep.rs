@@ -6,6 +6,7 @@ use crate::result::ResultRow;
 use crate::run::run_bench;
 use crate::spec::{BenchSpec, SpecError, WorkloadSpec};
 use tessera_protocols::coco::{CommitMode, Isolation};
+use tessera_workloads::tpcc::HomeWarehouse;
 
 /// A parameter that a sweep can vary.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,6 +35,8 @@ pub const PARAMS: &[&str] = &[
     "commit",
     "isolation",
     "ablation",
+    "home-warehouse",
+    "epoch-barrier",
 ];
 
 /// OOCC's ablation steps (§VIII.D, Fig. 11), each adding one technique to
@@ -80,12 +83,14 @@ impl Vary {
     /// [`CommitMode::NAMES`] (0 = 2pc, 1 = 2pc-sync, 2 = epoch), so that a
     /// sweep over them plots on a numeric axis; `isolation` counts
     /// [`Isolation::NAMES`] (0 = serializable, 1 = snapshot); `ablation`
-    /// counts [`ABLATION`].
+    /// counts [`ABLATION`]; `home-warehouse` counts TPC-C's
+    /// [`HomeWarehouse::NAMES`] (0 = fixed, 1 = per-node).
     pub fn label(&self, v: f64) -> Result<&'static str, SpecError> {
         let names = match self.name.as_str() {
             "commit" => CommitMode::NAMES,
             "isolation" => Isolation::NAMES,
             "ablation" => ABLATION,
+            "home-warehouse" => HomeWarehouse::NAMES,
             _ => &[],
         };
         let i = v as usize;
@@ -117,6 +122,17 @@ impl Vary {
                     flag: "--vary",
                     value: format!("{}={v}", self.name),
                     allowed: "a positive whole number".into(),
+                })
+            }
+        };
+        let on_off = |v: f64| -> Result<bool, SpecError> {
+            if v == 0.0 || v == 1.0 {
+                Ok(v == 1.0)
+            } else {
+                Err(SpecError::Invalid {
+                    flag: "--vary",
+                    value: format!("{}={v}", self.name),
+                    allowed: "0 (off) or 1 (on)".into(),
                 })
             }
         };
@@ -162,14 +178,7 @@ impl Vary {
                 spec.knobs.oocc_offset_ns = Some(v as u64)
             }
             ("oocc-lease-adapt", _) => {
-                if v != 0.0 && v != 1.0 {
-                    return Err(SpecError::Invalid {
-                        flag: "--vary",
-                        value: format!("{}={v}", self.name),
-                        allowed: "0 (off) or 1 (on)".into(),
-                    });
-                }
-                spec.knobs.oocc_lease_adapt = Some(v == 1.0);
+                spec.knobs.oocc_lease_adapt = Some(on_off(v)?);
                 if v == 0.0 {
                     // A fixed lease takes no adaptation knobs: the
                     // experiment's base sets them for its adapting line.
@@ -188,6 +197,10 @@ impl Vary {
             }
             ("commit", _) => spec.knobs.commit = Some(self.label(v)?.to_string()),
             ("isolation", _) => spec.knobs.isolation = Some(self.label(v)?.to_string()),
+            ("epoch-barrier", _) => spec.knobs.epoch_barrier = Some(on_off(v)?),
+            ("home-warehouse", WorkloadSpec::Tpcc(c)) => {
+                c.home_warehouse = HomeWarehouse::parse(self.label(v)?).unwrap_or_default()
+            }
             ("ablation", _) => {
                 self.label(v)?;
                 let step = v as usize;

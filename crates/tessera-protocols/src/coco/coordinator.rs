@@ -120,8 +120,14 @@ pub struct CocoCoordinator {
     aborted: Vec<(u64, u64)>,
     /// The highest abort floor heard of, from the manager or a primary.
     floor: u64,
-    /// Attempts aborted, by cause (see [`abort_counter`]).
+    /// Attempts aborted, by cause (see [`abort_counter`]), and the
+    /// barrier's counters.
     aborts: BTreeMap<&'static str, u64>,
+    /// The barrier ([`CocoConfig::barrier`]): the epoch being prepared and
+    /// since when this host has been stopped, and the attempts submitted
+    /// meanwhile, started at its commit.
+    stopped: Option<(u64, Time)>,
+    held: Vec<Attempt>,
 }
 
 /// The counter an abort of `reason` is reported in. COCO's `Timeout`s are
@@ -164,6 +170,8 @@ impl CocoCoordinator {
             aborted: Vec::new(),
             floor: 0,
             aborts: BTreeMap::new(),
+            stopped: None,
+            held: Vec::new(),
         }
     }
 
@@ -705,6 +713,40 @@ impl CocoCoordinator {
                 ctx.done(txn, outcome);
             }
         }
+        if self
+            .stopped
+            .is_some_and(|(e, _)| e <= self.committed_epoch || self.is_aborted(e))
+        {
+            self.resume(ctx);
+        }
+    }
+
+    /// The barrier: the manager prepares `epoch`; start nothing new until
+    /// it commits or aborts (§3.1, §7.7). A prepare of a decided epoch (a
+    /// late duplicate) stops nothing.
+    fn on_epoch_prepare(&mut self, ctx: &mut Ctx<Msg>, epoch: u64) {
+        if !self.config.barrier
+            || self.config.commit != CommitMode::Epoch
+            || epoch <= self.committed_epoch
+            || self.is_aborted(epoch)
+            || self.stopped.is_some_and(|(e, _)| e >= epoch)
+        {
+            return;
+        }
+        let since = self.stopped.map_or(ctx.now(), |(_, t)| t);
+        self.stopped = Some((epoch, since));
+    }
+
+    /// The barrier lifts: start the attempts held back.
+    fn resume(&mut self, ctx: &mut Ctx<Msg>) {
+        let Some((_, since)) = self.stopped.take() else {
+            return;
+        };
+        *self.aborts.entry("barrier_stops").or_default() += 1;
+        *self.aborts.entry("barrier_stopped_ns").or_default() += ctx.now() - since;
+        for attempt in std::mem::take(&mut self.held) {
+            self.start(ctx, attempt);
+        }
     }
 
     fn is_aborted(&self, epoch: u64) -> bool {
@@ -729,6 +771,9 @@ impl CocoCoordinator {
         for txn in doomed {
             let mut st = self.txns.remove(&txn).expect("listed");
             self.abort_txn(ctx, txn, &mut st, AbortReason::Timeout);
+        }
+        if self.stopped.is_some_and(|(e, _)| self.is_aborted(e)) {
+            self.resume(ctx);
         }
     }
 
@@ -828,8 +873,9 @@ impl TxnState {
     }
 }
 
-impl Coordinator<Msg> for CocoCoordinator {
-    fn submit(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
+impl CocoCoordinator {
+    /// Start executing `attempt` (§4.1).
+    fn start(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
         let txn = attempt.id;
         debug_assert_eq!(txn.node(), self.me);
         debug_assert_eq!(txn.incarnation(), self.incarnation);
@@ -859,6 +905,17 @@ impl Coordinator<Msg> for CocoCoordinator {
         }
         self.dispatch(ctx, txn, &mut st);
         self.txns.insert(txn, st);
+    }
+}
+
+impl Coordinator<Msg> for CocoCoordinator {
+    fn submit(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
+        if self.stopped.is_some() {
+            *self.aborts.entry("barrier_held").or_default() += 1;
+            self.held.push(attempt);
+        } else {
+            self.start(ctx, attempt);
+        }
     }
 }
 
@@ -896,6 +953,7 @@ impl Node<Msg> for CocoCoordinator {
             Msg::WrittenBack { txn } => self.on_written_back(ctx, from, txn),
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
             Msg::EpochCommit { epoch, aborted } => self.on_epoch_commit(ctx, epoch, aborted),
+            Msg::EpochPrepare { epoch } => self.on_epoch_prepare(ctx, epoch),
             Msg::EpochAbort { epoch, next } => self.on_epoch_abort(ctx, epoch, next),
             Msg::EpochStatus { committed, aborted } => {
                 // The open epochs of before the restart are durably aborted.

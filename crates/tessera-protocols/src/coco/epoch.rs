@@ -38,6 +38,17 @@
 //! manager aborts the epoch after the last one it committed or aborted,
 //! and the one servers may have moved on to, before anything else.
 //!
+//! The barrier (`CocoConfig::barrier`, off by default): in COCO a
+//! participant "prepares to execute transactions from the next epoch" only
+//! once the commit reaches it (§3.1), and "the system uses a global
+//! barrier" at each epoch commit (§7.7; the authors' workers stop at the
+//! epoch's end, finish the transaction in hand and wait until every node
+//! has replicated and acknowledged before the next epoch starts). With it
+//! the manager also sends **EpochPrepare** to the client hosts, which then
+//! start no transaction until that epoch's **EpochCommit** (or an
+//! **EpochAbort**); without it they go on across the boundary, and only
+//! servers see the prepare.
+//!
 //! The manager lives on shard 0's first replica (the topology has no
 //! dedicated role for it); its messages to its own node are delivered
 //! locally by the server.
@@ -76,6 +87,9 @@ pub struct EpochManager {
     committed: u64,
     /// Restarted servers waiting for an [`Msg::EpochStatus`].
     rejoining: Vec<NodeId>,
+    /// Stop the client hosts at each prepare (the barrier, see the module
+    /// documentation).
+    barrier: bool,
 }
 
 /// What the manager asks its host server to do.
@@ -95,6 +109,7 @@ impl EpochManager {
             epoch: 1,
             servers,
             clients,
+            barrier: false,
             waiting: Vec::new(),
             preparing: false,
             committing: false,
@@ -117,6 +132,12 @@ impl EpochManager {
     /// progress at the crash may not have reached every server: the
     /// restart's abort covers them all, from `committed + 1` on, as if it
     /// extended that abort (reverting a range twice is a no-op).
+    /// Stop the client hosts at every prepare (see the module documentation).
+    pub fn with_barrier(mut self, on: bool) -> Self {
+        self.barrier = on;
+        self
+    }
+
     pub fn restart(&mut self, committed: u64, aborted: Vec<(u64, u64)>) {
         let floor = aborted.iter().map(|r| r.1).max().unwrap_or(0);
         self.epoch = (committed + 1).max(floor);
@@ -174,7 +195,8 @@ impl EpochManager {
         self.waiting = self.servers.clone();
         self.started_at = now;
         self.sent_at = now;
-        for &s in &self.servers {
+        let stopped: &[NodeId] = if self.barrier { &self.clients } else { &[] };
+        for &s in self.servers.iter().chain(stopped) {
             out.push(Action::Send(s, Msg::EpochPrepare { epoch: self.epoch }));
         }
     }
@@ -379,5 +401,30 @@ mod tests {
         assert!(aborted >= 10, "the deadline comes back after a commit");
         let (committed, aborted) = run_slow_servers(50, 10, 5_000);
         assert!(committed > 100 && aborted == 0, "{committed} / {aborted}");
+    }
+
+    /// With the barrier the prepare also goes to the client hosts, which
+    /// stop until the commit; without it only servers get it.
+    #[test]
+    fn the_barrier_sends_the_prepare_to_client_hosts_too() {
+        let servers = vec![NodeId(0), NodeId(1)];
+        for barrier in [false, true] {
+            let mut m =
+                EpochManager::new(servers.clone(), vec![NodeId(9)], 10).with_barrier(barrier);
+            let mut out = Vec::new();
+            m.tick(0, &mut out);
+            let to: Vec<NodeId> = out
+                .iter()
+                .filter_map(|a| match a {
+                    Action::Send(n, Msg::EpochPrepare { epoch: 1 }) => Some(*n),
+                    _ => None,
+                })
+                .collect();
+            let mut want = servers.clone();
+            if barrier {
+                want.push(NodeId(9));
+            }
+            assert_eq!(to, want);
+        }
     }
 }

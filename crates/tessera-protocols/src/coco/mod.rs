@@ -268,6 +268,11 @@ pub struct CocoConfig {
     /// size, so that recovery replays only the log after it (`epoch`
     /// mode).
     pub checkpoint_every: u64,
+    /// Epoch mode: client hosts start no transaction between an epoch's
+    /// prepare and its commit — COCO's global barrier at each epoch
+    /// boundary (§3.1, §7.7; see [`epoch`]). Off by default: workers go on
+    /// across the boundary (`--epoch-barrier`).
+    pub barrier: bool,
 }
 
 impl CocoConfig {
@@ -283,6 +288,7 @@ impl CocoConfig {
             tombstone: 2000 * MS,
             epoch_timeout: 50 * MS,
             checkpoint_every: 5,
+            barrier: false,
         }
     }
 

@@ -191,7 +191,7 @@ impl CocoServer {
             } else {
                 Time::MAX
             };
-            EpochManager::new(servers, clients, timeout)
+            EpochManager::new(servers, clients, timeout).with_barrier(config.barrier)
         });
         let recovered = (config.commit == CommitMode::Epoch && !env.recovered.is_empty())
             .then(|| redo::recover(&env.recovered).expect("a server's own log decodes"));

@@ -1130,3 +1130,43 @@ fn a_prepared_backup_forces_late_writes_before_it_answers_a_sync() {
         "answered before forcing the late write: {out:?}"
     );
 }
+
+/// The barrier (§3.1, §7.7): a client host told of an epoch's prepare
+/// starts nothing until that epoch commits (or aborts), then starts what
+/// it was given meanwhile; without the barrier a prepare stops nothing.
+#[test]
+fn the_barrier_holds_new_transactions_from_prepare_to_commit() {
+    let prepare = |c: &mut Cluster, epoch| {
+        c.at(NodeId(2), |node, ctx| {
+            node.on_message(ctx, NodeId(0), Msg::EpochPrepare { epoch })
+        });
+    };
+    let mut config = CocoConfig::new(Cc::PtOcc, CommitMode::Epoch);
+    config.barrier = true;
+    let mut c = Cluster::new(config.clone());
+    prepare(&mut c, 1);
+    let t1 = c.submit(0, 1, Rw::proc(true, &[X]));
+    assert!(c.queue.is_empty(), "started inside the barrier");
+    c.epoch_committed(1, &[2]);
+    assert!(
+        c.queue.iter().any(|(from, _, _)| *from == NodeId(2)),
+        "not started at the commit"
+    );
+    c.run(|_| None);
+    let r = c.servers[0].store().unwrap().get(X).unwrap();
+    assert_eq!(r.meta.version, t1.version(), "held attempt never ran");
+    // An aborted epoch lifts the barrier too.
+    prepare(&mut c, 2);
+    c.submit(0, 2, Rw::proc(true, &[Y]));
+    assert!(c.queue.is_empty());
+    c.at(NodeId(2), |node, ctx| {
+        node.on_message(ctx, NodeId(0), Msg::EpochAbort { epoch: 2, next: 3 })
+    });
+    assert!(!c.queue.is_empty(), "not started after the abort");
+    // Off (the default), a prepare reaching a client host stops nothing.
+    config.barrier = false;
+    let mut c = Cluster::new(config);
+    prepare(&mut c, 1);
+    c.submit(0, 1, Rw::proc(true, &[X]));
+    assert!(!c.queue.is_empty());
+}

@@ -232,6 +232,44 @@ impl RemoteNewOrder {
     }
 }
 
+/// Which warehouse a client's transactions are homed at.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HomeWarehouse {
+    /// One warehouse per client for the whole run, clause 5.2.4's
+    /// terminal (`--home-warehouse fixed`, the default).
+    #[default]
+    Fixed,
+    /// Drawn anew for every transaction, uniformly among the warehouses of
+    /// the client's home shard (`--home-warehouse per-node`): COCO's
+    /// workers (§7.1: 12 per node, 96 warehouses over 8 nodes) each pick
+    /// the transaction's home partition among their node's ones
+    /// (`Executor::get_partition_id` in the authors' code), so workers of
+    /// one node collide on warehouse and district rows — the contention
+    /// behind Fig. 9's abort rates. A retry keeps its warehouse (the
+    /// client re-runs the same transaction), as theirs does.
+    PerNode,
+}
+
+impl HomeWarehouse {
+    pub const NAMES: &'static [&'static str] = &["fixed", "per-node"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "fixed" => Some(HomeWarehouse::Fixed),
+            "per-node" => Some(HomeWarehouse::PerNode),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            HomeWarehouse::Fixed => "fixed",
+            HomeWarehouse::PerNode => "per-node",
+        }
+    }
+}
+
 /// TPC-C's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -259,6 +297,8 @@ pub struct TpccConfig {
     /// variant of Rococo §4.2's example, which needs merged pieces
     /// (`--immediate-stock`; see [`neworder::NewOrder::with_immediate_stock`]).
     pub immediate_stock: bool,
+    /// How a client's home warehouse is chosen ([`HomeWarehouse`]).
+    pub home_warehouse: HomeWarehouse,
 }
 
 impl Default for TpccConfig {
@@ -276,6 +316,7 @@ impl Default for TpccConfig {
             remote_payment: 0.0,
             by_name: 60,
             immediate_stock: false,
+            home_warehouse: HomeWarehouse::Fixed,
         }
     }
 }
@@ -417,6 +458,13 @@ impl TpccConfig {
                 ));
             }
         }
+        if self.home_warehouse == HomeWarehouse::PerNode && self.partition.by_district() {
+            return Err(ConfigError::new(
+                "home_warehouse",
+                "--home-warehouse per-node needs --partition warehouse or tiny: under \
+                 district a shard holds districts, not whole warehouses, to draw from",
+            ));
+        }
         if self.by_name > 100 {
             return Err(ConfigError::new(
                 "by_name",
@@ -461,12 +509,15 @@ impl Tpcc {
         let s = l.shards;
         let home = client.home.0 % s;
         let nth = client.id / s;
+        // Warehouses home + 1, home + 1 + s, ... live on the home shard
+        // (a district-scheme shard holds no whole warehouse).
+        let on_home = match l.partition {
+            Partition::District => 1,
+            Partition::Warehouse | Partition::Tiny => (l.warehouses - (home + 1)) / s + 1,
+        };
         let w = match l.partition {
             Partition::District => nth % l.warehouses + 1,
-            Partition::Warehouse | Partition::Tiny => {
-                let on_home = (l.warehouses - (home + 1)) / s + 1;
-                home + 1 + s * (nth % on_home)
-            }
+            Partition::Warehouse | Partition::Tiny => home + 1 + s * (nth % on_home),
         };
         let local: Vec<u32> = (1..=l.districts)
             .filter(|&d| l.district_shard(w, d).0 == home)
@@ -485,6 +536,7 @@ impl Tpcc {
             cfg: self.cfg,
             layout: self.layout,
             w,
+            node: (home, on_home),
             stock_level_d,
             cumulative,
             clock: populate::LOAD_DATE,
@@ -558,6 +610,9 @@ pub struct TpccGenerator {
     cfg: TpccConfig,
     layout: Layout,
     w: u32,
+    /// The home shard and how many warehouses it holds: what
+    /// [`HomeWarehouse::PerNode`] draws `w` from.
+    node: (u32, u32),
     stock_level_d: u32,
     cumulative: [(&'static str, u64); 5],
     /// The dates this client stamps (`O_ENTRY_D`, `H_DATE`,
@@ -566,7 +621,8 @@ pub struct TpccGenerator {
 }
 
 impl TpccGenerator {
-    /// The client's home warehouse.
+    /// The client's home warehouse (under [`HomeWarehouse::PerNode`], the
+    /// last transaction's).
     pub fn home_warehouse(&self) -> u32 {
         self.w
     }
@@ -596,8 +652,18 @@ impl TpccGenerator {
             .map_or(PAYMENT, |(n, _)| n)
     }
 
+    /// Under [`HomeWarehouse::PerNode`], draw this transaction's home
+    /// warehouse uniformly among the home shard's (COCO §7.1's workers).
+    pub fn draw_home<R: Rng + ?Sized>(&mut self, rng: &mut R) {
+        if self.cfg.home_warehouse == HomeWarehouse::PerNode {
+            let (home, on_home) = self.node;
+            self.w = home + 1 + self.layout.shards * rng.random_range(0..on_home);
+        }
+    }
+
     /// One transaction.
     pub fn generate<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Txn {
+        self.draw_home(rng);
         match self.next_type(rng) {
             NEWORDER => Arc::new(self.new_order(rng)),
             PAYMENT => Arc::new(self.payment(rng)),

@@ -471,6 +471,58 @@ fn generator_draws_the_mix_and_home_warehouses_on_the_home_shard() {
 }
 
 #[test]
+fn per_node_home_warehouses_are_drawn_per_transaction_on_the_home_shard() {
+    // 12 warehouses on 3 shards: shard 1 holds warehouses 2, 5, 8, 11.
+    let cfg = TpccConfig {
+        home_warehouse: HomeWarehouse::PerNode,
+        mix: Mix::NEWORDER_PAYMENT,
+        ..small(Partition::Warehouse, 12, 3)
+    };
+    let t = Tpcc::new(cfg).unwrap();
+    let mut g = t.tpcc_generator(client(4, 3));
+    let mut rng = SmallRng::seed_from_u64(3);
+    let mut seen = std::collections::BTreeMap::new();
+    let n = 8_000;
+    for _ in 0..n {
+        let txn = g.generate(&mut rng);
+        assert_eq!(txn.pieces()[0].shard, ShardId(1), "home piece off the node");
+        *seen.entry(g.home_warehouse()).or_insert(0u32) += 1;
+    }
+    assert_eq!(seen.keys().copied().collect::<Vec<_>>(), vec![2, 5, 8, 11]);
+    for (w, k) in &seen {
+        let share = f64::from(*k) / f64::from(n);
+        assert!((share - 0.25).abs() < 0.03, "warehouse {w}: {share}");
+    }
+    // Fixed (the default): one warehouse for the whole run.
+    let mut g = Tpcc::new(TpccConfig {
+        home_warehouse: HomeWarehouse::Fixed,
+        ..cfg
+    })
+    .unwrap()
+    .tpcc_generator(client(4, 3));
+    let w = g.home_warehouse();
+    for _ in 0..200 {
+        g.generate(&mut rng);
+        assert_eq!(g.home_warehouse(), w);
+    }
+    // Under the district scheme a shard holds no whole warehouse.
+    let e = TpccConfig {
+        home_warehouse: HomeWarehouse::PerNode,
+        ..small(Partition::District, 1, 2)
+    }
+    .validate()
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("--home-warehouse"), "{e}");
+    assert_eq!(
+        HomeWarehouse::parse("per-node"),
+        Some(HomeWarehouse::PerNode)
+    );
+    assert_eq!(HomeWarehouse::parse("fixed"), Some(HomeWarehouse::Fixed));
+    assert_eq!(HomeWarehouse::parse("node"), None);
+}
+
+#[test]
 fn remote_shares_follow_the_flags() {
     let cfg = TpccConfig {
         remote_neworder: RemoteNewOrder::PerTxn(10.0),
