@@ -341,12 +341,27 @@ fn run_protocol_with<P: Protocol>(
         }
     }
     let samples = time_ordered(out.reports.iter().flat_map(|r| &r.samples));
-    let server_busy = topology
-        .nodes
-        .iter()
-        .filter(|n| matches!(n.role, Role::Server { .. }))
-        .filter_map(|n| out.busy.get(n.id.0 as usize))
-        .sum();
+    let busy = |server: bool| {
+        topology
+            .nodes
+            .iter()
+            .filter(move |n| matches!(n.role, Role::Server { .. }) == server)
+            .filter_map(|n| out.busy.get(n.id.0 as usize).copied())
+    };
+    let server_busy = busy(true).sum();
+    if matches!(spec.runtime, RuntimeKind::Sim) {
+        // The busiest node of each role, in µs of the whole run: a mean
+        // hides a hot server, whose queue is every transaction's latency.
+        counters.insert(
+            "sim_server_busy_max_us",
+            busy(true).max().unwrap_or(0) / 1_000,
+        );
+        counters.insert(
+            "sim_client_busy_max_us",
+            busy(false).max().unwrap_or(0) / 1_000,
+        );
+        counters.insert("sim_elapsed_us", out.elapsed / 1_000);
+    }
     let clients = out.reports.into_iter().filter_map(|r| r.client).collect();
     Ok(RawRun {
         clients,

@@ -88,6 +88,9 @@ pub(crate) struct Driver {
     occ_commit: Option<(Start, Vec<Value>)>,
     /// After a failed validation: execute the merged pieces again then.
     occ_retry_at: Option<Time>,
+    /// When the driver began, and when its commit phase did (counters).
+    began: Time,
+    commit_at: Option<Time>,
 }
 
 /// A procedure Rococo can run: a piece whose output feeds another must be
@@ -171,7 +174,21 @@ impl Driver {
             leader,
             occ_commit: None,
             occ_retry_at: None,
+            began: now,
+            commit_at: None,
         }
+    }
+
+    /// The procedure driven.
+    pub fn proc(&self) -> &Txn {
+        &self.proc
+    }
+
+    /// How long the start phase took and how long the commit phase has
+    /// taken by `now`.
+    pub fn phase_times(&self, now: Time) -> (Time, Time) {
+        let commit_at = self.commit_at.unwrap_or(now);
+        (commit_at - self.began, now - commit_at)
     }
 
     fn is_merged(&self, i: usize) -> bool {
@@ -457,6 +474,7 @@ impl Driver {
         let mut deps: Vec<Vertex> = std::mem::take(&mut self.deps).into_values().collect();
         deps.sort_unstable_by_key(|v| v.txn);
         self.commit = Some(Arc::new(deps));
+        self.commit_at = Some(ctx.now());
         self.rto = self.base_rto;
         self.retransmit_at = ctx.now() + self.rto;
         self.send_commit(ctx);

@@ -138,7 +138,10 @@
 //!   server reads the store, where an unfinished transaction's immediate
 //!   write may be (TPC-C seed 155), and waiting for every newcomer instead
 //!   starves a read of a hot row. Rounds are compared by the versions read
-//!   and the outputs, a stricter test than the paper's results.
+//!   and the outputs, a stricter test than the paper's results. After
+//!   [`RococoConfig::ro_rounds`] rounds that differ, a read-only
+//!   transaction runs through the dependency graph instead (its ordered
+//!   form, see [`coordinator`]), where the paper retries for ever.
 //! * Merged pieces (§4.2): the paper has the coordinator run OCC+2PC;
 //!   here the coordinator runs the execute phase and a server (the lowest
 //!   merged shard's) leads prepare and commit, so a crashed client never
@@ -164,6 +167,7 @@ mod driver;
 pub mod msg;
 pub mod offline;
 mod server;
+mod stats;
 #[cfg(test)]
 mod tests;
 mod tracker;
@@ -205,7 +209,9 @@ pub struct RococoConfig {
     /// Period of the server's timer (resends, recovery, collection).
     pub sweep: Time,
     /// Rounds after which a read-only transaction of deferrable pieces runs
-    /// as a read-write one (see [`coordinator`]); `u32::MAX` never does.
+    /// as a read-write one, and one with immediate pieces its ordered form
+    /// if its procedure has one, after each further round that differs
+    /// (see [`coordinator`]); `u32::MAX` never does. Default 4.
     pub ro_rounds: u32,
     /// A read-only transaction whose rounds still differ after this many
     /// rounds waits before the next one (see [`coordinator`]): a random

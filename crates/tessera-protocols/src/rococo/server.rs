@@ -16,12 +16,13 @@ mod view;
 
 use super::driver::{well_formed, Driver};
 use super::msg::{Edge, Msg, PieceReply, Start, Status, Vertex};
+use super::stats::ByType;
 use super::tracker::Tracker;
 use super::RococoConfig;
 use crate::depgraph::graph::{Decision, DepGraph};
 use crate::depgraph::{read_piece, run_piece, Wakeups};
 use std::sync::Arc;
-use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId};
+use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, US};
 use tessera_core::node::{Ctx, Node, NodeReport};
 use tessera_core::protocol::ServerEnv;
 use tessera_core::storage::Store;
@@ -59,6 +60,10 @@ struct Local {
     /// backoff after that: set when the reply was held for ancestors (see
     /// [`RococoServer::push_replies`]), cleared by `Committed`.
     push: Option<(Time, Time)>,
+    /// When its first commit request came, and when it was decided here
+    /// (the commit phase's waits, counted by type).
+    commit_at: Option<Time>,
+    decided_at: Option<Time>,
 }
 
 /// A status request of ours, unanswered.
@@ -127,6 +132,8 @@ pub struct RococoServer {
     /// After a restart, until the replayed transactions have finished: the
     /// start requests that wait for them ([`guard`]).
     guard: Option<guard::Guard>,
+    /// Events handled and commit-phase waits, by transaction type.
+    by_type: ByType,
 }
 
 /// Counts of the commit phase's waits (Fig. 7) at one server, to tell
@@ -195,6 +202,7 @@ impl RococoServer {
             codec: env.codec,
             replaying: false,
             guard: None,
+            by_type: ByType::default(),
         }
     }
 
@@ -332,6 +340,8 @@ impl RococoServer {
                     push: None,
                     last_heard: ctx.now(),
                     committed: false,
+                    commit_at: None,
+                    decided_at: None,
                 },
             );
         }
@@ -502,6 +512,7 @@ impl RococoServer {
             return;
         };
         local.last_heard = ctx.now();
+        local.commit_at.get_or_insert(ctx.now());
         tracing::trace!(shard = self.shard.0, ?txn, ?from, now = ctx.now(), "commit");
         if let Some(results) = &local.deferred {
             let msg = Msg::CommitOk {
@@ -591,6 +602,11 @@ impl RococoServer {
                     self.waits.cyclic += u64::from(members.len() > 1);
                     let mut rose = Vec::new();
                     self.graph.mark_decided(&members, self.epoch, &mut rose);
+                    for m in members.iter() {
+                        if let Some(l) = self.locals.get_mut(m) {
+                            l.decided_at.get_or_insert(ctx.now());
+                        }
+                    }
                     self.on_rose(ctx, rose);
                     self.try_execute(ctx, t);
                 }
@@ -693,6 +709,15 @@ impl RococoServer {
             replies.push(reply);
         }
         self.view.finished(t, &local.written);
+        if let (Some(c), Some(d)) = (local.commit_at, local.decided_at) {
+            let ty = proc.name();
+            let now = ctx.now();
+            self.by_type.add(ty, "srv_commits", 1);
+            self.by_type
+                .add(ty, "srv_decide_wait_us", d.saturating_sub(c) / US);
+            self.by_type
+                .add(ty, "srv_execute_wait_us", now.saturating_sub(d) / US);
+        }
         let waiters = std::mem::take(&mut local.commit_waiters);
         if waiters.contains(&t.node()) {
             let rto = self.cfg.retransmit;
@@ -900,6 +925,34 @@ impl RococoServer {
         self.log.reply(ctx, ro.from, msg);
     }
 
+    /// The transaction type (procedure name) a message is about, for the
+    /// counters by type; `other` when this server does not know it.
+    fn type_of(&self, msg: &Msg) -> &'static str {
+        let txn = match msg {
+            Msg::Start(r) | Msg::OccExecute(r) => return r.proc.name(),
+            Msg::OccCommit { req, .. }
+            | Msg::OccPrepare { req, .. }
+            | Msg::OccDecide { req, .. } => return req.proc.name(),
+            Msg::RoRead { proc, .. } => return proc.name(),
+            Msg::StartOk { txn, .. }
+            | Msg::CommitOk { txn, .. }
+            | Msg::Commit { txn, .. }
+            | Msg::Committed { txn }
+            | Msg::Gone { txn }
+            | Msg::Inquire { txn }
+            | Msg::InquireOk { txn, .. }
+            | Msg::NotHere { txn }
+            | Msg::RoReadOk { txn, .. }
+            | Msg::OccExecuteOk { txn, .. }
+            | Msg::OccVote { txn, .. }
+            | Msg::OccDecideOk { txn, .. }
+            | Msg::OccRetry { txn }
+            | Msg::OccAsk { txn, .. }
+            | Msg::OccAbort { txn, .. } => *txn,
+        };
+        self.locals.get(&txn).map_or("other", |l| l.proc.name())
+    }
+
     // ---- timers: resends, recovery, garbage collection ----
 
     fn sweep(&mut self, ctx: &mut Ctx<Msg>) {
@@ -1065,10 +1118,13 @@ impl Node<Msg> for RococoServer {
     }
 
     fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
+        self.by_type.add("log", "events", 1);
         self.log.persisted(ctx, token);
     }
 
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        let ty = self.type_of(&msg);
+        self.by_type.add(ty, "events", 1);
         match msg {
             Msg::Start(req) => self.on_start(ctx, from, req, false),
             Msg::OccExecute(req) => self.on_occ_execute(ctx, from, req),
@@ -1164,6 +1220,7 @@ impl Node<Msg> for RococoServer {
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
+        self.by_type.add("timer", "events", 1);
         if id == SWEEP {
             self.sweep(ctx);
         }
@@ -1188,6 +1245,7 @@ impl Node<Msg> for RococoServer {
             ("rococo_ro_reads_waited", ro.1),
         ];
         counters.extend(std::mem::take(&mut self.waits).counters());
+        counters.extend(self.by_type.take());
         NodeReport {
             client: None,
             counters,

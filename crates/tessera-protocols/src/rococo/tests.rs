@@ -201,6 +201,11 @@ impl Workload for Fig3 {
             "new-order" => Arc::new(NewOrder::new()),
             "read-chain" => Arc::new(ReadChain::new()),
             "read-one" => Arc::new(ReadOne::new(get_key(&mut buf)?)),
+            "read-pair" => Arc::new(ReadPair::new(None)),
+            "read-pair-ordered" => {
+                let guess = tessera_core::codec::get_value(&mut buf, "read-pair guess")?;
+                Arc::new(ReadPair::new(Some(guess)))
+            }
             "buy" => {
                 let kind = match get_u8(&mut buf, "buy kind")? {
                     0 => PieceKind::Deferrable,
@@ -1401,4 +1406,144 @@ fn a_commit_reply_held_for_a_recovered_blocker_is_pushed_again() {
     assert!(!pushed, "Committed stops the pushes");
     c.run();
     assert_eq!(stock(&c), 8);
+}
+
+/// A read-only transaction with an immediate piece: piece 0 reads
+/// `DISTRICT` on shard 0 (immediate), piece 1 reads `STOCK` on shard 1
+/// (deferrable) once piece 0 answered. Its ordered form
+/// ([`Procedure::ordered`]) has the same pieces, piece 0 refusing unless
+/// `DISTRICT` still gives the guess.
+#[derive(Debug)]
+struct ReadPair {
+    pieces: Vec<PieceSpec>,
+    guess: Option<Value>,
+}
+
+impl ReadPair {
+    fn new(guess: Option<Value>) -> Self {
+        let p = |shard, key, kind, inputs| PieceSpec {
+            shard: ShardId(shard),
+            reads: vec![Access::all(key)],
+            writes: Vec::new(),
+            kind,
+            inputs,
+            dynamic: false,
+        };
+        ReadPair {
+            pieces: vec![
+                p(0, DISTRICT, PieceKind::Immediate, vec![]),
+                p(1, STOCK, PieceKind::Deferrable, vec![0]),
+            ],
+            guess,
+        }
+    }
+}
+
+impl Procedure for ReadPair {
+    fn name(&self) -> &'static str {
+        if self.guess.is_some() {
+            "read-pair-ordered"
+        } else {
+            "read-pair"
+        }
+    }
+    fn encode_params(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
+        if let Some(g) = &self.guess {
+            tessera_core::codec::put_bytes(out, g);
+        }
+        Ok(())
+    }
+    fn pieces(&self) -> &[PieceSpec] {
+        &self.pieces
+    }
+    fn execute(&self, piece: usize, reads: &[Option<&Value>], _: &[Value]) -> PieceResult {
+        let output = enc(dec(reads[0]));
+        let user_abort = piece == 0 && self.guess.as_ref().is_some_and(|g| *g != output);
+        PieceResult {
+            writes: Vec::new(),
+            output,
+            user_abort,
+        }
+    }
+    fn ordered(&self, outputs: &[Value]) -> Option<tessera_core::txn::Txn> {
+        let guess = outputs.first().filter(|_| self.guess.is_none())?;
+        Some(Arc::new(ReadPair::new(Some(guess.clone()))))
+    }
+}
+
+/// A [`ReadPair`] under writes that never stop: between any two of its
+/// messages, a NewOrder-like writer (deferrable, `STOCK` on shard 1)
+/// commits, so its rounds always differ. How many of its messages went by
+/// before it committed, or `None` within `limit`.
+fn read_pair_under_writes(cfg: RococoConfig, limit: usize) -> (Cluster, TxnId, Option<usize>) {
+    let mut c = Cluster::with_config(
+        cfg,
+        &[
+            (DISTRICT, 5, 0),
+            (STOCK, 1_000, 1),
+            (Key::new(2, 9), 1_000, 0),
+        ],
+    );
+    let r = c.submit(0, Arc::new(ReadPair::new(None)));
+    let of_r =
+        |m: &Msg| matches!(m, Msg::RoRead { txn, .. } | Msg::RoReadOk { txn, .. } if *txn == r);
+    for n in 0..limit {
+        if c.done.iter().any(|(t, _)| *t == r) {
+            return (c, r, Some(n));
+        }
+        // A writer commits in full (with the ordered form's messages).
+        c.submit(
+            1,
+            Arc::new(Buy::new(&[Key::new(2, 9), STOCK], PieceKind::Deferrable)),
+        );
+        while let Some(i) = c.queue.iter().position(|(_, _, m)| !of_r(m)) {
+            c.step(i);
+        }
+        // Then one message of the rounds.
+        if let Some(i) = c.queue.iter().position(|(_, _, m)| of_r(m)) {
+            c.step(i);
+        }
+    }
+    let done = c.done.iter().any(|(t, _)| *t == r).then_some(limit);
+    (c, r, done)
+}
+
+/// The bound on read-only rounds (`RococoConfig::ro_rounds`): under writes
+/// that make every round differ, the ordered form runs after `ro_rounds`
+/// rounds and commits in that one pass, ordered by the dependency graph
+/// (its immediate piece's data did not move, so it does not refuse). With
+/// no bound the same interleaving never commits: each round sees a write
+/// its predecessor did not.
+#[test]
+fn a_read_only_transaction_under_writes_commits_after_its_bound_of_rounds() {
+    let k = 3;
+    let cfg = RococoConfig {
+        ro_rounds: k,
+        ..RococoConfig::default()
+    };
+    let (mut c, r, done) = read_pair_under_writes(cfg, 200);
+    assert!(done.is_some(), "committed within the bound");
+    let report = Node::take_report(&mut c.coords[0]);
+    let counter = |name: &str| {
+        report
+            .counters
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0, |(_, v)| *v)
+    };
+    assert_eq!(counter("rococo_ro_rounds"), u64::from(k));
+    assert_eq!(counter("rococo_ro_ordered"), 1, "one ordered pass");
+    assert_eq!(counter("rococo_ro_ordered_done"), 1);
+    assert_eq!(counter("rococo_ro_ordered_refused"), 0);
+    // Its reads are one state: `DISTRICT` as loaded, and `STOCK` after
+    // some writers (the ordered form is one of them in the graph's order).
+    let outputs = c.outputs(r);
+    assert_eq!(outputs[0], 5);
+    assert!(outputs[1] < 1_000, "saw the writers ordered before it");
+    let unbounded = RococoConfig {
+        ro_rounds: u32::MAX,
+        ..RococoConfig::default()
+    };
+    let (_, _, done) = read_pair_under_writes(unbounded, 200);
+    assert_eq!(done, None, "without the bound, rounds keep differing");
 }

@@ -11,8 +11,9 @@ use super::neworder::{Line, NewOrder};
 use super::orderstatus::OrderStatus;
 use super::payment::{CustomerBy, Payment};
 use super::populate::name_range;
+use super::stocklevel::Guess;
 use super::stocklevel::StockLevel;
-use super::{DELIVERY, NEWORDER, ORDERSTATUS, PAYMENT, STOCKLEVEL};
+use super::{DELIVERY, NEWORDER, ORDERSTATUS, PAYMENT, STOCKLEVEL, STOCKLEVEL_ORDERED};
 use bytes::{BufMut, BytesMut};
 use std::sync::Arc;
 use tessera_core::codec::{get_len, get_u64, get_u8, get_varint, put_varint, DecodeError};
@@ -190,7 +191,17 @@ impl Reader<'_, '_> {
                 format!("{threshold} not in 10..=20"),
             ));
         }
-        Ok(StockLevel::new(*self.l, w, d, threshold as i32))
+        let orderable = match get_u8(self.buf, "tpcc stock-level orderable")? {
+            0 => false,
+            1 => true,
+            other => {
+                return Err(DecodeError::invalid(
+                    "tpcc stock-level orderable",
+                    format!("{other} not 0 or 1"),
+                ))
+            }
+        };
+        Ok(StockLevel::new(*self.l, w, d, threshold as i32).orderable(orderable))
     }
 }
 
@@ -206,6 +217,16 @@ pub(super) fn decode(layout: &Layout, name: &str, mut params: &[u8]) -> Result<T
         ORDERSTATUS => Arc::new(r.order_status()?),
         DELIVERY => Arc::new(r.delivery()?),
         STOCKLEVEL => Arc::new(r.stock_level()?),
+        STOCKLEVEL_ORDERED => {
+            let sl = r.stock_level()?;
+            let mut value = || tessera_core::codec::get_value(r.buf, "tpcc stock-level guess");
+            let guess = Guess {
+                district: value()?,
+                orders: value()?,
+                lines: value()?,
+            };
+            Arc::new(sl.with_guess(guess))
+        }
         other => {
             return Err(DecodeError::invalid(
                 "procedure",

@@ -7,6 +7,26 @@
 //! | 2 | lines (dynamic) | district's | their ORDER-LINEs (OL_I_ID) | immediate | 1 |
 //! | 3.. | stock, one per shard holding the warehouse's stock (dynamic) | that shard | STOCK(S_QUANTITY) of the distinct items there | deferrable | 2 |
 //!
+//! **Ordered form** ([`Procedure::ordered`], for Rococo's bounded read-only
+//! transactions): the same pieces, given one round's outputs (the guess).
+//! The district piece stays immediate and refuses (a user abort, nothing
+//! written) unless `D_NEXT_O_ID` is still the guess's; every other piece is
+//! deferrable and takes the district piece's output as its input (so it is
+//! sent only once the district piece passed), with its keys from the
+//! guess: the orders and lines of the guess's last 20 orders, and the stock
+//! of the guess's items. When the district piece passes, the guess's keys
+//! are exactly the ones the plain form would read at this point: an order
+//! below `D_NEXT_O_ID` was inserted by a NewOrder ordered before (its home
+//! piece took the id earlier, an i-edge), and nothing rewrites `O_OL_CNT` or
+//! `OL_I_ID` after the insert, so its lines' items are the guess's. Its
+//! reads then conflict with NewOrder's deferrable insert and stock pieces
+//! and Delivery's deferrable piece only through deferrable pieces (d-edges),
+//! and with NewOrder's and Payment's immediate home pieces through the
+//! immediate district piece (i-edges): every SC-cycle through it has a D–D
+//! edge (§3.1; argued, not checked: the offline checker leaves read-only
+//! procedures out). Not with `--immediate-stock`, whose immediate stock
+//! writes its deferrable stock reads would meet (see `orderable`).
+//!
 //! The last 20 orders are `[D_NEXT_O_ID − 20, D_NEXT_O_ID)`: point keys
 //! (order ids are dense), so the read set is exact and phantom-free. Each
 //! stock piece returns how many of its items are below the threshold; the
@@ -16,9 +36,10 @@
 
 use super::keys::Layout;
 use super::schema::{self, col, cols, District, In, Order, OrderLine, Out, Stock};
-use super::{acc, codec, piece, STOCKLEVEL};
+use super::{acc, codec, piece, STOCKLEVEL, STOCKLEVEL_ORDERED};
 use std::borrow::Cow;
-use tessera_core::txn::{Columns, PieceKind, PieceResult, PieceSpec, Procedure, Value};
+use std::sync::Arc;
+use tessera_core::txn::{Columns, PieceKind, PieceResult, PieceSpec, Procedure, Txn, Value};
 
 /// Orders examined (clause 2.8.2.2).
 pub const LAST_ORDERS: u32 = 20;
@@ -36,6 +57,22 @@ pub struct StockLevel {
     d: u32,
     threshold: i32,
     pieces: Vec<PieceSpec>,
+    /// The ordered form's guess: one round's outputs of the district,
+    /// orders and lines pieces (see the module doc).
+    guess: Option<Guess>,
+    /// Whether it has an ordered form: only while NewOrder's stock pieces
+    /// are deferrable (not `--immediate-stock`), or its deferrable stock
+    /// reads would meet immediate stock writes. Set by the generator (off
+    /// in [`StockLevel::new`]), carried on the wire.
+    orderable: bool,
+}
+
+/// One round's outputs of the pieces that feed others.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Guess {
+    pub district: Value,
+    pub orders: Value,
+    pub lines: Value,
 }
 
 fn stock_cols() -> Columns {
@@ -95,6 +132,35 @@ impl StockLevel {
             d,
             threshold,
             pieces,
+            guess: None,
+            orderable: false,
+        }
+    }
+
+    /// With an ordered form or without (see `orderable`).
+    pub(super) fn orderable(mut self, orderable: bool) -> Self {
+        self.orderable = orderable;
+        self
+    }
+
+    /// The ordered form with `guess` (see the module doc).
+    pub(super) fn with_guess(mut self, guess: Guess) -> Self {
+        for (i, p) in self.pieces.iter_mut().enumerate().skip(P_ORDERS) {
+            p.kind = PieceKind::Deferrable;
+            p.inputs = vec![P_DISTRICT as u16];
+            debug_assert!(p.dynamic, "piece {i} is keyed by the guess");
+        }
+        self.guess = Some(guess);
+        self
+    }
+
+    /// What keys dynamic piece `piece` (orders and up): its input, or in
+    /// the ordered form the guess's output of the piece that feeds it.
+    fn feed<'a>(&'a self, piece: usize, inputs: &'a [Value]) -> &'a Value {
+        match (&self.guess, piece) {
+            (Some(g), P_LINES) => &g.orders,
+            (Some(g), p) if p >= P_STOCK => &g.lines,
+            _ => &inputs[0],
         }
     }
 
@@ -106,16 +172,41 @@ impl StockLevel {
 
 impl Procedure for StockLevel {
     fn name(&self) -> &'static str {
-        STOCKLEVEL
+        if self.guess.is_some() {
+            STOCKLEVEL_ORDERED
+        } else {
+            STOCKLEVEL
+        }
     }
 
-    /// Wire parameters: warehouse, district, threshold ([`super::codec`]).
+    /// Wire parameters: warehouse, district, threshold, whether it has an
+    /// ordered form, and in the ordered form the guess ([`super::codec`]).
     fn encode_params(
         &self,
         out: &mut bytes::BytesMut,
     ) -> Result<(), tessera_core::codec::EncodeError> {
         codec::put_ids(out, &[self.w, self.d, self.threshold.max(0) as u32]);
+        bytes::BufMut::put_u8(out, u8::from(self.orderable));
+        if let Some(g) = &self.guess {
+            for v in [&g.district, &g.orders, &g.lines] {
+                tessera_core::codec::put_bytes(out, v);
+            }
+        }
         Ok(())
+    }
+
+    /// One round's outputs fix the guess; `None` for an ordered form or
+    /// outputs that are not one per piece.
+    fn ordered(&self, outputs: &[Value]) -> Option<Txn> {
+        if !self.orderable || self.guess.is_some() || outputs.len() != self.pieces.len() {
+            return None;
+        }
+        let guess = Guess {
+            district: outputs[P_DISTRICT].clone(),
+            orders: outputs[P_ORDERS].clone(),
+            lines: outputs[P_LINES].clone(),
+        };
+        Some(Arc::new(self.clone().with_guess(guess)))
     }
 
     fn pieces(&self) -> &[PieceSpec] {
@@ -127,6 +218,14 @@ impl Procedure for StockLevel {
         match piece {
             P_DISTRICT => {
                 out.push_u32(District::decode(reads[0]).map_or(0, |h| h.next_o_id));
+                let output = out.done();
+                // The ordered form refuses once the guess is stale.
+                let user_abort = self.guess.as_ref().is_some_and(|g| g.district != output);
+                return PieceResult {
+                    writes: vec![],
+                    output,
+                    user_abort,
+                };
             }
             // Output: (o_id, ol_cnt) pairs.
             P_ORDERS => {
@@ -174,7 +273,7 @@ impl Procedure for StockLevel {
         }
         let l = &self.layout;
         let (w, d) = (self.w, self.d);
-        let mut input = In::new(&inputs[0]);
+        let mut input = In::new(self.feed(piece, inputs));
         let reads = match piece {
             P_ORDERS => Self::orders(input.u32())
                 .map(|o| acc(l.order(w, d, o), cols(&[col::O_OL_CNT])))
