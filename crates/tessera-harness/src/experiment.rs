@@ -182,7 +182,7 @@ pub fn experiments() -> Vec<Experiment> {
     // COCO §7.2, Figs. 5-9 (YCSB part): 8 reads + 2 read-modify-writes per
     // transaction (YCSB's defaults), 20% multi-partition, 3 shards with 3
     // replicas, every commit mode (S2PL's epoch line has no counterpart in
-    // the paper, which runs S2PL with 2PC only); the README's 48 clients,
+    // the paper, which runs S2PL with 2PC only); docs/results/coco.md's 48 clients,
     // 1 s of virtual time per point. Clients are co-located with their home
     // primaries, as the paper's workers run on the node of their partition
     // (§7.1): what the commit modes differ in is then the round trips to

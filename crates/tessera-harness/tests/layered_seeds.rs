@@ -274,7 +274,7 @@ fn leader_crash_in_the_middle_of_two_phase_commit() {
 /// change: the shard keeps committing on the slow path (two of three
 /// replicas answer: no fast quorum), the restarted replica recovers once,
 /// and throughput returns once it is back. Prints the commit rate in the
-/// three windows (the README quotes them).
+/// three windows (`docs/results/replicated.md` quotes them).
 #[test]
 fn tapir_replica_crash_and_recovery() {
     const WINDOW: Time = 100 * MS;

@@ -56,7 +56,7 @@
 //! `a_read_only_transaction_under_writes_commits_after_its_bound_of_rounds`);
 //! not bounded when they move an immediate piece's data (the district's
 //! next order id under that district's NewOrders: measured, most ordered
-//! passes are refused, README).
+//! passes are refused, docs/results/rococo.md).
 //!
 //! A Rococo coordinator never aborts a transaction: conflicts are reordered,
 //! not refused (§2.2), and lost messages are resent until answered.
@@ -267,7 +267,7 @@ impl ReadOnly {
 /// finished (x = 0, y = 1); round 2 reads x after T2 (x = 0) and y before
 /// T2 started at S2 (y = 1). The results agree, yet (0, 1) is no state of
 /// any serial order — (0, 0), (1, 1), (0, 2) — while the versions differ
-/// (x: initial, then T2). Measured on TPC-C (README, 2026-11-27) about
+/// (x: initial, then T2). Measured on TPC-C (docs/results/rococo.md, 2026-11-27) about
 /// half the rounds we reject would pass Fig. 9's test: StockLevel's stock
 /// rows rewritten by NewOrders (its below-threshold count unchanged), and
 /// its district row rewritten by Payments on another column (`D_YTD`),
@@ -471,7 +471,7 @@ impl RococoCoordinator {
         // sent later than the previous round's end is still a round as
         // §4.1's argument needs one, so pausing is safe; it caps the load
         // of transactions whose rounds keep differing, whose requests were
-        // most of the servers' work (see the README, TPC-C StockLevel).
+        // most of the servers' work (see docs/results/rococo.md, TPC-C StockLevel).
         if self.cfg.ro_backoff > 0 && ro.round >= self.cfg.ro_backoff_after {
             let doublings = (ro.round - self.cfg.ro_backoff_after).min(4);
             let max = self.cfg.ro_backoff << doublings;
@@ -491,7 +491,7 @@ impl RococoCoordinator {
     /// ([`tessera_core::txn::Procedure::ordered`]). Ours, not the paper's:
     /// §4.1 retries rounds while they differ, which under TPC-C's
     /// NewOrders at 100 clients per server took ~65 rounds per StockLevel
-    /// and two thirds of the servers' events (README, Fig. 14).
+    /// and two thirds of the servers' events (docs/results/rococo.md, Fig. 14).
     fn order(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, f: Txn, outputs: Vec<Value>) {
         let id = TxnId::new(self.me, self.incarnation, self.next_ordered);
         self.next_ordered = ORDERED_SEQ | self.next_ordered.wrapping_add(1);
@@ -799,7 +799,7 @@ mod tests {
         Answer::new(reply, None)
     }
 
-    /// The diagnosis the README's numbers rest on: a round that differs
+    /// The diagnosis the numbers in docs/results/rococo.md rest on: a round that differs
     /// is counted once, by outputs first, else by the kind of the pieces
     /// whose versions moved (an immediate one wins over deferrable ones).
     #[test]

@@ -1,6 +1,6 @@
 //! Costs by transaction type (the procedure's name), reported as counters
 //! named `rococo_<field>.<type>`: which of a workload's transactions take
-//! the servers' events and where their latency goes (README, Fig. 14 at
+//! the servers' events and where their latency goes (docs/results/rococo.md, Fig. 14 at
 //! 100 clients per server). Measurement only: nothing reads them back.
 
 use std::collections::HashMap;
