@@ -115,9 +115,9 @@ struct ReadOnly {
     next_tag: u32,
     /// When it was submitted.
     began: Time,
-    /// The ordered form running for it, and the outputs of the round that
-    /// fixed its guess (see [`RococoCoordinator::order`]).
-    ordered: Option<(TxnId, Vec<Value>)>,
+    /// While its ordered form runs: the outputs of the round that fixed
+    /// the form's guess (see [`RococoCoordinator::order`]).
+    ordered: Option<Vec<Value>>,
     /// Backing off before the next round (`RococoConfig::ro_backoff`):
     /// when to send it.
     wake_at: Option<Time>,
@@ -299,9 +299,10 @@ pub struct RococoCoordinator {
     next_ordered: u32,
 }
 
-/// Ordered forms are numbered in the top half of the sequence space, which
-/// client attempts (numbered from 0 in each incarnation) never reach, so
-/// their ids are no attempt's.
+/// Ordered forms are numbered in the top half of the sequence space, so
+/// their ids are no attempt's: client attempts are numbered from 1 in each
+/// incarnation and would need 2^31 attempts to reach it, and the forms
+/// would need 2^31 passes in one incarnation to wrap onto their own.
 const ORDERED_SEQ: u32 = 1 << 31;
 
 /// Read-only transactions ended, with their rounds; those run as
@@ -327,6 +328,8 @@ struct RoStats {
     ordered: u64,
     ordered_done: u64,
     ordered_refused: u64,
+    ordered_mismatch: u64,
+    ordered_in_doubt: u64,
 }
 
 impl RoStats {
@@ -497,7 +500,7 @@ impl RococoCoordinator {
         self.next_ordered = ORDERED_SEQ | self.next_ordered.wrapping_add(1);
         self.ro_stats.ordered += 1;
         if let Some(ro) = self.ro.get_mut(&txn) {
-            ro.ordered = Some((id, outputs));
+            ro.ordered = Some(outputs);
         }
         let mut d = Driver::new(
             id,
@@ -520,7 +523,7 @@ impl RococoCoordinator {
         let Some(ro) = self.ro.get_mut(&txn) else {
             return;
         };
-        let Some((_, guess)) = ro.ordered.take() else {
+        let Some(guess) = ro.ordered.take() else {
             return;
         };
         let proc = ro.proc.clone();
@@ -546,8 +549,15 @@ impl RococoCoordinator {
                 };
                 ctx.done(txn, done);
             }
-            _ => {
-                self.ro_stats.ordered_refused += 1;
+            other => {
+                // Why the pass did not give the result: its district piece
+                // found the guess stale (a user abort), it committed with
+                // other outputs than the guess's, or it is in doubt.
+                match other {
+                    TxnOutcome::Aborted(AbortReason::User) => self.ro_stats.ordered_refused += 1,
+                    TxnOutcome::Committed { .. } => self.ro_stats.ordered_mismatch += 1,
+                    _ => self.ro_stats.ordered_in_doubt += 1,
+                }
                 ro.rto = self.cfg.retransmit;
                 ro.retransmit_at = ctx.now() + ro.rto;
                 ro.dispatch(ctx, txn);
@@ -749,6 +759,8 @@ impl Node<Msg> for RococoCoordinator {
                 ("rococo_ro_ordered", s.ordered),
                 ("rococo_ro_ordered_done", s.ordered_done),
                 ("rococo_ro_ordered_refused", s.ordered_refused),
+                ("rococo_ro_ordered_mismatch", s.ordered_mismatch),
+                ("rococo_ro_ordered_in_doubt", s.ordered_in_doubt),
             ]
             .into_iter()
             .chain(self.by_type.take())

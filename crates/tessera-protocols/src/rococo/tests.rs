@@ -1535,6 +1535,8 @@ fn a_read_only_transaction_under_writes_commits_after_its_bound_of_rounds() {
     assert_eq!(counter("rococo_ro_ordered"), 1, "one ordered pass");
     assert_eq!(counter("rococo_ro_ordered_done"), 1);
     assert_eq!(counter("rococo_ro_ordered_refused"), 0);
+    assert_eq!(counter("rococo_ro_ordered_mismatch"), 0);
+    assert_eq!(counter("rococo_ro_ordered_in_doubt"), 0);
     // Its reads are one state: `DISTRICT` as loaded, and `STOCK` after
     // some writers (the ordered form is one of them in the graph's order).
     let outputs = c.outputs(r);

@@ -14,12 +14,18 @@
 //! deferrable and takes the district piece's output as its input (so it is
 //! sent only once the district piece passed), with its keys from the
 //! guess: the orders and lines of the guess's last 20 orders, and the stock
-//! of the guess's items. When the district piece passes, the guess's keys
-//! are exactly the ones the plain form would read at this point: an order
-//! below `D_NEXT_O_ID` was inserted by a NewOrder ordered before (its home
-//! piece took the id earlier, an i-edge), and nothing rewrites `O_OL_CNT` or
-//! `OL_I_ID` after the insert, so its lines' items are the guess's. Its
-//! reads then conflict with NewOrder's deferrable insert and stock pieces
+//! of the guess's items. *Safety* rests on two things. (1) Rococo's
+//! coordinator accepts a committed pass only if the pieces that feed
+//! others (district, orders, lines) output the guess again: then the keys
+//! the pass read are the ones the plain form would read at the pass's
+//! place in the order, whatever the guess was. (2) Every NewOrder that took
+//! an id below the `D_NEXT_O_ID` the pass saw ran its home piece before the
+//! pass's district piece (an i-edge, honoured by the commit order), so the
+//! pass's deferred reads follow its insert. *How often* a pass succeeds
+//! rests on the guess coming from Rococo's finished view: a round that saw
+//! `D_NEXT_O_ID = N` there saw only finished NewOrders below N, whose
+//! inserts had run, and nothing rewrites `O_OL_CNT` or `OL_I_ID` after an
+//! insert. Its reads then conflict with NewOrder's deferrable insert and stock pieces
 //! and Delivery's deferrable piece only through deferrable pieces (d-edges),
 //! and with NewOrder's and Payment's immediate home pieces through the
 //! immediate district piece (i-edges): every SC-cycle through it has a D–D
