@@ -1476,10 +1476,21 @@ impl Procedure for ReadPair {
 /// commits, so its rounds always differ. How many of its messages went by
 /// before it committed, or `None` within `limit`.
 fn read_pair_under_writes(cfg: RococoConfig, limit: usize) -> (Cluster, TxnId, Option<usize>) {
+    read_pair_under(cfg, limit, &[Key::new(2, 9), STOCK], PieceKind::Deferrable)
+}
+
+/// [`read_pair_under_writes`] with writers of `keys` (piece `i` on shard
+/// `i`) of `kind`.
+fn read_pair_under(
+    cfg: RococoConfig,
+    limit: usize,
+    keys: &[Key],
+    kind: PieceKind,
+) -> (Cluster, TxnId, Option<usize>) {
     let mut c = Cluster::with_config(
         cfg,
         &[
-            (DISTRICT, 5, 0),
+            (DISTRICT, 1_000, 0),
             (STOCK, 1_000, 1),
             (Key::new(2, 9), 1_000, 0),
         ],
@@ -1492,10 +1503,7 @@ fn read_pair_under_writes(cfg: RococoConfig, limit: usize) -> (Cluster, TxnId, O
             return (c, r, Some(n));
         }
         // A writer commits in full (with the ordered form's messages).
-        c.submit(
-            1,
-            Arc::new(Buy::new(&[Key::new(2, 9), STOCK], PieceKind::Deferrable)),
-        );
+        c.submit(1, Arc::new(Buy::new(keys, kind)));
         while let Some(i) = c.queue.iter().position(|(_, _, m)| !of_r(m)) {
             c.step(i);
         }
@@ -1540,7 +1548,7 @@ fn a_read_only_transaction_under_writes_commits_after_its_bound_of_rounds() {
     // Its reads are one state: `DISTRICT` as loaded, and `STOCK` after
     // some writers (the ordered form is one of them in the graph's order).
     let outputs = c.outputs(r);
-    assert_eq!(outputs[0], 5);
+    assert_eq!(outputs[0], 1_000);
     assert!(outputs[1] < 1_000, "saw the writers ordered before it");
     let unbounded = RococoConfig {
         ro_rounds: u32::MAX,
@@ -1548,4 +1556,47 @@ fn a_read_only_transaction_under_writes_commits_after_its_bound_of_rounds() {
     };
     let (_, _, done) = read_pair_under_writes(unbounded, 200);
     assert_eq!(done, None, "without the bound, rounds keep differing");
+}
+
+/// Writers of the immediate piece's own key (`DISTRICT`, immediate) make
+/// an ordered pass find its guess stale: such a pass gives the client
+/// nothing, the rounds go on, and once the writers stop the transaction
+/// commits with one state's reads (`DISTRICT` as the writers left it).
+#[test]
+fn an_ordered_pass_that_finds_its_guess_stale_gives_nothing_and_the_rounds_go_on() {
+    let cfg = RococoConfig {
+        ro_rounds: 2,
+        ..RococoConfig::default()
+    };
+    let writers = 30;
+    let (mut c, r, done) = read_pair_under(cfg, writers, &[DISTRICT], PieceKind::Immediate);
+    assert_eq!(done, None, "no result while every pass is stale");
+    c.run();
+    let report = Node::take_report(&mut c.coords[0]);
+    let counter = |name: &str| {
+        report
+            .counters
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0, |(_, v)| *v)
+    };
+    let passes = counter("rococo_ro_ordered");
+    let not_taken = counter("rococo_ro_ordered_refused")
+        + counter("rococo_ro_ordered_mismatch")
+        + counter("rococo_ro_ordered_in_doubt");
+    assert!(
+        counter("rococo_ro_ordered_refused") >= 1,
+        "some pass found its guess stale"
+    );
+    assert_eq!(
+        passes,
+        not_taken + counter("rococo_ro_ordered_done"),
+        "every pass is counted once"
+    );
+    let outputs = c.outputs(r);
+    assert_eq!(
+        outputs[0],
+        1_000 - writers as u64,
+        "the result reads DISTRICT after every writer"
+    );
 }
