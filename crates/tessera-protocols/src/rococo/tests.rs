@@ -1516,6 +1516,18 @@ fn read_pair_under(
     (c, r, done)
 }
 
+/// Client host 0's coordinator counters, read by name (0 when absent).
+fn coordinator_counters(c: &mut Cluster) -> impl Fn(&str) -> u64 {
+    let report = Node::take_report(&mut c.coords[0]);
+    move |name| {
+        report
+            .counters
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0, |(_, v)| *v)
+    }
+}
+
 /// The bound on read-only rounds (`RococoConfig::ro_rounds`): under writes
 /// that make every round differ, the ordered form runs after `ro_rounds`
 /// rounds and commits in that one pass, ordered by the dependency graph
@@ -1531,14 +1543,7 @@ fn a_read_only_transaction_under_writes_commits_after_its_bound_of_rounds() {
     };
     let (mut c, r, done) = read_pair_under_writes(cfg, 200);
     assert!(done.is_some(), "committed within the bound");
-    let report = Node::take_report(&mut c.coords[0]);
-    let counter = |name: &str| {
-        report
-            .counters
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(0, |(_, v)| *v)
-    };
+    let counter = coordinator_counters(&mut c);
     assert_eq!(counter("rococo_ro_rounds"), u64::from(k));
     assert_eq!(counter("rococo_ro_ordered"), 1, "one ordered pass");
     assert_eq!(counter("rococo_ro_ordered_done"), 1);
@@ -1572,14 +1577,7 @@ fn an_ordered_pass_that_finds_its_guess_stale_gives_nothing_and_the_rounds_go_on
     let (mut c, r, done) = read_pair_under(cfg, writers, &[DISTRICT], PieceKind::Immediate);
     assert_eq!(done, None, "no result while every pass is stale");
     c.run();
-    let report = Node::take_report(&mut c.coords[0]);
-    let counter = |name: &str| {
-        report
-            .counters
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(0, |(_, v)| *v)
-    };
+    let counter = coordinator_counters(&mut c);
     let passes = counter("rococo_ro_ordered");
     let not_taken = counter("rococo_ro_ordered_refused")
         + counter("rococo_ro_ordered_mismatch")
