@@ -41,10 +41,18 @@ impl Table {
     }
 }
 
+/// Table ids below this are indexed directly; the workloads' tables all
+/// are. Any other id (a key decoded from a peer's bytes may carry any
+/// `u32`) goes to a map, so no table id makes the store allocate more than
+/// its rows: a dense vector up to id 2^32 - 1 would be 137 GB.
+const DENSE_TABLES: usize = 64;
+
 /// The data of one shard replica.
 #[derive(Default, Debug, Clone)]
 pub struct Store {
     tables: Vec<Table>,
+    /// Tables with ids of [`DENSE_TABLES`] or more.
+    sparse: FastMap<u32, Table>,
 }
 
 impl Store {
@@ -54,10 +62,35 @@ impl Store {
 
     fn table_mut(&mut self, t: TableId) -> &mut Table {
         let i = t.0 as usize;
+        if i >= DENSE_TABLES {
+            return self.sparse.entry(t.0).or_default();
+        }
         if self.tables.len() <= i {
             self.tables.resize_with(i + 1, Table::default);
         }
         &mut self.tables[i]
+    }
+
+    #[inline]
+    fn table(&self, t: TableId) -> Option<&Table> {
+        match t.0 as usize {
+            i if i < DENSE_TABLES => self.tables.get(i),
+            _ => self.sparse.get(&t.0),
+        }
+    }
+
+    #[inline]
+    fn existing_table_mut(&mut self, t: TableId) -> Option<&mut Table> {
+        match t.0 as usize {
+            i if i < DENSE_TABLES => self.tables.get_mut(i),
+            _ => self.sparse.get_mut(&t.0),
+        }
+    }
+
+    /// Every table with its id.
+    fn all_tables(&self) -> impl Iterator<Item = (u32, &Table)> + '_ {
+        let dense = self.tables.iter().enumerate().map(|(i, t)| (i as u32, t));
+        dense.chain(self.sparse.iter().map(|(i, t)| (*i, t)))
     }
 
     /// Reserve room for `rows` more rows of table `t` (bulk loading).
@@ -78,15 +111,12 @@ impl Store {
 
     #[inline]
     pub fn get(&self, key: Key) -> Option<&Record> {
-        self.tables.get(key.table.0 as usize)?.rows.get(&key.row)
+        self.table(key.table)?.rows.get(&key.row)
     }
 
     #[inline]
     pub fn get_mut(&mut self, key: Key) -> Option<&mut Record> {
-        self.tables
-            .get_mut(key.table.0 as usize)?
-            .rows
-            .get_mut(&key.row)
+        self.existing_table_mut(key.table)?.rows.get_mut(&key.row)
     }
 
     /// Install `value` as version `version` of `key`, creating the record
@@ -116,15 +146,12 @@ impl Store {
     /// Remove `key`'s record and return it (garbage collection of deleted
     /// records and insert placeholders; COCO §6.3).
     pub fn remove(&mut self, key: Key) -> Option<Record> {
-        self.tables
-            .get_mut(key.table.0 as usize)?
-            .rows
-            .remove(&key.row)
+        self.existing_table_mut(key.table)?.rows.remove(&key.row)
     }
 
     /// Number of records over all tables.
     pub fn len(&self) -> usize {
-        self.tables.iter().map(Table::len).sum()
+        self.all_tables().map(|(_, t)| t.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -133,20 +160,17 @@ impl Store {
 
     /// The rows of table `t`, in no particular order.
     pub fn rows(&self, t: TableId) -> impl Iterator<Item = (Key, &Record)> + '_ {
-        self.tables
-            .get(t.0 as usize)
-            .into_iter()
-            .flat_map(move |tab| {
-                tab.rows.iter().map(move |(row, r)| {
-                    (
-                        Key {
-                            table: t,
-                            row: *row,
-                        },
-                        r,
-                    )
-                })
+        self.table(t).into_iter().flat_map(move |tab| {
+            tab.rows.iter().map(move |(row, r)| {
+                (
+                    Key {
+                        table: t,
+                        row: *row,
+                    },
+                    r,
+                )
             })
+        })
     }
 
     /// Approximate heap bytes the store takes: every hash slot allocated
@@ -154,9 +178,8 @@ impl Store {
     /// bytes. Values shared between records are counted once per record.
     pub fn approx_bytes(&self) -> usize {
         let slot = std::mem::size_of::<(u64, Record)>();
-        self.tables
-            .iter()
-            .map(|t| {
+        self.all_tables()
+            .map(|(_, t)| {
                 t.rows.capacity() * slot + t.rows.values().map(|r| r.value.len()).sum::<usize>()
             })
             .sum()
@@ -166,14 +189,8 @@ impl Store {
     /// end-of-run consistency checks).
     pub fn records_sorted(&self) -> Vec<(Key, &Record)> {
         let mut v: Vec<(Key, &Record)> = self
-            .tables
-            .iter()
-            .enumerate()
-            .flat_map(|(t, tab)| {
-                tab.rows
-                    .iter()
-                    .map(move |(row, r)| (Key::new(t as u32, *row), r))
-            })
+            .all_tables()
+            .flat_map(|(t, tab)| tab.rows.iter().map(move |(row, r)| (Key::new(t, *row), r)))
             .collect();
         v.sort_by_key(|(k, _)| *k);
         v
@@ -201,5 +218,24 @@ mod tests {
         assert_eq!(&s.remove(k).unwrap().value[..], b"b");
         assert!(s.get(k).is_none() && s.is_empty());
         assert!(s.remove(k).is_none() && s.remove(Key::new(40, 1)).is_none());
+    }
+
+    /// A key of any table id (a peer's bytes may carry any) is stored
+    /// without allocating for the ids below it, and reads back everywhere.
+    #[test]
+    fn any_table_id_is_stored_without_a_dense_table_up_to_it() {
+        let mut s = Store::new();
+        let far = Key::new(u32::MAX, 3);
+        let near = Key::new(1, 4);
+        s.install(far, Value::from_static(b"x"), Version(1));
+        s.load(near, Value::from_static(b"y"));
+        assert_eq!(&s.get(far).unwrap().value[..], b"x");
+        s.get_mut(far).unwrap().meta.lock = 1;
+        assert_eq!(s.len(), 2);
+        assert!(s.approx_bytes() < 1 << 20, "no table vector up to u32::MAX");
+        let keys: Vec<Key> = s.records_sorted().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, vec![near, far]);
+        assert_eq!(s.rows(far.table).count(), 1);
+        assert!(s.remove(far).is_some() && s.get(far).is_none());
     }
 }
