@@ -1018,14 +1018,22 @@ impl Cluster {
             .collect()
     }
 
-    /// Coordinator `c`'s counters.
+    /// Coordinator `c`'s counter `name` (its report is taken: one read).
     fn coord_counter(&mut self, c: usize, name: &str) -> u64 {
+        self.coord_counters(c)(name)
+    }
+
+    /// Coordinator `c`'s counters, read by name (0 when absent), from one
+    /// taken report.
+    fn coord_counters(&mut self, c: usize) -> impl Fn(&str) -> u64 {
         let report = Node::take_report(&mut self.coords[c]);
-        report
-            .counters
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(0, |(_, v)| *v)
+        move |name| {
+            report
+                .counters
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(0, |(_, v)| *v)
+        }
     }
 }
 
@@ -1516,18 +1524,6 @@ fn read_pair_under(
     (c, r, done)
 }
 
-/// Client host 0's coordinator counters, read by name (0 when absent).
-fn coordinator_counters(c: &mut Cluster) -> impl Fn(&str) -> u64 {
-    let report = Node::take_report(&mut c.coords[0]);
-    move |name| {
-        report
-            .counters
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(0, |(_, v)| *v)
-    }
-}
-
 /// The bound on read-only rounds (`RococoConfig::ro_rounds`): under writes
 /// that make every round differ, the ordered form runs after `ro_rounds`
 /// rounds and commits in that one pass, ordered by the dependency graph
@@ -1543,7 +1539,7 @@ fn a_read_only_transaction_under_writes_commits_after_its_bound_of_rounds() {
     };
     let (mut c, r, done) = read_pair_under_writes(cfg, 200);
     assert!(done.is_some(), "committed within the bound");
-    let counter = coordinator_counters(&mut c);
+    let counter = c.coord_counters(0);
     assert_eq!(counter("rococo_ro_rounds"), u64::from(k));
     assert_eq!(counter("rococo_ro_ordered"), 1, "one ordered pass");
     assert_eq!(counter("rococo_ro_ordered_done"), 1);
@@ -1577,7 +1573,7 @@ fn an_ordered_pass_that_finds_its_guess_stale_gives_nothing_and_the_rounds_go_on
     let (mut c, r, done) = read_pair_under(cfg, writers, &[DISTRICT], PieceKind::Immediate);
     assert_eq!(done, None, "no result while every pass is stale");
     c.run();
-    let counter = coordinator_counters(&mut c);
+    let counter = c.coord_counters(0);
     let passes = counter("rococo_ro_ordered");
     let not_taken = counter("rococo_ro_ordered_refused")
         + counter("rococo_ro_ordered_mismatch")
