@@ -582,8 +582,14 @@ impl<M: Send + WireSize + 'static> Worker<M> {
                 break now;
             }
             if now >= self.next_look {
-                if self.settle_by == self.deadline || self.settle_round(round) {
+                if self.settle_by == self.deadline {
                     break now;
+                }
+                if self.settle_round(round) {
+                    // Read after the vote: a worker that voted "settled"
+                    // because its clock had passed `settle_by` must not
+                    // report a stop time from before that reading.
+                    break self.clock();
                 }
                 round += 1;
                 now = self.clock();
