@@ -372,6 +372,9 @@ pub struct RunArgs {
     /// oocc: intention locks at execution, write locks at commit (on|off, default on).
     #[arg(long, value_parser = parse_on_off)]
     oocc_delayed_lock: Option<bool>,
+    /// oocc: a writer's Validate&Logging round (validation, write-lock upgrade, redo log) runs in the last round trip of its write-wait lease, so readers meet its write locks for about one round trip (§IV) (on|off, default on; off: right after execution).
+    #[arg(long, value_parser = parse_on_off)]
+    oocc_late_upgrade: Option<bool>,
     /// oocc, ford-occ: the lease in µs (default 20); drtm: its shared-lock lease (default 400).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     lease_us: Option<u64>,
