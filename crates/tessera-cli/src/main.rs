@@ -372,7 +372,7 @@ pub struct RunArgs {
     /// oocc: intention locks at execution, write locks at commit (on|off, default on).
     #[arg(long, value_parser = parse_on_off)]
     oocc_delayed_lock: Option<bool>,
-    /// oocc: a writer's Validate&Logging round (validation, write-lock upgrade, redo log) runs in the last round trip of its write-wait lease, so readers meet its write locks for about one round trip (§IV) (on|off, default on; off: right after execution).
+    /// oocc: with delayed write locks, upgrade the intention locks to write locks in a round of their own late in the write-wait lease, so readers meet the write locks for about two round trips, not the lease (§IV) (on|off, default off: in the Validate&Logging round, Alg. 1 l. 19).
     #[arg(long, value_parser = parse_on_off)]
     oocc_late_upgrade: Option<bool>,
     /// oocc, ford-occ: the lease in µs (default 20); drtm: its shared-lock lease (default 400).
