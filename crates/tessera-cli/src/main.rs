@@ -372,6 +372,9 @@ pub struct RunArgs {
     /// oocc: intention locks at execution, write locks at commit (on|off, default on).
     #[arg(long, value_parser = parse_on_off)]
     oocc_delayed_lock: Option<bool>,
+    /// oocc: with delayed write locks, upgrade the intention locks to write locks in a round of their own late in the write-wait lease, so readers meet the write locks for about two round trips, not the lease (§IV) (on|off, default off: in the Validate&Logging round, Alg. 1 l. 19).
+    #[arg(long, value_parser = parse_on_off)]
+    oocc_late_upgrade: Option<bool>,
     /// oocc, ford-occ: the lease in µs (default 20); drtm: its shared-lock lease (default 400).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     lease_us: Option<u64>,

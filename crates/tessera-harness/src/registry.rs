@@ -719,6 +719,7 @@ fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), S
             "--oocc-lease",
             "--oocc-write-unlock",
             "--oocc-delayed-lock",
+            "--oocc-late-upgrade",
             "--lease-us",
             "--oocc-lease-adapt",
             "--oocc-lease-min-us",
@@ -734,6 +735,7 @@ fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), S
     config.lease = k.oocc_lease.unwrap_or(config.lease);
     config.write_unlock = k.oocc_write_unlock.unwrap_or(config.write_unlock);
     config.delayed_lock = k.oocc_delayed_lock.unwrap_or(config.delayed_lock);
+    config.late_upgrade = k.oocc_late_upgrade.unwrap_or(config.late_upgrade);
     config.drift_stop = k.oocc_drift_stop.unwrap_or(config.drift_stop);
     config.offset.floor = offset_floor(spec, config.lease)?.unwrap_or(config.offset.floor);
     config.lease_ns = lease_ns(spec)?.unwrap_or(config.lease_ns);

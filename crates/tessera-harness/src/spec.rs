@@ -217,6 +217,9 @@ pub struct Knobs {
     pub oocc_write_unlock: Option<bool>,
     /// OOCC: intention locks at execution, write locks at commit (§IV).
     pub oocc_delayed_lock: Option<bool>,
+    /// OOCC: the Validate&Logging round in the write-wait's last round
+    /// trip, so readers meet write locks for about one (§IV).
+    pub oocc_late_upgrade: Option<bool>,
     /// OOCC: the lease, µs.
     pub lease_us: Option<u64>,
     /// OOCC: the Lease Manager adapts the lease (§VII.A).
@@ -239,7 +242,7 @@ impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 23] = [
+        let flags: [(&'static str, bool); 24] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
@@ -255,6 +258,7 @@ impl Knobs {
             ("--oocc-lease", self.oocc_lease.is_some()),
             ("--oocc-write-unlock", self.oocc_write_unlock.is_some()),
             ("--oocc-delayed-lock", self.oocc_delayed_lock.is_some()),
+            ("--oocc-late-upgrade", self.oocc_late_upgrade.is_some()),
             ("--lease-us", self.lease_us.is_some()),
             ("--oocc-lease-adapt", self.oocc_lease_adapt.is_some()),
             ("--oocc-lease-min-us", self.oocc_lease_min_us.is_some()),

@@ -40,6 +40,7 @@
 //! The harness's registry is the one place that maps protocol names to these
 //! types.
 
+mod by_type;
 pub mod coco;
 #[cfg(test)]
 mod codec_laws;

@@ -13,6 +13,7 @@ use super::lease::{Leases, Stage, DRIFT_BOUND_PPM};
 use super::lock::{self, Seen};
 use super::manager::{Action, LeaseManager, LeaseMsg, RoStats};
 use super::OoccConfig;
+use crate::by_type::ByType;
 use crate::disagg::client::{self, Endpoint, Exec, Incoming, Step};
 use crate::disagg::verbs::{LogRecord, SlotWrite};
 use crate::disagg::{Msg, Verb, VerbResult};
@@ -114,6 +115,18 @@ struct Run {
     /// A READ found another transaction's lock (Alg. 1 l. 4), as opposed
     /// to a lock CAS that lost: the two causes of a lock abort.
     read_locked: bool,
+    /// When the attempt started, and the round trips it waited for: the
+    /// counters by transaction type.
+    started: Time,
+    rounds: u64,
+    /// When the latest round was posted, and how long the latest answered
+    /// one took: the estimate of a round trip that places the late upgrade
+    /// ([`OoccConfig::late_upgrade`]).
+    posted_at: Time,
+    last_round: Time,
+    /// Late upgrade: the reads are validated (with the redo log) and the
+    /// upgrade to write locks is still to be posted.
+    upgrade_held: bool,
 }
 
 pub struct OoccCoordinator {
@@ -127,6 +140,10 @@ pub struct OoccCoordinator {
     waits: FastMap<u64, TxnId>,
     next_timer: u64,
     counters: Counters,
+    /// Attempts, commits, round trips, lease waits and attempt time by
+    /// transaction type (`oocc_<field>.<type>`): what each of TPC-C's types
+    /// gains or pays for each technique (Fig. 12d).
+    by_type: ByType,
     /// The Lease Manager's host, which is also the reference clock
     /// (`None` without leases).
     manager_node: Option<NodeId>,
@@ -201,6 +218,7 @@ impl OoccCoordinator {
             waits: tessera_core::fast_map(),
             next_timer: 1,
             counters: Counters::default(),
+            by_type: ByType::new("oocc"),
             manager: here
                 .then(|| LeaseManager::new(hosts, cfg.lease_ns, cfg.adapt.clone(), cfg.offset)),
             drift: (manager_node.is_some() && !here).then(|| {
@@ -365,6 +383,11 @@ impl OoccCoordinator {
                 upgrade_posted: None,
                 upgraded_at: None,
                 read_locked: false,
+                started: ctx.now(),
+                rounds: 0,
+                posted_at: 0,
+                last_round: 0,
+                upgrade_held: false,
             },
         );
         self.counters.attempts_started += 1;
@@ -376,7 +399,12 @@ impl OoccCoordinator {
     fn post(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, round: Round) -> usize {
         let pending = self.runs.get_mut(&txn).map(|r| &mut r.pending);
         let batches = self.net.post_awaited(ctx, txn, round, pending);
-        self.counters.rounds += u64::from(batches > 0);
+        let posted = u64::from(batches > 0);
+        self.counters.rounds += posted;
+        if let Some(r) = self.runs.get_mut(&txn) {
+            r.rounds += posted;
+            r.posted_at = ctx.now();
+        }
         batches
     }
 
@@ -454,25 +482,84 @@ impl OoccCoordinator {
         self.post(ctx, txn, round);
     }
 
+    /// Idle `txn` until `at` for the write-wait lease; then its held
+    /// upgrade, or its commit, is posted.
+    fn wait_until(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, at: Time) {
+        let wait = at - ctx.now();
+        self.counters.lease_wait_ns += wait;
+        let ty = self.runs[&txn].exec.attempt.txn.name();
+        self.by_type.add(ty, "lease_wait_ns", wait);
+        let id = self.next_timer;
+        self.next_timer += 1;
+        self.waits.insert(id, txn);
+        ctx.set_timer(wait, TimerId(id));
+    }
+
+    /// Whether a writer's upgrade to write locks leaves its Validate&Logging
+    /// round for a round of its own late in the wait
+    /// ([`OoccConfig::late_upgrade`]): only with room for the validation,
+    /// the upgrade and a round of margin within the read-validate lease,
+    /// which bounds the upgrade's answer (see [`Run::upgrade_posted`]).
+    fn upgrade_late(&self, txn: TxnId) -> bool {
+        let c = &self.cfg;
+        let run = &self.runs[&txn];
+        c.late_upgrade
+            && c.delayed_lock
+            && c.lease
+            && c.wait_lease
+            && !run.exec.read_only
+            && self.leases.get().reads_hold(0, 3 * run.last_round)
+    }
+
+    /// Late upgrade, the reads validated: post the upgrade so that it is
+    /// answered a round before the earlier of the write-wait's end and the
+    /// validation's read-validate lease, or now if that has passed.
+    fn hold_upgrade(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
+        let run = &self.runs[&txn];
+        let l = self.leases.get();
+        let validated = run.upgrade_posted.unwrap_or(run.locked_at);
+        let bound = validated.saturating_add(l.read_validate);
+        let by = l.release_at(run.locked_at).min(bound);
+        let at = by.saturating_sub(2 * run.last_round);
+        if at > ctx.now() {
+            return self.wait_until(ctx, txn, at);
+        }
+        self.post_upgrade(ctx, txn);
+    }
+
+    /// Late upgrade: WRITE the write locks over the intention locks.
+    fn post_upgrade(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
+        let run = self.runs.get_mut(&txn).expect("advanced");
+        run.upgrade_held = false;
+        run.upgraded_at = Some(ctx.now());
+        let round = self.upgrades(txn);
+        if self.post(ctx, txn, round) == 0 {
+            self.after_validate(ctx, txn);
+        }
+    }
+
     /// Validate & Logging (Alg. 1 l. 11–21): one round. With delayed write
     /// locks a read-write transaction may validate again after it (see
-    /// [`Run::upgrade_posted`]).
+    /// [`Run::upgrade_posted`]), or upgrade in a late round of its own.
     fn validate(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
         let run = &self.runs[&txn];
         let (read_only, exec_end) = (run.exec.read_only, run.exec_end);
+        let late = self.upgrade_late(txn);
         let mut round = self.checks(txn);
         if !read_only {
-            for (shard, (v, p)) in self.upgrade_and_log(txn) {
-                let b = round.entry(shard).or_default();
-                b.0.extend(v);
-                b.1.extend(p);
+            if self.cfg.delayed_lock && !late {
+                merge(&mut round, self.upgrades(txn));
             }
+            merge(&mut round, self.logs(txn));
         }
         let run = self.runs.get_mut(&txn).expect("advanced");
         run.phase = Phase::Validate;
         if !read_only && self.cfg.delayed_lock {
             run.upgrade_posted = Some(ctx.now());
-            run.upgraded_at = Some(ctx.now());
+            run.upgrade_held = late;
+            if !late {
+                run.upgraded_at = Some(ctx.now());
+            }
         }
         let window = run.exec_start.map(|s| exec_end.saturating_sub(s));
         let skipped = self.post(ctx, txn, round) == 0;
@@ -484,6 +571,8 @@ impl OoccCoordinator {
             if read_only {
                 // Every read held its lease: committed in one round trip.
                 self.counters.ro_one_round += 1;
+                let ty = self.runs[&txn].exec.attempt.txn.name();
+                self.by_type.add(ty, "one_round", 1);
             }
             self.after_validate(ctx, txn);
         }
@@ -522,31 +611,40 @@ impl OoccCoordinator {
         round
     }
 
-    /// Upgrade intention locks to write locks (delayed write lock, §IV) and
+    /// Upgrade intention locks to write locks (delayed write lock, §IV).
+    fn upgrades(&self, txn: TxnId) -> Round {
+        let run = &self.runs[&txn];
+        let mut round = Round::new();
+        for (key, r) in &run.exec.recs {
+            if r.lock.held.is_none() {
+                continue;
+            }
+            let addr = self
+                .net
+                .addr(&run.exec.vacant, *key)
+                .expect("held keys are located");
+            client::push(
+                &mut round,
+                r.shard,
+                Verb::Write {
+                    addr,
+                    data: SlotWrite::Lock(lock::write(txn)),
+                },
+                Purpose::Ack,
+            );
+        }
+        round
+    }
+
     /// WRITE the log: redo images with write unlock, undo images without
     /// (§V).
-    fn upgrade_and_log(&self, txn: TxnId) -> Round {
+    fn logs(&self, txn: TxnId) -> Round {
         let run = &self.runs[&txn];
         let mut round = Round::new();
         let mut logs: BTreeMap<ShardId, LogRecord> = BTreeMap::new();
         for (key, r) in &run.exec.recs {
             if r.lock.held.is_none() {
                 continue;
-            }
-            if self.cfg.delayed_lock {
-                let addr = self
-                    .net
-                    .addr(&run.exec.vacant, *key)
-                    .expect("held keys are located");
-                client::push(
-                    &mut round,
-                    r.shard,
-                    Verb::Write {
-                        addr,
-                        data: SlotWrite::Lock(lock::write(txn)),
-                    },
-                    Purpose::Ack,
-                );
             }
             let new = run.exec.write_of(*key);
             let entry = if self.cfg.write_unlock {
@@ -577,6 +675,9 @@ impl OoccCoordinator {
         if let Some(reason) = run.exec.failed {
             return self.abort(ctx, txn, reason);
         }
+        if run.upgrade_held {
+            return self.hold_upgrade(ctx, txn);
+        }
         if let Some(posted) = run.upgrade_posted.take() {
             let bounded = self.cfg.lease && self.leases.get().reads_hold(posted, ctx.now());
             if !bounded && self.cfg.bound_upgrade {
@@ -597,12 +698,7 @@ impl OoccCoordinator {
         if self.cfg.lease && self.cfg.wait_lease {
             let at = self.leases.get().release_at(run.locked_at);
             if at > ctx.now() {
-                self.counters.lease_wait_ns += at - ctx.now();
-                let id = self.next_timer;
-                self.next_timer += 1;
-                self.waits.insert(id, txn);
-                ctx.set_timer(at - ctx.now(), TimerId(id));
-                return;
+                return self.wait_until(ctx, txn, at);
             }
         }
         self.commit(ctx, txn);
@@ -650,7 +746,25 @@ impl OoccCoordinator {
     /// Report the commit: the writes are readable (unlocked) by now.
     fn finish(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
         let run = self.runs.remove(&txn).expect("advanced");
+        self.count_attempt(ctx, &run, "commits", "commit_rounds", "commit_ns");
         ctx.done(txn, run.exec.committed());
+    }
+
+    /// Count an attempt's end by its transaction type: one more commit or
+    /// abort, its round trips and its time from start to end.
+    fn count_attempt(
+        &mut self,
+        ctx: &Ctx<Msg>,
+        run: &Run,
+        ends: &'static str,
+        rounds: &'static str,
+        time: &'static str,
+    ) {
+        let ty = run.exec.attempt.txn.name();
+        self.by_type.add(ty, ends, 1);
+        self.by_type.add(ty, rounds, run.rounds);
+        self.by_type
+            .add(ty, time, ctx.now().saturating_sub(run.started));
     }
 
     /// Abort at a round's end: free the locks held (unsignaled WRITEs) and
@@ -668,7 +782,9 @@ impl OoccCoordinator {
         }
         let round = self.unlocks(txn);
         self.net.post(ctx, txn, round, false);
-        self.runs.remove(&txn);
+        if let Some(run) = self.runs.remove(&txn) {
+            self.count_attempt(ctx, &run, "aborts", "abort_rounds", "abort_ns");
+        }
         ctx.done(txn, TxnOutcome::Aborted(reason));
     }
 
@@ -765,8 +881,18 @@ impl OoccCoordinator {
             run.exec_end = ctx.now();
         }
         if client::last_answer(&mut run.pending) {
+            run.last_round = ctx.now().saturating_sub(run.posted_at);
             self.advance(ctx, txn);
         }
+    }
+}
+
+/// Add `from`'s batches to `into`'s, memory node by memory node.
+fn merge(into: &mut Round, from: Round) {
+    for (shard, (v, p)) in from {
+        let b = into.entry(shard).or_default();
+        b.0.extend(v);
+        b.1.extend(p);
     }
 }
 
@@ -844,7 +970,12 @@ impl Node<Msg> for OoccCoordinator {
             SYNC => self.sync(ctx),
             _ => {
                 if let Some(txn) = self.waits.remove(&id.0) {
-                    self.commit(ctx, txn);
+                    // A held upgrade, or the commit.
+                    match self.runs.get(&txn).map(|r| r.upgrade_held) {
+                        Some(true) => self.post_upgrade(ctx, txn),
+                        Some(false) => self.commit(ctx, txn),
+                        None => {}
+                    }
                 }
             }
         }
@@ -883,7 +1014,10 @@ impl Node<Msg> for OoccCoordinator {
                     "lease_final_ns",
                     self.manager.as_ref().map_or(0, LeaseManager::lease),
                 ),
-            ],
+            ]
+            .into_iter()
+            .chain(self.by_type.take())
+            .collect(),
             samples: std::mem::take(&mut self.samples),
         }
     }

@@ -63,8 +63,8 @@
 
 use super::driver::{well_formed, Driver};
 use super::msg::{Msg, PieceReply};
-use super::stats::ByType;
 use super::RococoConfig;
+use crate::by_type::ByType;
 use rand::Rng;
 use std::sync::Arc;
 use tessera_core::ids::{NodeId, ShardId, Time, TimerId, TxnId, Version, US};
@@ -369,7 +369,7 @@ impl RococoCoordinator {
             rw: tessera_core::fast_map(),
             ro: tessera_core::fast_map(),
             ro_stats: RoStats::default(),
-            by_type: ByType::default(),
+            by_type: ByType::new("rococo"),
             ordered_for: tessera_core::fast_map(),
             next_ordered: ORDERED_SEQ,
         }

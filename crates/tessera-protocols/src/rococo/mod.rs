@@ -167,7 +167,6 @@ mod driver;
 pub mod msg;
 pub mod offline;
 mod server;
-mod stats;
 #[cfg(test)]
 mod tests;
 mod tracker;

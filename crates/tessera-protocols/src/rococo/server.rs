@@ -16,9 +16,9 @@ mod view;
 
 use super::driver::{well_formed, Driver};
 use super::msg::{Edge, Msg, PieceReply, Start, Status, Vertex};
-use super::stats::ByType;
 use super::tracker::Tracker;
 use super::RococoConfig;
+use crate::by_type::ByType;
 use crate::depgraph::graph::{Decision, DepGraph};
 use crate::depgraph::{read_piece, run_piece, Wakeups};
 use std::sync::Arc;
@@ -202,7 +202,7 @@ impl RococoServer {
             codec: env.codec,
             replaying: false,
             guard: None,
-            by_type: ByType::default(),
+            by_type: ByType::new("rococo"),
         }
     }
 
