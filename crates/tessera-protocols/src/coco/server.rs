@@ -40,6 +40,60 @@ struct Held {
     /// The answer to its lock request, resent on duplicates.
     answer: (u64, u64),
     heard: Time,
+    /// When it was created here (its first lock): what the write-lock
+    /// hold counters measure from.
+    since: Time,
+}
+
+/// Why a primary refused a lock or validation request (Fig. 4's lock and
+/// validate steps, §5.1 / §5.2): a write lock held by another transaction
+/// (NO_WAIT), a read whose record changed since, or one whose record is
+/// unchanged but write-locked by another transaction.
+#[derive(Clone, Copy)]
+enum Conflict {
+    Lock,
+    Changed,
+    Locked,
+}
+
+/// `conflicts_<cause>_t<table>` for tables 0 to 15, `..._t16plus` above.
+macro_rules! conflict_counters {
+    ($cause:literal) => {
+        [
+            concat!("conflicts_", $cause, "_t0"),
+            concat!("conflicts_", $cause, "_t1"),
+            concat!("conflicts_", $cause, "_t2"),
+            concat!("conflicts_", $cause, "_t3"),
+            concat!("conflicts_", $cause, "_t4"),
+            concat!("conflicts_", $cause, "_t5"),
+            concat!("conflicts_", $cause, "_t6"),
+            concat!("conflicts_", $cause, "_t7"),
+            concat!("conflicts_", $cause, "_t8"),
+            concat!("conflicts_", $cause, "_t9"),
+            concat!("conflicts_", $cause, "_t10"),
+            concat!("conflicts_", $cause, "_t11"),
+            concat!("conflicts_", $cause, "_t12"),
+            concat!("conflicts_", $cause, "_t13"),
+            concat!("conflicts_", $cause, "_t14"),
+            concat!("conflicts_", $cause, "_t15"),
+            concat!("conflicts_", $cause, "_t16plus"),
+        ]
+    };
+}
+
+impl Conflict {
+    /// The results counter of a conflict on `key`, by cause and table.
+    fn counter(self, key: Key) -> &'static str {
+        const LOCK: [&str; 17] = conflict_counters!("lock");
+        const CHANGED: [&str; 17] = conflict_counters!("changed");
+        const LOCKED: [&str; 17] = conflict_counters!("locked");
+        let names = match self {
+            Conflict::Lock => &LOCK,
+            Conflict::Changed => &CHANGED,
+            Conflict::Locked => &LOCKED,
+        };
+        names[(key.table.0 as usize).min(names.len() - 1)]
+    }
 }
 
 /// Writes sent to the backups, not yet acknowledged by all.
@@ -50,6 +104,10 @@ struct Replication {
     msg: Msg,
     waiting: Vec<NodeId>,
     sent_at: Time,
+    /// 2PC(Sync): when the transaction's write locks here were taken (they
+    /// go with the last acknowledgement); `None` for copies that hold no
+    /// lock.
+    locked_since: Option<Time>,
 }
 
 /// A transaction this primary installed in an epoch not yet synced with
@@ -106,6 +164,13 @@ pub struct CocoServer {
     /// The same events by cause ([`Msg::event_counters`], timers, log
     /// forces done): the per-message CPU breakdown of a run.
     by_cause: BTreeMap<&'static str, u64>,
+    /// Why lock and validation requests failed here, by cause and table
+    /// ([`Conflict::counter`]), and the write-lock hold times of committed
+    /// transactions (lock to release, summed, and how many): what Fig. 9's
+    /// abort rates are made of (§7.2).
+    conflicts: BTreeMap<&'static str, u64>,
+    lock_hold_ns: u64,
+    lock_holds: u64,
     /// This server's current epoch (§3.1): transactions that lock here now
     /// are tagged with it.
     epoch: u64,
@@ -211,6 +276,9 @@ impl CocoServer {
             primary,
             events: 0,
             by_cause: BTreeMap::new(),
+            conflicts: BTreeMap::new(),
+            lock_hold_ns: 0,
+            lock_holds: 0,
             epoch: 1,
             prepare_wanted: None,
             prepared: 0,
@@ -551,6 +619,7 @@ impl CocoServer {
             tag: 0,
             answer: (0, 0),
             heard: now,
+            since: now,
         });
         h.heard = now;
         true
@@ -677,6 +746,7 @@ impl CocoServer {
             let r = self.store.get_mut(*k).expect("just ensured");
             if r.meta.lock != 0 && r.meta.lock != txn.0 {
                 self.unlock(txn, writes[..i].iter().map(|(k, _)| *k));
+                self.conflict(Conflict::Lock, *k);
                 return None;
             }
             r.meta.lock = txn.0;
@@ -688,11 +758,26 @@ impl CocoServer {
         Some(bound)
     }
 
-    /// Validate `reads` at timestamp `ts` (§5.1 / §5.2).
+    /// Validate `reads` at timestamp `ts` (§5.1 / §5.2); a failure is
+    /// counted by its first failing read.
     fn validate(&mut self, txn: TxnId, reads: &[(Key, u64)], ts: u64) -> bool {
+        let failed = self.first_invalid(txn, reads, ts);
+        if let Some((kind, k)) = failed {
+            self.conflict(kind, k);
+        }
+        failed.is_none()
+    }
+
+    /// The first read of `reads` that fails validation at `ts`, and why.
+    fn first_invalid(
+        &mut self,
+        txn: TxnId,
+        reads: &[(Key, u64)],
+        ts: u64,
+    ) -> Option<(Conflict, Key)> {
         let cc = self.config.cc;
         let mine = |lock: u64| lock == 0 || lock == txn.0;
-        reads.iter().all(|&(k, seen)| {
+        reads.iter().find_map(|&(k, seen)| {
             if cc == Cc::LtOcc && seen == 0 && ts > 0 && self.store.get(k).is_none() {
                 // Seen absent: a placeholder keeps the rts, so that an
                 // insert commits above this read (§6.3, see [`gc`]).
@@ -700,10 +785,11 @@ impl CocoServer {
                 self.garbage.note(k);
             }
             let Some(r) = self.store.get_mut(k) else {
-                return seen == 0;
+                return (seen != 0).then_some((Conflict::Changed, k));
             };
-            match cc {
-                Cc::PtOcc | Cc::S2pl => r.meta.wts == seen && mine(r.meta.lock),
+            let failed = match cc {
+                Cc::PtOcc | Cc::S2pl if r.meta.wts != seen => Some(Conflict::Changed),
+                Cc::PtOcc | Cc::S2pl => (!mine(r.meta.lock)).then_some(Conflict::Locked),
                 // A record this transaction has locked is in its write
                 // set: it only must not have changed since the read (Fig. 4,
                 // lock step). Extending its rts to `ts` would stretch the
@@ -712,20 +798,18 @@ impl CocoServer {
                 // see the old version and be ordered together with the
                 // writer, not before it (a G2 cycle under contention).
                 // Only records in T.RS \ T.WS are extended (§5.2).
-                Cc::LtOcc if r.meta.lock == txn.0 => r.meta.wts == seen,
-                Cc::LtOcc => {
-                    if r.meta.wts != seen {
-                        false
-                    } else if r.meta.rts >= ts {
-                        true
-                    } else if r.meta.lock == 0 {
-                        r.meta.rts = ts;
-                        true
-                    } else {
-                        false
-                    }
+                Cc::LtOcc if r.meta.lock == txn.0 => {
+                    (r.meta.wts != seen).then_some(Conflict::Changed)
                 }
-            }
+                Cc::LtOcc if r.meta.wts != seen => Some(Conflict::Changed),
+                Cc::LtOcc if r.meta.rts >= ts => None,
+                Cc::LtOcc if r.meta.lock == 0 => {
+                    r.meta.rts = ts;
+                    None
+                }
+                Cc::LtOcc => Some(Conflict::Locked),
+            };
+            failed.map(|c| (c, k))
         })
     }
 
@@ -838,6 +922,7 @@ impl CocoServer {
                         tag: epoch,
                         answer: (epoch, bound),
                         heard: ctx.now(),
+                        since: ctx.now(),
                     },
                 );
             } else {
@@ -911,6 +996,9 @@ impl CocoServer {
             }
         }
         self.unlock_shared(&h.shared);
+        if !hold && !h.writes.is_empty() {
+            self.lock_held(ctx.now(), h.since);
+        }
         self.log_writes(epoch, ts, version, &h.writes);
         self.ended.insert(txn, true, ctx.now());
         if self.backups.is_empty() {
@@ -950,6 +1038,7 @@ impl CocoServer {
                     msg,
                     waiting: self.backups.clone(),
                     sent_at: ctx.now(),
+                    locked_since: hold.then_some(h.since),
                 },
             );
         }
@@ -1099,6 +1188,7 @@ impl CocoServer {
                     msg,
                     waiting: vec![from],
                     sent_at: now,
+                    locked_since: None,
                 },
             );
         }
@@ -1115,10 +1205,23 @@ impl CocoServer {
             let r = self.replication.remove(&seq).expect("present");
             if self.config.commit == CommitMode::TwoPcSync {
                 self.unlock_replicated(&r);
+                if let Some(since) = r.locked_since {
+                    self.lock_held(ctx.now(), since);
+                }
                 ctx.send(r.coord, Msg::WrittenBack { txn: r.txn });
             }
             self.try_prepare(ctx);
         }
+    }
+
+    /// A committed transaction's write locks here went, taken at `since`.
+    fn lock_held(&mut self, now: Time, since: Time) {
+        self.lock_hold_ns += now.saturating_sub(since);
+        self.lock_holds += 1;
+    }
+
+    fn conflict(&mut self, kind: Conflict, key: Key) {
+        *self.conflicts.entry(kind.counter(key)).or_default() += 1;
     }
 
     /// 2PC(Sync): release the write locks a transaction kept at write-back
@@ -1510,8 +1613,11 @@ impl Node<Msg> for CocoServer {
             ("records_collected", std::mem::take(&mut self.collected)),
             ("primary_events", primary),
             ("backup_events", backup),
+            ("write_lock_hold_ns", std::mem::take(&mut self.lock_hold_ns)),
+            ("write_lock_holds", std::mem::take(&mut self.lock_holds)),
         ];
         counters.extend(std::mem::take(&mut self.by_cause));
+        counters.extend(std::mem::take(&mut self.conflicts));
         NodeReport {
             client: None,
             counters,

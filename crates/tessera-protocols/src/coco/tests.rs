@@ -226,6 +226,13 @@ fn two_pc_sync_holds_write_locks_until_every_backup_has_the_writes() {
         let mut p = One::with(config, 0, Store::new());
         let t = |seq| TxnId::new(NodeId(3), 0, seq);
         let lock = |p: &One| p.s.store().unwrap().get(Key::new(0, 1)).unwrap().meta.lock;
+        // Committed write-lock releases, from the results counters.
+        let holds = |p: &mut One| {
+            let c = p.s.take_report().counters;
+            c.iter()
+                .find(|(n, _)| *n == "write_lock_holds")
+                .map_or(0, |(_, v)| *v)
+        };
         p.replies(3, prepare(t(1), true, vec![]));
         let wb = Msg::WriteBack {
             txn: t(1),
@@ -238,8 +245,10 @@ fn two_pc_sync_holds_write_locks_until_every_backup_has_the_writes() {
         assert_eq!((r.meta.wts, &r.value[..]), (77, &b"x"[..]), "installed");
         if commit == CommitMode::Epoch {
             assert_eq!(lock(&p), 0, "{commit:?} releases at write-back");
+            assert_eq!(holds(&mut p), 1);
             continue;
         }
+        assert_eq!(holds(&mut p), 0, "still held");
         assert_eq!(lock(&p), t(1).0, "{commit:?} holds until replicated");
         let refused = p.replies(3, prepare(t(2), true, vec![]));
         assert!(
@@ -251,7 +260,43 @@ fn two_pc_sync_holds_write_locks_until_every_backup_has_the_writes() {
         let done = p.replies(2, Msg::Replicated { seq });
         assert!(matches!(done[..], [Msg::WrittenBack { .. }]), "{done:?}");
         assert_eq!(lock(&p), 0);
+        assert_eq!(holds(&mut p), 1);
     }
+}
+
+/// A primary counts why it refused a lock or validation request, by cause
+/// and table (Fig. 9's abort rates split, §7.2): a write lock held by
+/// another transaction, a read whose record changed, and one unchanged but
+/// write-locked by another.
+#[test]
+fn refusals_are_counted_by_cause_and_table() {
+    let mut p = One::new(Cc::PtOcc, 0);
+    let t = |seq| TxnId::new(NodeId(3), 0, seq);
+    let stock = Key::new(8, 1);
+    let on = |txn, writes: Vec<Key>, reads: Vec<(Key, u64)>| Msg::Prepare {
+        txn,
+        floor: txn,
+        decided: Vec::new(),
+        writes: writes
+            .into_iter()
+            .map(|k| (k, Value::from_static(b"x")))
+            .collect(),
+        reads,
+        ts: 0,
+        round: 1,
+    };
+    let ok = |out: Vec<Msg>| matches!(out[..], [Msg::Prepared { ok: true, .. }]);
+    assert!(ok(p.replies(3, on(t(1), vec![stock], vec![]))));
+    assert!(!ok(p.replies(3, on(t(2), vec![stock], vec![]))));
+    assert!(!ok(p.replies(3, on(t(3), vec![], vec![(stock, 0)]))));
+    assert!(!ok(p.replies(3, on(t(4), vec![], vec![(stock, 5)]))));
+    assert!(ok(p.replies(3, on(t(5), vec![Key::new(1, 1)], vec![]))));
+    let counters = p.s.take_report().counters;
+    let count = |name: &str| counters.iter().find(|(n, _)| *n == name).map(|(_, v)| *v);
+    assert_eq!(count("conflicts_lock_t8"), Some(1));
+    assert_eq!(count("conflicts_locked_t8"), Some(1));
+    assert_eq!(count("conflicts_changed_t8"), Some(1));
+    assert_eq!(count("conflicts_lock_t1"), None, "no refusal on table 1");
 }
 
 #[test]
