@@ -15,7 +15,8 @@
 //! took gigabytes).
 //!
 //! A set keeps the bit of a blocker after it rose: the holder finds it
-//! risen by its status at its next settle ([`super::graph::DepGraph`]).
+//! risen (its number given up by the vertex) at its next settle
+//! ([`super::graph::DepGraph`]).
 //! Clearing every waiter's bit at each rise needed a list of the waiters
 //! per blocker, waiters × blockers entries (9M at 0.3 s of the three-site
 //! zipf 0.9 point, and as many again in the server's wait pairs); each
@@ -86,6 +87,13 @@ impl Numbers {
     fn txn(&self, i: usize) -> TxnId {
         self.txns[i]
     }
+
+    /// Whether number `i`'s vertex rose (or left) since it was numbered:
+    /// an array read, where the vertex's status is a hash look-up (once
+    /// per bit of every set a walk passes).
+    fn risen(&self, i: usize) -> bool {
+        !self.owned[i]
+    }
 }
 
 /// Every number in the word `(w, bits)`.
@@ -139,7 +147,17 @@ impl Blockers {
     }
 
     /// The vertices in the set, by number.
+    #[cfg(test)]
     pub fn iter<'a>(&'a self, numbers: &'a Numbers) -> impl Iterator<Item = TxnId> + 'a {
+        self.iter_risen(numbers).map(|(t, _)| t)
+    }
+
+    /// The vertices in the set, by number, each with whether it rose (or
+    /// left the graph) since it was set.
+    pub fn iter_risen<'a>(
+        &'a self,
+        numbers: &'a Numbers,
+    ) -> impl Iterator<Item = (TxnId, bool)> + 'a {
         self.words.iter().flat_map(move |&(w, bits)| {
             let mut bits = bits;
             std::iter::from_fn(move || {
@@ -148,7 +166,8 @@ impl Blockers {
                 }
                 let b = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                Some(numbers.txn(w as usize * 64 + b))
+                let i = w as usize * 64 + b;
+                Some((numbers.txn(i), numbers.risen(i)))
             })
         })
     }
@@ -226,19 +245,15 @@ impl Blockers {
         self.words = merged;
     }
 
-    /// Remove the vertices `risen` says no longer block (they rose or
-    /// left), and return them in number order.
-    pub fn take_risen(
-        &mut self,
-        numbers: &mut Numbers,
-        risen: impl Fn(TxnId) -> bool,
-    ) -> Vec<TxnId> {
+    /// Remove the vertices that rose (or left) since they were set, and
+    /// return them in number order.
+    pub fn take_risen(&mut self, numbers: &mut Numbers) -> Vec<TxnId> {
         let mut out = Vec::new();
         for word in self.words.iter_mut() {
             let (w, bits) = *word;
             each_bit(w, bits, |i| {
                 let t = numbers.txn(i as usize);
-                if risen(t) {
+                if numbers.risen(i as usize) {
                     word.1 &= !(1u64 << (i % 64));
                     out.push(t);
                     numbers.unhold(i);
@@ -316,7 +331,7 @@ mod tests {
                 risen.insert(t);
                 numbers.release(i);
             } else {
-                let mut got = b.take_risen(&mut numbers, |t| risen.contains(&t));
+                let mut got = b.take_risen(&mut numbers);
                 got.sort_unstable();
                 let want: Vec<TxnId> = model
                     .iter()

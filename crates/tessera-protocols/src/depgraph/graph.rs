@@ -233,11 +233,6 @@ impl DepGraph {
         self.unblock(n.number);
     }
 
-    /// Whether a blocker recorded in a `blocked_on` set no longer blocks.
-    fn risen(nodes: &FastMap<TxnId, Node>, a: TxnId) -> bool {
-        nodes.get(&a).is_none_or(|n| n.status != Status::Started)
-    }
-
     /// Merge what a message says about one transaction (the union of §3.2:
     /// union of edges, highest status). Returns the transactions whose status
     /// rose from STARTED, and those that became DECIDED here by it.
@@ -398,8 +393,8 @@ impl DepGraph {
             if shortcuts && !n.blocked_on.is_empty() {
                 took = true;
                 let mut risen = Vec::new();
-                for w in n.blocked_on.iter(&self.numbers) {
-                    if Self::risen(&self.nodes, w) {
+                for (w, rose) in n.blocked_on.iter_risen(&self.numbers) {
+                    if rose {
                         risen.push(w);
                     } else if named.insert(w) {
                         blocked.push(w);
@@ -490,24 +485,20 @@ impl DepGraph {
         // passes `t` takes its shortcuts whole.
         let rose: Vec<TxnId> = n
             .blocked_on
-            .iter(&self.numbers)
-            .filter(|&a| Self::risen(&self.nodes, a))
+            .iter_risen(&self.numbers)
+            .filter_map(|(a, rose)| rose.then_some(a))
             .collect();
         for &r in &rose {
             self.started_behind(r);
         }
         let (nodes, behind, numbers) = (&mut self.nodes, &self.behind, &mut self.numbers);
         let n = nodes.get_mut(&t).expect("present above");
-        let mut set = std::mem::take(&mut n.blocked_on);
-        let risen: FastSet<TxnId> = rose.iter().copied().collect();
-        set.take_risen(numbers, |a| risen.contains(&a));
+        n.blocked_on.take_risen(numbers);
         let mut new: Vec<TxnId> = Vec::new();
         for r in &rose {
-            set.add(&behind[r], numbers, Some(&mut new));
+            n.blocked_on.add(&behind[r], numbers, Some(&mut new));
         }
-        let clear = set.is_empty();
-        n.blocked_on = set;
-        if clear {
+        if n.blocked_on.is_empty() {
             return Resumed::Clear;
         }
         new.sort_unstable();
@@ -520,8 +511,8 @@ impl DepGraph {
         self.nodes
             .get(&t)
             .into_iter()
-            .flat_map(|n| n.blocked_on.iter(&self.numbers))
-            .filter(|&a| !Self::risen(&self.nodes, a))
+            .flat_map(|n| n.blocked_on.iter_risen(&self.numbers))
+            .filter_map(|(a, rose)| (!rose).then_some(a))
     }
 
     /// Keep in `behind` the STARTED ancestors of `r`, a blocker that rose
@@ -801,10 +792,14 @@ mod tests {
         if n.blocked_on.is_empty() {
             return None;
         }
-        let (risen, held): (Vec<TxnId>, Vec<TxnId>) = n
-            .blocked_on
-            .iter(&g.numbers)
-            .partition(|&a| DepGraph::risen(&g.nodes, a));
+        let (mut risen, mut held) = (Vec::new(), Vec::new());
+        for (a, rose) in n.blocked_on.iter_risen(&g.numbers) {
+            if rose {
+                risen.push(a);
+            } else {
+                held.push(a);
+            }
+        }
         let found = g.walk_from(t, risen, true).0.err().unwrap_or_default();
         let new: Vec<TxnId> = found.into_iter().filter(|a| !held.contains(a)).collect();
         (!new.is_empty() || !held.is_empty()).then_some(new)

@@ -744,13 +744,18 @@ impl JanusServer {
             Some(Status::Committing) => match self.graph.settle(t, self.gc.epoch, &mut rose) {
                 Decision::Blocked(ancestors) => {
                     for a in ancestors {
+                        if !self.cfg.wait_one_blocker {
+                            self.wakeups.wait(a, t);
+                        }
                         // An ancestor with pieces here will normally be
                         // committed here by its coordinator: ask only if it
                         // does not come (the sweep sends it).
                         let here = self.locals.contains_key(&a);
                         self.ask(ctx, a, !here);
                     }
-                    self.wait_for_a_blocker(t);
+                    if self.cfg.wait_one_blocker {
+                        self.wait_for_a_blocker(t);
+                    }
                 }
                 Decision::Scc(_) => {
                     // Local ancestors decided with `t` run when their own
@@ -767,8 +772,9 @@ impl JanusServer {
         }
     }
 
-    /// Algorithm 4, l. 41 ("wait until all ancestors are committing"),
-    /// waiting for one STARTED ancestor at a time: `t` cannot be decided
+    /// With [`super::JanusConfig::wait_one_blocker`]: Algorithm 4, l. 41
+    /// ("wait until all ancestors are committing"), waiting for one STARTED
+    /// ancestor at a time: `t` cannot be decided
     /// before every one of them rises, and the settle at that one's rise
     /// finds those still STARTED ([`DepGraph::settle`] resumes behind all
     /// that rose meanwhile), so waiting for each is not needed. It was
