@@ -17,9 +17,25 @@ use tessera_core::ids::Time;
 /// Messages are allocated on one worker thread and freed on another; glibc's
 /// allocator handles such cross-thread frees slowly (15-20% of OCC's CPU on
 /// YCSB went to malloc/free), mimalloc returns them to the owning thread's
-/// free list cheaply.
+/// free list cheaply. Feature `system-alloc` takes the system allocator
+/// instead, which heap profilers (heaptrack) can see; `count-alloc` counts
+/// the live heap bytes ([`tessera_core::alloc`]), which the simulator's
+/// `tessera_sim::load` debug lines print.
+#[cfg(not(feature = "system-alloc"))]
+type Alloc = mimalloc::MiMalloc;
+#[cfg(not(feature = "system-alloc"))]
+const ALLOC: Alloc = mimalloc::MiMalloc;
+#[cfg(feature = "system-alloc")]
+type Alloc = std::alloc::System;
+#[cfg(feature = "system-alloc")]
+const ALLOC: Alloc = std::alloc::System;
+
+#[cfg(not(feature = "count-alloc"))]
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: Alloc = ALLOC;
+#[cfg(feature = "count-alloc")]
+#[global_allocator]
+static GLOBAL: tessera_core::alloc::Counting<Alloc> = tessera_core::alloc::Counting(ALLOC);
 
 #[derive(Parser)]
 #[command(

@@ -20,7 +20,10 @@
 //! * [`embedded`] — a client host an application drives (the client
 //!   library): the same coordinator, requests from an inbox, one reply each.
 //! * [`history`] / [`stats`] — what a run observed.
+//! * [`alloc`] — a counting global-allocator wrapper for memory
+//!   investigations.
 
+pub mod alloc;
 pub mod client;
 pub mod codec;
 pub mod embedded;

@@ -324,12 +324,36 @@ pub fn run_wire<M: Clone + WireSize + 'static>(
 }
 
 /// A `tessera_sim::load` debug line: what the run holds at `at` — events
-/// queued (messages in flight, timers, disk completions), events waiting in
-/// busy nodes' inboxes, and the bytes of every node's durable log.
-fn log_load<M>(w: &World<'_, M>, slots: &[Slot<M>], at: Time) {
+/// queued (messages in flight, timers, disk completions) and the queue's
+/// capacity (a heap never shrinks), events waiting in busy nodes' inboxes
+/// and their capacity, the wire bytes of the messages among both, the bytes
+/// of every node's durable log, and the live heap bytes when the binary
+/// counts them ([`tessera_core::alloc`]).
+fn log_load<M: WireSize>(w: &World<'_, M>, slots: &[Slot<M>], at: Time) {
     let inboxes: usize = slots.iter().map(|s| s.inbox.len()).sum();
+    let inbox_cap: usize = slots.iter().map(|s| s.inbox.capacity()).sum();
     let log_bytes: u64 = slots.iter().map(|s| s.disk.bytes).sum();
-    tracing::debug!(target: "tessera_sim::load", at, queued = w.queue.len(), inboxes, log_bytes);
+    let msg_bytes: usize = w
+        .queue
+        .iter()
+        .chain(slots.iter().flat_map(|s| s.inbox.iter()))
+        .map(|e| match &e.kind {
+            Kind::Deliver { msg, .. } => msg.wire_size(),
+            _ => 0,
+        })
+        .sum();
+    tracing::debug!(
+        target: "tessera_sim::load",
+        at,
+        queued = w.queue.len(),
+        queue_cap = w.queue.capacity(),
+        event_size = std::mem::size_of::<Event<M>>(),
+        inboxes,
+        inbox_cap,
+        msg_bytes,
+        log_bytes,
+        heap_live = tessera_core::alloc::live(),
+    );
 }
 
 /// What a clock running `ppm` parts per million fast reads at simulator

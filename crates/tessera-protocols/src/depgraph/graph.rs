@@ -33,12 +33,24 @@ pub(crate) struct Node {
     /// Its number while STARTED and in some [`Blockers`] or kept list.
     number: Option<u32>,
     /// The STARTED ancestors the last [`DepGraph::settle`] of this
-    /// COMMITTING vertex found that are still STARTED: a walk that reaches
-    /// this vertex is blocked on them without going further.
+    /// COMMITTING vertex found: a walk that reaches this vertex is blocked
+    /// on those still STARTED without going further, and goes on behind
+    /// those that rose (or left the graph) since.
     blocked_on: Blockers,
-    /// Those of them that rose (or left the graph) since: a walk goes on
-    /// behind them.
-    unblocked: Vec<TxnId>,
+}
+
+/// [`DepGraph::sizes`]: entries (and capacities) of what the graph keeps
+/// beside its vertices.
+#[derive(Default)]
+pub(crate) struct GraphSizes {
+    pub nodes_cap: usize,
+    /// Words of the kept lists.
+    pub behind: usize,
+    pub numbers: usize,
+    /// Words of the vertices' `blocked_on` sets, and their capacity.
+    pub blocked_words: usize,
+    pub blocked_cap: usize,
+    pub parents_cap: usize,
 }
 
 /// What [`DepGraph::decide`] found.
@@ -63,9 +75,6 @@ pub(crate) struct Dropped {
 #[derive(Default)]
 pub(crate) struct DepGraph {
     nodes: FastMap<TxnId, Node>,
-    /// For a STARTED vertex, the vertices whose `blocked_on` got it (some
-    /// may have moved on since): told when it rises.
-    blocks: FastMap<TxnId, Vec<TxnId>>,
     /// For a vertex that rose, the STARTED ancestors behind it
     /// ([`DepGraph::started_behind`]), kept until the graph next changes.
     behind: FastMap<TxnId, Kept>,
@@ -120,6 +129,23 @@ impl DepGraph {
         self.nodes.len()
     }
 
+    /// What the graph's side structures hold, for memory statistics.
+    pub fn sizes(&self) -> GraphSizes {
+        let mut s = GraphSizes {
+            nodes_cap: self.nodes.capacity(),
+            behind: self.behind.values().map(Vec::len).sum(),
+            numbers: self.numbers.len(),
+            ..GraphSizes::default()
+        };
+        for n in self.nodes.values() {
+            let (w, c) = n.blocked_on.words();
+            s.blocked_words += w;
+            s.blocked_cap += c;
+            s.parents_cap += n.parents.capacity();
+        }
+        s
+    }
+
     pub fn status(&self, t: TxnId) -> Option<Status> {
         self.nodes.get(&t).map(|n| n.status)
     }
@@ -136,7 +162,6 @@ impl DepGraph {
             epoch,
             number: None,
             blocked_on: Blockers::default(),
-            unblocked: Vec::new(),
         })
     }
 
@@ -182,30 +207,30 @@ impl DepGraph {
         }
         if rose {
             let number = n.number.take();
-            self.unblock(t, number);
+            self.unblock(number);
         }
         rose
     }
 
     /// `a` is no longer STARTED (or left the graph): every vertex blocked
-    /// on it walks on behind it from now on.
-    /// Its number (only a vertex with one is in any set) is given back.
-    fn unblock(&mut self, a: TxnId, number: Option<u32>) {
-        let waiters = self.blocks.remove(&a);
+    /// on it walks on behind it from now on (each finds it risen by its
+    /// status). Its number (only a vertex with one is in any set) is given
+    /// back once no set holds it.
+    fn unblock(&mut self, number: Option<u32>) {
         let Some(i) = number else {
             return;
         };
-        for w in waiters.unwrap_or_default() {
-            if let Some(n) = self.nodes.get_mut(&w) {
-                if n.blocked_on.remove(i) {
-                    n.unblocked.push(a);
-                }
-            }
-        }
-        // The number may now name another vertex: kept lists holding it
+        // The number may soon name another vertex: kept lists holding it
         // would be wrong.
         self.changed();
-        self.numbers.give_back(i);
+        self.numbers.release(i);
+    }
+
+    /// A vertex leaves the graph: its number and the numbers its set
+    /// holds are let go.
+    fn drop_node(&mut self, mut n: Node) {
+        n.blocked_on.clear(&mut self.numbers);
+        self.unblock(n.number);
     }
 
     /// Merge what a message says about one transaction (the union of §3.2:
@@ -232,7 +257,7 @@ impl DepGraph {
             n.status = v.status;
             rose.push(v.txn);
             let number = n.number.take();
-            self.unblock(v.txn, number);
+            self.unblock(number);
         }
     }
 
@@ -260,10 +285,12 @@ impl DepGraph {
             n.status = Status::Decided;
             n.scc = scc.clone();
             n.epoch = epoch;
-            if started {
-                let number = n.number.take();
-                self.unblock(m, number);
-            }
+            // No STARTED vertex is behind a DECIDED one: its blockers have
+            // all risen, and a walk through it needs its parents only.
+            let mut held = std::mem::take(&mut n.blocked_on);
+            let number = if started { n.number.take() } else { None };
+            held.clear(&mut self.numbers);
+            self.unblock(number);
         }
     }
 
@@ -363,14 +390,17 @@ impl DepGraph {
                 continue;
             }
             sub.push(v);
-            if shortcuts && !(n.blocked_on.is_empty() && n.unblocked.is_empty()) {
+            if shortcuts && !n.blocked_on.is_empty() {
                 took = true;
-                for w in n.blocked_on.iter(&self.numbers) {
-                    if named.insert(w) {
+                let mut risen = Vec::new();
+                for (w, rose) in n.blocked_on.iter_risen(&self.numbers) {
+                    if rose {
+                        risen.push(w);
+                    } else if named.insert(w) {
                         blocked.push(w);
                     }
                 }
-                for &w in &n.unblocked {
+                for w in risen {
                     if seen.insert(w) {
                         stack.push(w);
                     }
@@ -448,18 +478,22 @@ impl DepGraph {
         let Some(n) = self.nodes.get(&t) else {
             return Resumed::Fresh;
         };
-        if n.blocked_on.is_empty() && n.unblocked.is_empty() {
+        if n.blocked_on.is_empty() {
             return Resumed::Fresh;
         }
         // `t` keeps its risen blockers while the walks run, so a walk that
         // passes `t` takes its shortcuts whole.
-        let rose = n.unblocked.clone();
+        let rose: Vec<TxnId> = n
+            .blocked_on
+            .iter_risen(&self.numbers)
+            .filter_map(|(a, rose)| rose.then_some(a))
+            .collect();
         for &r in &rose {
             self.started_behind(r);
         }
-        let (nodes, behind, numbers) = (&mut self.nodes, &self.behind, &self.numbers);
+        let (nodes, behind, numbers) = (&mut self.nodes, &self.behind, &mut self.numbers);
         let n = nodes.get_mut(&t).expect("present above");
-        n.unblocked.clear();
+        n.blocked_on.take_risen(numbers);
         let mut new: Vec<TxnId> = Vec::new();
         for r in &rose {
             n.blocked_on.add(&behind[r], numbers, Some(&mut new));
@@ -468,10 +502,17 @@ impl DepGraph {
             return Resumed::Clear;
         }
         new.sort_unstable();
-        for &a in &new {
-            self.blocks.entry(a).or_default().push(t);
-        }
         Resumed::Blocked(new)
+    }
+
+    /// The STARTED ancestors `t`'s last blocked settle holds it behind, by
+    /// number.
+    pub fn blockers(&self, t: TxnId) -> impl Iterator<Item = TxnId> + '_ {
+        self.nodes
+            .get(&t)
+            .into_iter()
+            .flat_map(|n| n.blocked_on.iter_risen(&self.numbers))
+            .filter_map(|(a, rose)| (!rose).then_some(a))
     }
 
     /// Keep in `behind` the STARTED ancestors of `r`, a blocker that rose
@@ -506,11 +547,8 @@ impl DepGraph {
         }
         let numbers = blocked.iter().map(|&a| self.number(a)).collect();
         let n = self.nodes.get_mut(&t).expect("present above");
-        n.blocked_on.set(&blockers::kept(numbers));
-        n.unblocked.clear();
-        for &a in blocked {
-            self.blocks.entry(a).or_default().push(t);
-        }
+        n.blocked_on
+            .set(&blockers::kept(numbers), &mut self.numbers);
     }
 
     /// What to tell others about `t` (§3.4): `t` itself and, unless it is
@@ -565,11 +603,8 @@ impl DepGraph {
     /// collected before a crash (Janus, [`crate::janus`]).
     pub fn remove(&mut self, t: TxnId) {
         self.changed();
-        match self.nodes.remove(&t) {
-            Some(n) => self.unblock(t, n.number),
-            None => {
-                self.blocks.remove(&t);
-            }
+        if let Some(n) = self.nodes.remove(&t) {
+            self.drop_node(n);
         }
     }
     /// Drop vertices no longer needed (§3.4 epochs), shared by Rococo and
@@ -599,13 +634,14 @@ impl DepGraph {
         doomed
             .into_iter()
             .map(|t| {
-                let n = self.nodes.remove(&t).expect("listed");
-                self.unblock(t, n.number);
-                Dropped {
+                let mut n = self.nodes.remove(&t).expect("listed");
+                let dropped = Dropped {
                     txn: t,
                     local: n.local,
-                    scc: n.scc,
-                }
+                    scc: n.scc.take(),
+                };
+                self.drop_node(n);
+                dropped
             })
             .collect()
     }
@@ -753,19 +789,20 @@ mod tests {
     /// or has no blocker left).
     fn resumed_by_one_walk(g: &DepGraph, t: TxnId) -> Option<Vec<TxnId>> {
         let n = g.get(t)?;
-        if n.blocked_on.is_empty() && n.unblocked.is_empty() {
+        if n.blocked_on.is_empty() {
             return None;
         }
-        let found = g
-            .walk_from(t, n.unblocked.clone(), true)
-            .0
-            .err()
-            .unwrap_or_default();
-        let new: Vec<TxnId> = found
-            .into_iter()
-            .filter(|&a| !n.blocked_on.iter(&g.numbers).any(|b| b == a))
-            .collect();
-        (!new.is_empty() || !n.blocked_on.is_empty()).then_some(new)
+        let (mut risen, mut held) = (Vec::new(), Vec::new());
+        for (a, rose) in n.blocked_on.iter_risen(&g.numbers) {
+            if rose {
+                risen.push(a);
+            } else {
+                held.push(a);
+            }
+        }
+        let found = g.walk_from(t, risen, true).0.err().unwrap_or_default();
+        let new: Vec<TxnId> = found.into_iter().filter(|a| !held.contains(a)).collect();
+        (!new.is_empty() || !held.is_empty()).then_some(new)
     }
 
     /// A server's drain at random, over 300 seeds: after each vertex rises

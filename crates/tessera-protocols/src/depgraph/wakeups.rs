@@ -26,6 +26,11 @@ impl Wakeups {
         }
     }
 
+    /// Whether `who` waits for `on`.
+    pub fn waits(&self, on: TxnId, who: TxnId) -> bool {
+        self.pairs.contains(&(on, who))
+    }
+
     /// `t`'s awaited event happened: queue whoever waits for it.
     pub fn wake(&mut self, t: TxnId) {
         if let Some(ws) = self.waiters.remove(&t) {
@@ -44,6 +49,11 @@ impl Wakeups {
     /// The next transaction to look at again.
     pub fn pop(&mut self) -> Option<TxnId> {
         self.queue.pop_front()
+    }
+
+    /// `(awaited, pairs, queued)` sizes, for memory statistics.
+    pub fn sizes(&self) -> (usize, usize, usize) {
+        (self.waiters.len(), self.pairs.len(), self.queue.len())
     }
 
     /// Someone waits for `t` (so it must not be collected).
