@@ -377,6 +377,7 @@ fn knobs_of(a: &RunArgs) -> Knobs {
         oocc_drift_stop: a.oocc_drift_stop,
         oocc_offset_ns: a.oocc_offset_ns,
         region_slots_per_record: a.region_slots_per_record,
+        ro_rounds: a.ro_rounds,
     }
 }
 
@@ -845,6 +846,7 @@ pub fn default_comparison() -> Result<()> {
         oocc_drift_stop: None,
         oocc_offset_ns: None,
         region_slots_per_record: None,
+        ro_rounds: None,
         client_cpu_ns: None,
         local_cpu_ns: None,
         net: None,

@@ -422,6 +422,12 @@ pub struct RunArgs {
     /// TPC-C run needs more of (slots never turn free).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64), allow_negative_numbers = true)]
     region_slots_per_record: Option<u32>,
+    /// rococo: rounds of a read-only transaction that differ before it runs
+    /// through the dependency graph instead (its ordered form, or as a
+    /// read-write transaction; default 4; 4294967295 never does, Fig. 9's
+    /// unbounded retries).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    ro_rounds: Option<u32>,
     /// sim: CPU time a client host spends on each event, ns (the rdma
     /// preset's 300; dc's 1000): a client host runs its clients' events one
     /// at a time, as a thread runs its coroutines.

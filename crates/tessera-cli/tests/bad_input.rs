@@ -88,6 +88,21 @@ fn prepare_deadline_is_checked() {
     rejects(&with(&["--epoch-barrier", "always"]), "--epoch-barrier");
 }
 
+/// Rococo's bound on a read-only transaction's rounds: at least 1, and
+/// only Rococo has it.
+#[test]
+fn ro_rounds_is_checked() {
+    let rococo = ["bench", "--runtime", "sim", "--protocol", "rococo"];
+    for bad in ["0", "-1", "many", "4294967296"] {
+        rejects(
+            &[&rococo[..], &["--ro-rounds", bad]].concat(),
+            "--ro-rounds",
+        );
+    }
+    let occ = ["bench", "--runtime", "sim", "--protocol", "occ"];
+    rejects(&[&occ[..], &["--ro-rounds", "2"]].concat(), "--ro-rounds");
+}
+
 #[test]
 fn counts_must_be_positive() {
     rejects(&["bench", "--clients", "0"], "--clients");

@@ -148,19 +148,16 @@ pub trait Procedure: Send + Sync + fmt::Debug {
     fn read_only(&self) -> bool {
         self.pieces().iter().all(|p| p.writes.is_empty())
     }
-    /// A read-only procedure's *ordered form*, given the outputs of one
-    /// complete round of its reads (one per piece): the same pieces, in the
-    /// same order, reading the same keys, but shaped to run as a read-write
-    /// transaction that a dependency graph orders (Rococo §4.1's rounds
-    /// otherwise retry without bound under writes): whatever feeds a piece
-    /// at another server is fixed to `outputs`, an immediate piece refuses
-    /// (a user abort that wrote nothing) when the data it reads no longer
-    /// gives what it output, and every piece whose reads conflict with
-    /// deferrable writes is deferrable. The runner checks that the pieces
-    /// feeding others output `outputs` again. `None` (the default): there
-    /// is no such form.
-    fn ordered(&self, outputs: &[Value]) -> Option<Txn> {
-        let _ = outputs;
+    /// A read-only procedure's *ordered form*: the same reads, run as a
+    /// read-write transaction that a dependency graph orders (Rococo §4.1's
+    /// rounds otherwise retry without bound under writes). Its immediate
+    /// pieces all sit at one server and every other piece takes (through
+    /// them) its inputs from them, so the runner can hold its first request
+    /// until the data those pieces read has no unfinished writer there
+    /// (Rococo's coordinator docs have the argument); its deferrable pieces
+    /// only meet deferrable writers. `None` (the default): there is no
+    /// such form.
+    fn ordered(&self) -> Option<Txn> {
         None
     }
 }

@@ -460,7 +460,7 @@ fn rococo(
     merge: bool,
 ) -> Result<(RococoConfig, BenchSpec), SpecError> {
     unreplicated(spec, name)?;
-    only_knobs(spec, name, &[])?;
+    only_knobs(spec, name, &["--ro-rounds"])?;
     let merges = match crate::run::check_workload(&spec.workload) {
         Ok(v) if merge => MergeSet::of(&v),
         _ => MergeSet::default(),
@@ -469,6 +469,18 @@ fn rococo(
         merges: Arc::new(merges),
         ..RococoConfig::default()
     };
+    match spec.knobs.ro_rounds {
+        Some(0) => {
+            return Err(SpecError::Invalid {
+                flag: "--ro-rounds",
+                value: "0".into(),
+                allowed: "1 or more (rounds compared before a read-only transaction is ordered)"
+                    .into(),
+            })
+        }
+        Some(n) => config.ro_rounds = n,
+        None => {}
+    }
     if spec.runtime == crate::RuntimeKind::Tcp {
         // A server forgets a transaction its recovery driver finished
         // after `forget_after` without a request, and takes a request
@@ -1047,7 +1059,7 @@ mod tests {
         });
         let wl = crate::run::workload(&wl_spec).unwrap();
         // s2pl reads --isolation but refuses snapshot, naming the flag.
-        let cases: [(&str, Knobs); 4] = [
+        let cases: [(&str, Knobs); 5] = [
             (
                 "--epoch-ms",
                 Knobs {
@@ -1076,6 +1088,14 @@ mod tests {
                     ..Knobs::default()
                 },
             ),
+            // Rococo reads it, and refuses 0 (no round to compare).
+            (
+                "--ro-rounds",
+                Knobs {
+                    ro_rounds: Some(0),
+                    ..Knobs::default()
+                },
+            ),
         ];
         for e in registry() {
             for (flag, knobs) in &cases {
@@ -1084,6 +1104,7 @@ mod tests {
                     // s2pl's default commit is 2pc, which refuses it.
                     "--prepare-deadline-ms" => ["pt-occ", "lt-occ"].contains(&e.name),
                     "--isolation" => ["pt-occ", "lt-occ"].contains(&e.name),
+                    "--ro-rounds" => false,
                     _ => e.name.starts_with("nocc"),
                 };
                 if reads {

@@ -236,6 +236,10 @@ pub struct Knobs {
     /// Memory-node protocols: slots per loaded record in a memory node's
     /// region (default 2); the rest take inserts.
     pub region_slots_per_record: Option<u32>,
+    /// Rococo: differing rounds of a read-only transaction before it runs
+    /// through the dependency graph (`--ro-rounds`, at least 1; default 4,
+    /// [`tessera_protocols::rococo::RococoConfig::ro_rounds`]).
+    pub ro_rounds: Option<u32>,
 }
 
 impl Knobs {
@@ -273,6 +277,7 @@ impl Knobs {
                 "--region-slots-per-record",
                 self.region_slots_per_record.is_some(),
             ),
+            ("--ro-rounds", self.ro_rounds.is_some()),
         ];
         for (f, set) in flags {
             if set {

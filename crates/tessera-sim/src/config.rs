@@ -54,7 +54,10 @@ pub struct SimConfig {
     /// CPU cost of one event at a switch node (per packet; recirculation is
     /// charged by the switch itself).
     pub switch_cpu: Time,
-    /// Latency of one flush of a node's log.
+    /// Latency of one flush of a node's log. 0 is no log as far as time
+    /// goes (the papers' "logging is turned off"): a record is durable
+    /// within the step that wrote it, which hears so without an event
+    /// (`sim::flush_now`); the records are still kept, for restarts.
     pub fsync: Time,
     pub partitions: Vec<Partition>,
     pub crashes: Vec<Crash>,

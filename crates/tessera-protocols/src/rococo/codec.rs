@@ -97,7 +97,8 @@ fn put_request(
 }
 
 /// Read what [`put_start`] wrote: piece indices must be the procedure's
-/// and each piece gets exactly the inputs it declares.
+/// and each piece gets exactly the inputs it declares, or none when a
+/// read-only transaction's chain feeds it at the server (`driver`).
 pub(super) fn get_start(buf: &mut &[u8], cx: &DecodeCx) -> Result<Start, DecodeError> {
     let txn = get_txn_id(buf)?;
     let proc = decode_txn(buf, cx)?;
@@ -114,7 +115,8 @@ pub(super) fn get_start(buf: &mut &[u8], cx: &DecodeCx) -> Result<Start, DecodeE
             ));
         };
         let k = get_len(buf, 1, "piece inputs")?;
-        if k != spec.inputs.len() {
+        let chained = k == 0 && proc.read_only();
+        if k != spec.inputs.len() && !chained {
             return Err(DecodeError::invalid(
                 "piece inputs",
                 format!(

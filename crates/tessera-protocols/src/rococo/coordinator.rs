@@ -31,32 +31,32 @@
 //!
 //! A read-only transaction with immediate pieces runs, after as many
 //! rounds, its **ordered form** instead, when its procedure has one
-//! ([`tessera_core::txn::Procedure::ordered`], given the last round's
-//! outputs; TPC-C's StockLevel has one): the same reads shaped as a
-//! read-write transaction, under an id of its own, through the start and
-//! commit phases, where the dependency graph orders it among the writers
-//! and nothing is compared. It cannot simply be run as it is: a piece whose
-//! output feeds a piece at another server must be immediate (§3.1), and
-//! StockLevel's orders and lines pieces, which feed its stock pieces, read
-//! rows that NewOrder's deferrable insert writes — an immediate read there
-//! would run before the insert of a NewOrder ordered before it (an I–D
-//! conflict, which §3.2's edges cannot order), and waiting for the insert
-//! inside the start phase can deadlock (the NewOrder's component can hold
-//! the waiting reader through a later writer). So the ordered form fixes
-//! what feeds other servers to the last round's outputs (the guess) and
-//! makes those pieces deferrable; its immediate pieces (the district's
-//! next order id) refuse — a user abort with nothing written, which
-//! commits as a no-op (`driver`) — when their data no longer gives the
-//! guess, and the coordinator checks that every piece that feeds others
-//! output the guess again. Committed, its reads are the transaction's, at
-//! its place in the graph's order; refused, the rounds go on and the next
-//! round that differs tries again with its outputs. Bounded when the
-//! writers that make rounds differ touch only what the deferrable pieces
-//! read (a NewOrder's stock rows: one pass after `ro_rounds` rounds, test
-//! `a_read_only_transaction_under_writes_commits_after_its_bound_of_rounds`);
-//! not bounded when they move an immediate piece's data (the district's
-//! next order id under that district's NewOrders: measured, most ordered
-//! passes are refused, docs/results/rococo.md).
+//! ([`tessera_core::txn::Procedure::ordered`]; TPC-C's StockLevel has
+//! one): the same reads as a read-write transaction, under an id of its
+//! own, through the start and commit phases, where the dependency graph
+//! orders it among the writers and nothing is compared. Its immediate
+//! pieces all sit at one server and feed every other piece, so its first
+//! start request carries them all, as a chain the server feeds from its own
+//! outputs ([`super::driver`]), and is the only one until it is answered.
+//! The difficulty is theirs: StockLevel's orders and lines pieces, which
+//! feed its stock pieces on other servers and so must be immediate (§3.1),
+//! read rows that NewOrder's deferrable insert writes — an immediate read
+//! executed before the insert of a NewOrder ordered before it (an I–D
+//! conflict, which §3.2's edges cannot order). So the server **holds** that
+//! request, untracked and unexecuted, until no row the chain reads has an
+//! unfinished writer there (`server`, `held passes`): then every writer
+//! ordered before the pass has run its pieces there, every later one is
+//! ordered after it (one-hop edges from the pass's reads), and the
+//! immediate reads are exact. The hold cannot deadlock: a held pass has no
+//! trace at any server (its other pieces wait for the held ones' outputs),
+//! so no transaction waits for it, and every writer it waits for finishes
+//! without it. Holding a pass after it joined the graph would deadlock: a
+//! NewOrder it waits for can need, through a later writer ordered after the
+//! pass, the pass's commit. It is not bounded: writers that keep arriving
+//! can keep a row busy (measured in docs/results/rococo.md: how long the
+//! passes were held). An earlier form fixed what feeds other servers to the
+//! last round's outputs and refused when its immediate piece's data had
+//! moved, which under TPC-C's NewOrders was 94% of its passes.
 //!
 //! A Rococo coordinator never aborts a transaction: conflicts are reordered,
 //! not refused (§2.2), and lost messages are resent until answered.
@@ -115,9 +115,8 @@ struct ReadOnly {
     next_tag: u32,
     /// When it was submitted.
     began: Time,
-    /// While its ordered form runs: the outputs of the round that fixed
-    /// the form's guess (see [`RococoCoordinator::order`]).
-    ordered: Option<Vec<Value>>,
+    /// Its ordered form is running (see [`RococoCoordinator::order`]).
+    ordering: bool,
     /// Backing off before the next round (`RococoConfig::ro_backoff`):
     /// when to send it.
     wake_at: Option<Time>,
@@ -138,7 +137,7 @@ impl ReadOnly {
             steady: vec![true; n],
             next_tag: 0,
             began: now,
-            ordered: None,
+            ordering: false,
             wake_at: None,
             retransmit_at: now + rto,
             rto,
@@ -324,11 +323,11 @@ struct RoStats {
     /// Requests resent for want of an answer (`RococoConfig::retransmit`).
     resends: u64,
     /// Ordered forms started, committed (the transaction with them), and
-    /// refused (their guess was stale: rounds went on).
+    /// not (a user abort, which a read-only form has no reason for, or in
+    /// doubt: the rounds went on).
     ordered: u64,
     ordered_done: u64,
     ordered_refused: u64,
-    ordered_mismatch: u64,
     ordered_in_doubt: u64,
 }
 
@@ -443,11 +442,10 @@ impl RococoCoordinator {
             .iter()
             .all(|p| p.kind == PieceKind::Deferrable);
         let bounded = ro.round + 1 >= self.cfg.ro_rounds;
-        if bounded && !all_deferrable && ro.ordered.is_none() {
-            let outputs: Vec<Value> = results.iter().map(|r| r.reply.output.clone()).collect();
-            if let Some(f) = ro.proc.ordered(&outputs) {
+        if bounded && !all_deferrable && !ro.ordering {
+            if let Some(f) = ro.proc.ordered() {
                 ro.new_round();
-                self.order(ctx, txn, f, outputs);
+                self.order(ctx, txn, f);
                 return;
             }
         }
@@ -487,20 +485,19 @@ impl RococoCoordinator {
         ro.dispatch(ctx, txn);
     }
 
-    /// Run `f`, the ordered form of read-only transaction `txn` given the
-    /// outputs of its last round, through the start and commit phases
-    /// (§3.2), under an id of its own: ordered in the dependency graph, it
-    /// commits in one pass unless its immediate pieces find the guess stale
-    /// ([`tessera_core::txn::Procedure::ordered`]). Ours, not the paper's:
+    /// Run `f`, the ordered form of read-only transaction `txn`, through
+    /// the start and commit phases (§3.2), under an id of its own: ordered
+    /// in the dependency graph, it commits in one pass (the module doc has
+    /// the argument). Ours, not the paper's:
     /// §4.1 retries rounds while they differ, which under TPC-C's
     /// NewOrders at 100 clients per server took ~65 rounds per StockLevel
     /// and two thirds of the servers' events (docs/results/rococo.md, Fig. 14).
-    fn order(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, f: Txn, outputs: Vec<Value>) {
+    fn order(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, f: Txn) {
         let id = TxnId::new(self.me, self.incarnation, self.next_ordered);
         self.next_ordered = ORDERED_SEQ | self.next_ordered.wrapping_add(1);
         self.ro_stats.ordered += 1;
         if let Some(ro) = self.ro.get_mut(&txn) {
-            ro.ordered = Some(outputs);
+            ro.ordering = true;
         }
         let mut d = Driver::new(
             id,
@@ -515,24 +512,18 @@ impl RococoCoordinator {
         self.ordered_for.insert(id, txn);
     }
 
-    /// The ordered form of `txn` ended with `outcome`. Committed, with the
-    /// pieces that feed others giving the outputs its guess fixed, it is
-    /// `txn`'s result; refused (the guess was stale) or in doubt, the
-    /// rounds go on, and the next that differs runs the ordered form again.
+    /// The ordered form of `txn` ended with `outcome`. Committed, it is
+    /// `txn`'s result; otherwise (in doubt) the rounds go on, and the next
+    /// that differs runs the ordered form again.
     fn on_ordered(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, outcome: TxnOutcome) {
         let Some(ro) = self.ro.get_mut(&txn) else {
             return;
         };
-        let Some(guess) = ro.ordered.take() else {
+        if !std::mem::take(&mut ro.ordering) {
             return;
-        };
-        let proc = ro.proc.clone();
-        let feeds = |i: usize| proc.pieces().iter().any(|p| p.inputs.contains(&(i as u16)));
+        }
         match outcome {
-            TxnOutcome::Committed { reads, outputs, .. }
-                if outputs.len() == guess.len()
-                    && (0..guess.len()).all(|i| !feeds(i) || outputs[i] == guess[i]) =>
-            {
+            TxnOutcome::Committed { reads, outputs, .. } => {
                 self.ro_stats.ordered_done += 1;
                 self.ro_stats.rounds += u64::from(ro.round);
                 let ty = ro.proc.name();
@@ -550,12 +541,8 @@ impl RococoCoordinator {
                 ctx.done(txn, done);
             }
             other => {
-                // Why the pass did not give the result: its district piece
-                // found the guess stale (a user abort), it committed with
-                // other outputs than the guess's, or it is in doubt.
                 match other {
                     TxnOutcome::Aborted(AbortReason::User) => self.ro_stats.ordered_refused += 1,
-                    TxnOutcome::Committed { .. } => self.ro_stats.ordered_mismatch += 1,
                     _ => self.ro_stats.ordered_in_doubt += 1,
                 }
                 ro.rto = self.cfg.retransmit;
@@ -759,7 +746,6 @@ impl Node<Msg> for RococoCoordinator {
                 ("rococo_ro_ordered", s.ordered),
                 ("rococo_ro_ordered_done", s.ordered_done),
                 ("rococo_ro_ordered_refused", s.ordered_refused),
-                ("rococo_ro_ordered_mismatch", s.ordered_mismatch),
                 ("rococo_ro_ordered_in_doubt", s.ordered_in_doubt),
             ]
             .into_iter()

@@ -238,12 +238,21 @@ impl Driver {
     /// Send every piece whose inputs are ready (`resend`: those sent and not
     /// yet acknowledged), one request per server; merged pieces go out as
     /// OCC execute requests, then as one commit request to the leader.
+    ///
+    /// A read-only transaction (an ordered form, see `coordinator`) sends
+    /// its pieces fed only by immediate pieces of the same request in that
+    /// request, with no inputs: the server runs them as a chain, fed from
+    /// its own outputs, so the chain arrives whole and the server can hold
+    /// it before any of it runs.
     fn dispatch(&mut self, ctx: &mut Ctx<Msg>, resend: bool) {
         let pieces = self.proc.pieces();
         let executing = self.occ_commit.is_none() && self.occ_retry_at.is_none();
         let exec_stopped = self.exec_stopped();
+        let chains = self.proc.read_only();
         for &(shard, node) in &self.shards {
             let (mut ids, mut inputs) = (Vec::new(), Vec::new());
+            // Pieces of this request, which a chained piece may follow.
+            let mut here = vec![false; pieces.len()];
             let (mut xids, mut xinputs) = (Vec::new(), Vec::new());
             for (i, p) in pieces.iter().enumerate() {
                 if p.shard != shard || self.received[i] {
@@ -264,11 +273,23 @@ impl Driver {
                 let (replies, tentative) = (&self.replies, &self.tentative);
                 // A merged piece takes its merged inputs from their
                 // execution; every other input is a committed reply.
-                let Some(ins) = p.gather_inputs(|j| {
+                let gathered = p.gather_inputs(|j| {
                     let t = tentative.get(j).and_then(|t| t.as_ref()).filter(|_| merged);
                     t.or(replies[j].as_ref()).map(|r| &r.output)
-                }) else {
-                    continue;
+                });
+                let chained = || {
+                    chains
+                        && !merged
+                        && !p.inputs.is_empty()
+                        && p.inputs.iter().all(|&j| {
+                            here.get(usize::from(j)).copied().unwrap_or(false)
+                                && pieces[usize::from(j)].kind == PieceKind::Immediate
+                        })
+                };
+                let ins = match gathered {
+                    Some(ins) => ins,
+                    None if chained() => Vec::new(),
+                    None => continue,
                 };
                 if merged {
                     self.exec_sent[i] = true;
@@ -276,6 +297,7 @@ impl Driver {
                     xinputs.push(ins);
                 } else {
                     self.sent[i] = true;
+                    here[i] = true;
                     ids.push(i as u16);
                     inputs.push(ins);
                 }

@@ -20,14 +20,14 @@ use super::tracker::Tracker;
 use super::RococoConfig;
 use crate::by_type::ByType;
 use crate::depgraph::graph::{Decision, DepGraph};
-use crate::depgraph::{read_piece, run_piece, Wakeups};
+use crate::depgraph::{dry_run, read_piece, run_piece, Wakeups};
 use std::sync::Arc;
 use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, US};
 use tessera_core::node::{Ctx, Node, NodeReport};
 use tessera_core::protocol::ServerEnv;
 use tessera_core::storage::Store;
 use tessera_core::topology::Topology;
-use tessera_core::txn::{participants, PieceKind, Txn, Value};
+use tessera_core::txn::{participants, PieceKind, PieceSpec, Txn, Value};
 use tessera_core::{FastMap, FastSet};
 
 /// A piece of a local transaction, as received.
@@ -83,6 +83,40 @@ struct ParkedRo {
     pending: Vec<TxnId>,
 }
 
+/// The first start request of a read-only transaction's ordered form,
+/// held until no row its immediate pieces read has an unfinished writer
+/// here (the coordinator docs have the argument).
+struct HeldPass {
+    from: NodeId,
+    req: Start,
+    /// The unfinished writers it waits for.
+    pending: Vec<TxnId>,
+    since: Time,
+}
+
+/// Ordered passes run here (`rococo_passes`), those held first
+/// (`rococo_passes_held`) and how long, µs (`rococo_pass_hold_us`).
+#[derive(Default)]
+struct PassStats {
+    passes: u64,
+    held: u64,
+    hold_us: u64,
+}
+
+/// The inputs of `spec` in a start request that gave `given`: those, or,
+/// for a piece sent in a chain with the pieces that feed it (none given),
+/// their outputs here (`output`); `None` if one has none.
+fn fed(
+    spec: &PieceSpec,
+    given: &[Value],
+    output: impl Fn(usize) -> Option<Value>,
+) -> Option<Vec<Value>> {
+    if !given.is_empty() || spec.inputs.is_empty() {
+        return Some(given.to_vec());
+    }
+    spec.inputs.iter().map(|&j| output(j as usize)).collect()
+}
+
 const SWEEP: TimerId = TimerId(1);
 
 /// The members of a component of two or more, in execution order.
@@ -105,6 +139,9 @@ pub struct RococoServer {
     inquiries: FastMap<TxnId, (u64, Vec<NodeId>)>,
     asking: FastMap<TxnId, Asking>,
     ro_parked: Vec<ParkedRo>,
+    /// Ordered passes held (see [`HeldPass`]).
+    held: Vec<HeldPass>,
+    pass_stats: PassStats,
     /// What read-only requests read: the data as of finished transactions.
     view: view::FinishedView,
     /// Read-only requests answered, and those of them that waited.
@@ -189,6 +226,8 @@ impl RococoServer {
             inquiries: tessera_core::fast_map(),
             asking: tessera_core::fast_map(),
             ro_parked: Vec::new(),
+            held: Vec::new(),
+            pass_stats: PassStats::default(),
             view: view::FinishedView::default(),
             ro_reads: (0, 0),
             recovering: tessera_core::fast_map(),
@@ -310,6 +349,12 @@ impl RococoServer {
         if !merged && self.guard.is_some() && self.held_after_restart(ctx, from, &req) {
             return;
         }
+        if !merged && !self.replaying && self.is_pass(&req) {
+            if self.hold_pass(ctx, from, &req) {
+                return;
+            }
+            self.pass_stats.passes += 1;
+        }
         let Start {
             txn,
             proc,
@@ -357,6 +402,8 @@ impl RococoServer {
         );
         let mut immediate = Vec::new();
         let mut parents: Vec<(TxnId, Edge)> = Vec::new();
+        // An ordered pass, here past its hold (or replayed).
+        let pass = proc.read_only();
         let mut added = Start {
             txn,
             proc: proc.clone(),
@@ -368,17 +415,33 @@ impl RococoServer {
                 immediate.extend(r.reply.clone());
                 continue;
             }
-            if piece as usize >= proc.pieces().len() {
+            let Some(static_spec) = proc.pieces().get(piece as usize) else {
                 tracing::warn!(?txn, piece, "start request for a piece that does not exist");
                 continue;
-            }
+            };
+            let output = |j: usize| {
+                let r = local.pieces.iter().find(|r| usize::from(r.piece) == j)?;
+                r.reply.as_ref().map(|r| r.output.clone())
+            };
+            let Some(inputs) = fed(static_spec, &inputs, output) else {
+                tracing::warn!(
+                    ?txn,
+                    piece,
+                    "a chained piece before the pieces that feed it"
+                );
+                continue;
+            };
             let spec = proc.resolve(piece as usize, &inputs);
             if spec.shard != self.shard {
                 tracing::warn!(?txn, piece, "start request for another shard's piece");
                 continue;
             }
-            self.tracker
-                .access(txn, spec.kind, &spec.reads, &spec.writes, &mut parents);
+            if pass && spec.kind == PieceKind::Immediate {
+                self.tracker.access_held(txn, &spec.reads, &mut parents);
+            } else {
+                self.tracker
+                    .access(txn, spec.kind, &spec.reads, &spec.writes, &mut parents);
+            }
             local
                 .keys
                 .extend(spec.reads.iter().chain(&spec.writes).map(|a| a.key));
@@ -679,6 +742,7 @@ impl RococoServer {
         // none sees some of its members and not others.
         for &m in members.iter() {
             self.release_ro(ctx, m);
+            self.release_passes(ctx, m);
         }
     }
 
@@ -860,17 +924,117 @@ impl RococoServer {
                 continue;
             }
             let spec = ro.proc.resolve(piece as usize, inputs);
-            for a in &spec.reads {
-                let Some(w) = self.tracker.last_writer(a.key) else {
-                    continue;
-                };
-                let unfinished = self.graph.get(w).is_some_and(|n| n.local && !n.finished);
-                if unfinished && !pending.contains(&w) {
-                    pending.push(w);
-                }
-            }
+            self.unfinished_writers(&spec, &mut pending);
         }
         pending
+    }
+
+    /// Add to `pending` the unfinished local transactions that last wrote a
+    /// key `spec` reads here. The last writer of a key finishes after the
+    /// earlier ones (they are its ancestors, or in its component).
+    fn unfinished_writers(&self, spec: &PieceSpec, pending: &mut Vec<TxnId>) {
+        for a in &spec.reads {
+            let Some(w) = self.tracker.last_writer(a.key) else {
+                continue;
+            };
+            let unfinished = self.graph.get(w).is_some_and(|n| n.local && !n.finished);
+            if unfinished && !pending.contains(&w) {
+                pending.push(w);
+            }
+        }
+    }
+
+    /// `req` is the first request here of a read-only transaction's
+    /// ordered form with immediate pieces: one the server holds
+    /// ([`HeldPass`]). Its procedure promises that its immediate pieces
+    /// are all here and feed every other piece, so nothing of it is
+    /// anywhere else yet ([`tessera_core::txn::Procedure::ordered`]).
+    fn is_pass(&self, req: &Start) -> bool {
+        !self.locals.contains_key(&req.txn)
+            && req.proc.read_only()
+            && req.pieces.iter().any(|&p| {
+                req.proc
+                    .pieces()
+                    .get(usize::from(p))
+                    .is_some_and(|s| s.kind == PieceKind::Immediate)
+            })
+    }
+
+    /// Hold the ordered pass `req` if a row its immediate pieces read has
+    /// an unfinished writer here (the coordinator docs have the argument);
+    /// whether it is held. A resent request of a held pass is dropped.
+    fn hold_pass(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, req: &Start) -> bool {
+        if let Some(h) = self.held.iter_mut().find(|h| h.req.txn == req.txn) {
+            h.from = from;
+            return true;
+        }
+        let pending = self.pass_writers(req);
+        if pending.is_empty() {
+            return false;
+        }
+        tracing::trace!(shard = self.shard.0, txn = ?req.txn, ?pending, "ordered pass held");
+        self.pass_stats.held += 1;
+        self.held.push(HeldPass {
+            from,
+            req: req.clone(),
+            pending,
+            since: ctx.now(),
+        });
+        true
+    }
+
+    /// The unfinished writers of the rows the immediate pieces of `req`
+    /// read here, on the current data (a chained piece fed by its feeders'
+    /// outputs on it), up to the first piece that has some: those after it
+    /// would be keyed by data still to change.
+    fn pass_writers(&self, req: &Start) -> Vec<TxnId> {
+        let proc = &req.proc;
+        let mut outputs: Vec<Option<Value>> = vec![None; proc.pieces().len()];
+        let mut pending = Vec::new();
+        for (&piece, given) in req.pieces.iter().zip(&req.inputs) {
+            let i = usize::from(piece);
+            let Some(p) = proc.pieces().get(i) else {
+                continue;
+            };
+            if p.kind != PieceKind::Immediate {
+                continue;
+            }
+            let Some(inputs) = fed(p, given, |j| outputs.get(j).cloned().flatten()) else {
+                continue;
+            };
+            let spec = proc.resolve(i, &inputs);
+            self.unfinished_writers(&spec, &mut pending);
+            if !pending.is_empty() {
+                break;
+            }
+            outputs[i] = Some(dry_run(&self.store, proc, &spec, piece, &inputs).output);
+        }
+        pending
+    }
+
+    /// `finished` finished here: serve the held passes that waited for it
+    /// last and meet no other unfinished writer now.
+    fn release_passes(&mut self, ctx: &mut Ctx<Msg>, finished: TxnId) {
+        let mut ready = Vec::new();
+        let mut i = 0;
+        while i < self.held.len() {
+            let h = &mut self.held[i];
+            h.pending.retain(|t| *t != finished);
+            if h.pending.is_empty() {
+                ready.push(self.held.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        for mut h in ready {
+            h.pending = self.pass_writers(&h.req);
+            if h.pending.is_empty() {
+                self.pass_stats.hold_us += (ctx.now() - h.since) / US;
+                self.on_start(ctx, h.from, h.req, false);
+            } else {
+                self.held.push(h);
+            }
+        }
     }
 
     /// `finished` finished here: answer the read-only requests that waited
@@ -1233,6 +1397,7 @@ impl Node<Msg> for RococoServer {
         self.started.is_empty()
             && self.recovering.is_empty()
             && !self.guard.as_ref().is_some_and(|g| g.holds_any())
+            && self.held.is_empty()
     }
 
     fn take_report(&mut self) -> NodeReport {
@@ -1244,6 +1409,12 @@ impl Node<Msg> for RococoServer {
             ("rococo_ro_reads", ro.0),
             ("rococo_ro_reads_waited", ro.1),
         ];
+        let passes = std::mem::take(&mut self.pass_stats);
+        counters.extend([
+            ("rococo_passes", passes.passes),
+            ("rococo_passes_held", passes.held),
+            ("rococo_pass_hold_us", passes.hold_us),
+        ]);
         counters.extend(std::mem::take(&mut self.waits).counters());
         counters.extend(self.by_type.take());
         NodeReport {

@@ -15,7 +15,9 @@ use tessera_core::FastMap;
 #[derive(Default)]
 struct Entry {
     last_write: Option<(TxnId, PieceKind)>,
-    reads: Vec<(TxnId, PieceKind)>,
+    /// Readers since the last write, with their kind and whether the read
+    /// was held ([`Tracker::access_held`]).
+    reads: Vec<(TxnId, PieceKind, bool)>,
 }
 
 /// The most recent accesses of each key at one server.
@@ -27,13 +29,20 @@ pub(crate) struct Tracker {
 /// The edge type between two conflicting pieces (§3.2). The offline checker
 /// rules out immediate–deferrable conflicts; should one happen anyway (a
 /// workload that fails `tessera check-workload`), the edge is typed `I`, the
-/// stronger constraint, and a warning is logged.
-fn edge(earlier: PieceKind, later: PieceKind) -> Edge {
-    match (earlier, later) {
+/// stronger constraint, and a warning is logged — but not for the held
+/// pieces of a read-only transaction's ordered form (`Tracker::access_held`),
+/// which met no unfinished writer, nor for a later deferrable piece meeting
+/// their reads: it runs after them and is ordered after them.
+fn edge(earlier: (PieceKind, bool), later: PieceKind, held: bool) -> Edge {
+    match (earlier.0, later) {
         (PieceKind::Deferrable, PieceKind::Deferrable) => Edge::D,
         (PieceKind::Immediate, PieceKind::Immediate) => Edge::I,
         _ => {
-            tracing::warn!("immediate/deferrable conflict: the workload needs the offline checker");
+            if !held && !earlier.1 {
+                tracing::warn!(
+                    "immediate/deferrable conflict: the workload needs the offline checker"
+                );
+            }
             Edge::I
         }
     }
@@ -50,17 +59,36 @@ impl Tracker {
         writes: &[Access],
         parents: &mut Vec<(TxnId, Edge)>,
     ) {
+        self.record(txn, kind, reads, writes, false, parents);
+    }
+
+    /// [`Tracker::access`] for the immediate reads of a held ordered form
+    /// (Rococo's server): no writer of `reads` is unfinished here, so its
+    /// edges from deferrable writers are typed `I` without a warning.
+    pub fn access_held(&mut self, txn: TxnId, reads: &[Access], parents: &mut Vec<(TxnId, Edge)>) {
+        self.record(txn, PieceKind::Immediate, reads, &[], true, parents);
+    }
+
+    fn record(
+        &mut self,
+        txn: TxnId,
+        kind: PieceKind,
+        reads: &[Access],
+        writes: &[Access],
+        held: bool,
+        parents: &mut Vec<(TxnId, Edge)>,
+    ) {
         for a in writes {
             let e = self.keys.entry(a.key).or_default();
-            let others = e.reads.iter().filter(|(t, _)| *t != txn);
+            let others = e.reads.iter().filter(|(t, _, _)| *t != txn);
             let mut any = false;
-            for &(t, k) in others {
-                parents.push((t, edge(k, kind)));
+            for &(t, k, h) in others {
+                parents.push((t, edge((k, h), kind, held)));
                 any = true;
             }
             if !any {
                 if let Some((t, k)) = e.last_write.filter(|(t, _)| *t != txn) {
-                    parents.push((t, edge(k, kind)));
+                    parents.push((t, edge((k, false), kind, held)));
                 }
             }
             e.last_write = Some((txn, kind));
@@ -72,10 +100,10 @@ impl Tracker {
             }
             let e = self.keys.entry(a.key).or_default();
             if let Some((t, k)) = e.last_write.filter(|(t, _)| *t != txn) {
-                parents.push((t, edge(k, kind)));
+                parents.push((t, edge((k, false), kind, held)));
             }
-            if !e.reads.iter().any(|(t, _)| *t == txn) {
-                e.reads.push((txn, kind));
+            if !e.reads.iter().any(|(t, _, _)| *t == txn) {
+                e.reads.push((txn, kind, held));
             }
         }
     }
@@ -94,7 +122,7 @@ impl Tracker {
             if e.last_write.is_some_and(|(t, _)| t == txn) {
                 e.last_write = None;
             }
-            e.reads.retain(|(t, _)| *t != txn);
+            e.reads.retain(|(t, _, _)| *t != txn);
             if e.last_write.is_none() && e.reads.is_empty() {
                 self.keys.remove(k);
             }

@@ -11,7 +11,6 @@ use super::neworder::{Line, NewOrder};
 use super::orderstatus::OrderStatus;
 use super::payment::{CustomerBy, Payment};
 use super::populate::name_range;
-use super::stocklevel::Guess;
 use super::stocklevel::StockLevel;
 use super::{DELIVERY, NEWORDER, ORDERSTATUS, PAYMENT, STOCKLEVEL, STOCKLEVEL_ORDERED};
 use bytes::{BufMut, BytesMut};
@@ -217,16 +216,7 @@ pub(super) fn decode(layout: &Layout, name: &str, mut params: &[u8]) -> Result<T
         ORDERSTATUS => Arc::new(r.order_status()?),
         DELIVERY => Arc::new(r.delivery()?),
         STOCKLEVEL => Arc::new(r.stock_level()?),
-        STOCKLEVEL_ORDERED => {
-            let sl = r.stock_level()?;
-            let mut value = || tessera_core::codec::get_value(r.buf, "tpcc stock-level guess");
-            let guess = Guess {
-                district: value()?,
-                orders: value()?,
-                lines: value()?,
-            };
-            Arc::new(sl.with_guess(guess))
-        }
+        STOCKLEVEL_ORDERED => Arc::new(r.stock_level()?.into_ordered()),
         other => {
             return Err(DecodeError::invalid(
                 "procedure",

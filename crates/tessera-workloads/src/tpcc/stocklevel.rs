@@ -8,30 +8,23 @@
 //! | 3.. | stock, one per shard holding the warehouse's stock (dynamic) | that shard | STOCK(S_QUANTITY) of the distinct items there | deferrable | 2 |
 //!
 //! **Ordered form** ([`Procedure::ordered`], for Rococo's bounded read-only
-//! transactions): the same pieces, given one round's outputs (the guess).
-//! The district piece stays immediate and refuses (a user abort, nothing
-//! written) unless `D_NEXT_O_ID` is still the guess's; every other piece is
-//! deferrable and takes the district piece's output as its input (so it is
-//! sent only once the district piece passed), with its keys from the
-//! guess: the orders and lines of the guess's last 20 orders, and the stock
-//! of the guess's items. *Safety* rests on two things. (1) Rococo's
-//! coordinator accepts a committed pass only if the pieces that feed
-//! others (district, orders, lines) output the guess again: then the keys
-//! the pass read are the ones the plain form would read at the pass's
-//! place in the order, whatever the guess was. (2) Every NewOrder that took
-//! an id below the `D_NEXT_O_ID` the pass saw ran its home piece before the
-//! pass's district piece (an i-edge, honoured by the commit order), so the
-//! pass's deferred reads follow its insert. *How often* a pass succeeds
-//! rests on the guess coming from Rococo's finished view: a round that saw
-//! `D_NEXT_O_ID = N` there saw only finished NewOrders below N, whose
-//! inserts had run, and nothing rewrites `O_OL_CNT` or `OL_I_ID` after an
-//! insert. Its reads then conflict with NewOrder's deferrable insert and stock pieces
-//! and Delivery's deferrable piece only through deferrable pieces (d-edges),
-//! and with NewOrder's and Payment's immediate home pieces through the
-//! immediate district piece (i-edges): every SC-cycle through it has a D–D
-//! edge (§3.1; argued, not checked: the offline checker leaves read-only
-//! procedures out). Not with `--immediate-stock`, whose immediate stock
-//! writes its deferrable stock reads would meet (see `orderable`).
+//! transactions): the same pieces, under another name, run as a read-write
+//! transaction. Its immediate pieces (district, orders, lines) all sit at
+//! the district's server and feed the stock pieces, as the procedure
+//! requires; Rococo holds their request there until none of the rows they
+//! read has an unfinished writer (the coordinator docs have the argument).
+//! Then every NewOrder that took an id below the `D_NEXT_O_ID` read has
+//! inserted its order and lines, and no later writer of those rows is
+//! ordered before the pass, so its immediate reads of rows NewOrder's
+//! deferrable insert writes are exact; its stock reads conflict with
+//! NewOrder's deferrable stock pieces through deferrable pieces only
+//! (d-edges), keyed by the lines piece's output as in the plain form.
+//! An earlier form fixed the keys to one round's outputs (a guess) and
+//! refused when `D_NEXT_O_ID` had moved: 94% of its passes were refused at
+//! 100 clients per server, the guess coming from the finished view, which
+//! lags the NewOrders in flight (docs/results/rococo.md). Not with
+//! `--immediate-stock`, whose immediate stock writes its deferrable stock
+//! reads would meet (see `orderable`).
 //!
 //! The last 20 orders are `[D_NEXT_O_ID − 20, D_NEXT_O_ID)`: point keys
 //! (order ids are dense), so the read set is exact and phantom-free. Each
@@ -63,22 +56,13 @@ pub struct StockLevel {
     d: u32,
     threshold: i32,
     pieces: Vec<PieceSpec>,
-    /// The ordered form's guess: one round's outputs of the district,
-    /// orders and lines pieces (see the module doc).
-    guess: Option<Guess>,
+    /// This is the ordered form (see the module doc).
+    ordered: bool,
     /// Whether it has an ordered form: only while NewOrder's stock pieces
     /// are deferrable (not `--immediate-stock`), or its deferrable stock
     /// reads would meet immediate stock writes. Set by the generator (off
     /// in [`StockLevel::new`]), carried on the wire.
     orderable: bool,
-}
-
-/// One round's outputs of the pieces that feed others.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) struct Guess {
-    pub district: Value,
-    pub orders: Value,
-    pub lines: Value,
 }
 
 fn stock_cols() -> Columns {
@@ -138,7 +122,7 @@ impl StockLevel {
             d,
             threshold,
             pieces,
-            guess: None,
+            ordered: false,
             orderable: false,
         }
     }
@@ -149,25 +133,10 @@ impl StockLevel {
         self
     }
 
-    /// The ordered form with `guess` (see the module doc).
-    pub(super) fn with_guess(mut self, guess: Guess) -> Self {
-        for (i, p) in self.pieces.iter_mut().enumerate().skip(P_ORDERS) {
-            p.kind = PieceKind::Deferrable;
-            p.inputs = vec![P_DISTRICT as u16];
-            debug_assert!(p.dynamic, "piece {i} is keyed by the guess");
-        }
-        self.guess = Some(guess);
+    /// The ordered form (see the module doc).
+    pub(super) fn into_ordered(mut self) -> Self {
+        self.ordered = true;
         self
-    }
-
-    /// What keys dynamic piece `piece` (orders and up): its input, or in
-    /// the ordered form the guess's output of the piece that feeds it.
-    fn feed<'a>(&'a self, piece: usize, inputs: &'a [Value]) -> &'a Value {
-        match (&self.guess, piece) {
-            (Some(g), P_LINES) => &g.orders,
-            (Some(g), p) if p >= P_STOCK => &g.lines,
-            _ => &inputs[0],
-        }
     }
 
     /// The orders examined, given the district's next order id.
@@ -178,41 +147,30 @@ impl StockLevel {
 
 impl Procedure for StockLevel {
     fn name(&self) -> &'static str {
-        if self.guess.is_some() {
+        if self.ordered {
             STOCKLEVEL_ORDERED
         } else {
             STOCKLEVEL
         }
     }
 
-    /// Wire parameters: warehouse, district, threshold, whether it has an
-    /// ordered form, and in the ordered form the guess ([`super::codec`]).
+    /// Wire parameters: warehouse, district, threshold and whether it has
+    /// an ordered form ([`super::codec`]); the name says which form it is.
     fn encode_params(
         &self,
         out: &mut bytes::BytesMut,
     ) -> Result<(), tessera_core::codec::EncodeError> {
         codec::put_ids(out, &[self.w, self.d, self.threshold.max(0) as u32]);
         bytes::BufMut::put_u8(out, u8::from(self.orderable));
-        if let Some(g) = &self.guess {
-            for v in [&g.district, &g.orders, &g.lines] {
-                tessera_core::codec::put_bytes(out, v);
-            }
-        }
         Ok(())
     }
 
-    /// One round's outputs fix the guess; `None` for an ordered form or
-    /// outputs that are not one per piece.
-    fn ordered(&self, outputs: &[Value]) -> Option<Txn> {
-        if !self.orderable || self.guess.is_some() || outputs.len() != self.pieces.len() {
+    /// `None` for an ordered form, or without one (`orderable`).
+    fn ordered(&self) -> Option<Txn> {
+        if !self.orderable || self.ordered {
             return None;
         }
-        let guess = Guess {
-            district: outputs[P_DISTRICT].clone(),
-            orders: outputs[P_ORDERS].clone(),
-            lines: outputs[P_LINES].clone(),
-        };
-        Some(Arc::new(self.clone().with_guess(guess)))
+        Some(Arc::new(self.clone().into_ordered()))
     }
 
     fn pieces(&self) -> &[PieceSpec] {
@@ -224,14 +182,6 @@ impl Procedure for StockLevel {
         match piece {
             P_DISTRICT => {
                 out.push_u32(District::decode(reads[0]).map_or(0, |h| h.next_o_id));
-                let output = out.done();
-                // The ordered form refuses once the guess is stale.
-                let user_abort = self.guess.as_ref().is_some_and(|g| g.district != output);
-                return PieceResult {
-                    writes: vec![],
-                    output,
-                    user_abort,
-                };
             }
             // Output: (o_id, ol_cnt) pairs.
             P_ORDERS => {
@@ -279,7 +229,7 @@ impl Procedure for StockLevel {
         }
         let l = &self.layout;
         let (w, d) = (self.w, self.d);
-        let mut input = In::new(self.feed(piece, inputs));
+        let mut input = In::new(&inputs[0]);
         let reads = match piece {
             P_ORDERS => Self::orders(input.u32())
                 .map(|o| acc(l.order(w, d, o), cols(&[col::O_OL_CNT])))
