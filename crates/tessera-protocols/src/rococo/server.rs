@@ -21,6 +21,7 @@ use super::RococoConfig;
 use crate::by_type::ByType;
 use crate::depgraph::graph::{Decision, DepGraph};
 use crate::depgraph::{dry_run, read_piece, run_piece, Wakeups};
+use std::borrow::Cow;
 use std::sync::Arc;
 use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, US};
 use tessera_core::node::{Ctx, Node, NodeReport};
@@ -115,6 +116,17 @@ fn fed(
         return Some(given.to_vec());
     }
     spec.inputs.iter().map(|&j| output(j as usize)).collect()
+}
+
+/// The spec of `piece` resolved with the inputs a start request gave;
+/// `None` for a piece that does not exist or is chained (sent without the
+/// inputs it declares, [`fed`] at its run).
+fn given_spec<'a>(proc: &'a Txn, piece: u16, given: &[Value]) -> Option<Cow<'a, PieceSpec>> {
+    let p = proc.pieces().get(usize::from(piece))?;
+    if given.is_empty() && !p.inputs.is_empty() {
+        return None;
+    }
+    Some(proc.resolve(usize::from(piece), given))
 }
 
 const SWEEP: TimerId = TimerId(1);
@@ -505,10 +517,15 @@ impl RococoServer {
         let mut keys = Vec::new();
         for (&piece, inputs) in req.pieces.iter().zip(&req.inputs) {
             let received = local.is_some_and(|l| l.pieces.iter().any(|r| r.piece == piece));
-            if received || piece as usize >= req.proc.pieces().len() {
+            if received {
                 continue;
             }
-            let spec = req.proc.resolve(piece as usize, inputs);
+            // A chained piece (sent without its inputs) is keyed by its
+            // feeders' outputs, which do not exist before it runs: its
+            // rows are the held pass's to check ([`Self::hold_pass`]).
+            let Some(spec) = given_spec(&req.proc, piece, inputs) else {
+                continue;
+            };
             if spec.shard == self.shard {
                 keys.extend(spec.reads.iter().chain(&spec.writes).map(|a| a.key));
             }

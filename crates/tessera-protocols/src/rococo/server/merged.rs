@@ -144,12 +144,12 @@ impl Occ {
         }
         let have = locals.get(&req.txn);
         req.pieces.iter().zip(&req.inputs).any(|(&piece, inputs)| {
-            if piece as usize >= req.proc.pieces().len()
-                || have.is_some_and(|l| l.pieces.iter().any(|r| r.piece == piece))
-            {
+            if have.is_some_and(|l| l.pieces.iter().any(|r| r.piece == piece)) {
                 return false;
             }
-            let spec = req.proc.resolve(piece as usize, inputs);
+            let Some(spec) = super::given_spec(&req.proc, piece, inputs) else {
+                return false;
+            };
             spec.shard == shard
                 && spec.kind == PieceKind::Immediate
                 && accesses(&spec).any(|(k, w)| !self.allows(req.txn, k, w))
