@@ -32,6 +32,12 @@ impl Disk {
         // Otherwise the scheduled flush has not started yet: join it.
         self.batch_end
     }
+
+    /// `record` is durable now: append it.
+    pub fn write(&mut self, record: Bytes) {
+        self.bytes += record.len() as u64;
+        self.records.push(record);
+    }
 }
 
 #[cfg(test)]

@@ -502,8 +502,7 @@ fn handle<M: Clone + WireSize>(
             Kind::Deliver { from, msg } => node.on_message(&mut ctx, from, msg),
             Kind::Timer(t) => node.on_timer(&mut ctx, t),
             Kind::Persisted { token, record } => {
-                s.disk.bytes += record.len() as u64;
-                s.disk.records.push(record);
+                s.disk.write(record);
                 node.on_persisted(&mut ctx, token)
             }
             Kind::Crash { .. } | Kind::Restart | Kind::Wake => unreachable!("handled by step"),
@@ -624,8 +623,7 @@ fn flush_now<M: Clone + WireSize>(
         return;
     };
     for (token, record) in records {
-        s.disk.bytes += record.len() as u64;
-        s.disk.records.push(record);
+        s.disk.write(record);
         let mut ctx = Ctx::new(local, id, &mut s.rng, &mut effects).with_observed(t);
         node.on_persisted(&mut ctx, token);
     }
