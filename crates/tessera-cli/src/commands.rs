@@ -376,6 +376,7 @@ fn knobs_of(a: &RunArgs) -> Knobs {
         oocc_lease_period_us: a.oocc_lease_period_us,
         oocc_drift_stop: a.oocc_drift_stop,
         oocc_offset_ns: a.oocc_offset_ns,
+        oocc_sync_us: a.oocc_sync_us,
         region_slots_per_record: a.region_slots_per_record,
         ro_rounds: a.ro_rounds,
     }
@@ -845,6 +846,7 @@ pub fn default_comparison() -> Result<()> {
         oocc_lease_period_us: None,
         oocc_drift_stop: None,
         oocc_offset_ns: None,
+        oocc_sync_us: None,
         region_slots_per_record: None,
         ro_rounds: None,
         client_cpu_ns: None,

@@ -417,6 +417,12 @@ pub struct RunArgs {
     /// on a 10 µs lease). It never narrows the bound's offset.
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000_000), allow_negative_numbers = true)]
     oocc_offset_ns: Option<u64>,
+    /// oocc: how often each coordinator host measures its clock against
+    /// the reference, µs (§VII.B's periodic PTP measurement; default 50).
+    /// Each sync costs the host and the reference an event of
+    /// `--client-cpu-ns`, which matters once that is µs, not ns.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000), allow_negative_numbers = true)]
+    oocc_sync_us: Option<u64>,
     /// oocc, ford-occ, drtm, dslr: slots per loaded record in a memory
     /// node's region (default 2); the free slots take inserts, which a long
     /// TPC-C run needs more of (slots never turn free).

@@ -455,6 +455,8 @@ fn oocc_lease_and_drift_knobs_are_checked() {
         &[&ford[..], &["--oocc-offset-ns", "500"]].concat(),
         "--oocc-offset-ns",
     );
+    // A sync period of 0 would send Syncs in a loop (§VII.B).
+    rejects(&with(&["--oocc-sync-us", "0"]), "--oocc-sync-us");
     rejects(&with(&["--drift-node", "3:-1000000"]), "--drift-node");
     rejects(&with(&["--drift-node", "99:5"]), "--drift-node");
     rejects(
@@ -469,18 +471,20 @@ fn oocc_lease_and_drift_knobs_are_checked() {
         ],
         "--oocc-drift-stop",
     );
-    rejects(
-        &[
-            "bench",
-            "--protocol",
-            "dslr",
-            "--workload",
-            "ycsb",
-            "--oocc-offset-ns",
-            "500",
-        ],
-        "--oocc-offset-ns",
-    );
+    for (flag, value) in [("--oocc-offset-ns", "500"), ("--oocc-sync-us", "1000")] {
+        rejects(
+            &[
+                "bench",
+                "--protocol",
+                "dslr",
+                "--workload",
+                "ycsb",
+                flag,
+                value,
+            ],
+            flag,
+        );
+    }
 }
 
 /// TATP and TAOBench (OOCC §VIII.B): their flags name themselves and are

@@ -739,6 +739,7 @@ fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), S
             "--oocc-lease-period-us",
             "--oocc-drift-stop",
             "--oocc-offset-ns",
+            "--oocc-sync-us",
         ],
     )?;
     let k = &spec.knobs;
@@ -749,6 +750,9 @@ fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), S
     config.delayed_lock = k.oocc_delayed_lock.unwrap_or(config.delayed_lock);
     config.late_upgrade = k.oocc_late_upgrade.unwrap_or(config.late_upgrade);
     config.drift_stop = k.oocc_drift_stop.unwrap_or(config.drift_stop);
+    if let Some(us) = k.oocc_sync_us {
+        config.sync_period = us * tessera_core::ids::US;
+    }
     config.offset.floor = offset_floor(spec, config.lease)?.unwrap_or(config.offset.floor);
     config.lease_ns = lease_ns(spec)?.unwrap_or(config.lease_ns);
     config.adapt = lease_adapt(spec, config.lease, config.lease_ns)?;
@@ -1131,16 +1135,21 @@ mod tests {
         assert!(err.contains("--replicas"), "{err}");
     }
 
+    /// A `sim` spec of `protocol` on the default YCSB.
+    fn sim_ycsb(protocol: &str) -> BenchSpec {
+        use crate::spec::{RuntimeKind, WorkloadSpec};
+        BenchSpec::new(
+            RuntimeKind::Sim,
+            protocol,
+            WorkloadSpec::Ycsb(tessera_workloads::YcsbConfig::default()),
+        )
+    }
+
     /// `--prepare-deadline-ms` becomes the epoch manager's deadline, also
     /// on wide-area sites, whose round trips otherwise raise the default.
     #[test]
     fn the_prepare_deadline_is_the_configured_one() {
-        use crate::spec::{RuntimeKind, WorkloadSpec};
-        let mut spec = BenchSpec::new(
-            RuntimeKind::Sim,
-            "pt-occ",
-            WorkloadSpec::Ycsb(tessera_workloads::YcsbConfig::default()),
-        );
+        let mut spec = sim_ycsb("pt-occ");
         let default = coco(&spec, Cc::PtOcc).unwrap().0.epoch_timeout;
         assert_eq!(default, 50 * MS);
         spec.knobs.prepare_deadline_ms = Some(200);
@@ -1152,5 +1161,21 @@ mod tests {
         spec.knobs.prepare_deadline_ms = Some(MAX_PREPARE_DEADLINE_MS + 1);
         let err = coco(&spec, Cc::PtOcc).err().unwrap().to_string();
         assert!(err.contains("--prepare-deadline-ms"), "{err}");
+    }
+
+    /// `--oocc-sync-us` sets how often a coordinator host measures its
+    /// clock (§VII.B); unset, the period stays the config's 50 µs, so
+    /// every earlier row is unchanged.
+    #[test]
+    fn the_sync_period_is_the_configured_one() {
+        use tessera_core::ids::US;
+        let mut spec = sim_ycsb("oocc");
+        let default = oocc(&spec, OoccConfig::oocc()).unwrap().0.sync_period;
+        assert_eq!(default, 50 * US);
+        spec.knobs.oocc_sync_us = Some(1_000);
+        assert_eq!(spec.knobs.set_flags(), vec!["--oocc-sync-us"]);
+        let config = oocc(&spec, OoccConfig::oocc()).unwrap().0;
+        assert_eq!(config.sync_period, 1_000 * US);
+        assert_eq!(config.calibration, OoccConfig::oocc().calibration);
     }
 }

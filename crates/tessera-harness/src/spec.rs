@@ -233,6 +233,10 @@ pub struct Knobs {
     pub oocc_drift_stop: Option<bool>,
     /// OOCC: the drift offset is at least this, ns (§VIII.G's sweep).
     pub oocc_offset_ns: Option<u64>,
+    /// OOCC: the clock-drift measurement's sync period, µs (§VII.B's
+    /// periodic PTP measurement; default
+    /// [`tessera_protocols::oocc::OoccConfig::sync_period`], 50 µs).
+    pub oocc_sync_us: Option<u64>,
     /// Memory-node protocols: slots per loaded record in a memory node's
     /// region (default 2); the rest take inserts.
     pub region_slots_per_record: Option<u32>,
@@ -246,7 +250,7 @@ impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 25] = [
+        let flags: [(&'static str, bool); 26] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
@@ -273,6 +277,7 @@ impl Knobs {
             ),
             ("--oocc-drift-stop", self.oocc_drift_stop.is_some()),
             ("--oocc-offset-ns", self.oocc_offset_ns.is_some()),
+            ("--oocc-sync-us", self.oocc_sync_us.is_some()),
             (
                 "--region-slots-per-record",
                 self.region_slots_per_record.is_some(),
