@@ -449,10 +449,9 @@ impl DepGraph {
         }
         for v in sub {
             let n = self.nodes.get_mut(&v).expect("walked");
-            if !n
-                .component
+            if n.component
                 .as_ref()
-                .is_some_and(|c| c.generation == generation)
+                .is_none_or(|c| c.generation != generation)
             {
                 n.component = Some(KeptComponent {
                     generation,
