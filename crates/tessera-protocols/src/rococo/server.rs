@@ -655,7 +655,7 @@ impl RococoServer {
     fn progress(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) {
         match self.graph.status(t) {
             None | Some(Status::Started) => {}
-            Some(Status::Committing) => match self.graph.decide(t) {
+            Some(Status::Committing) => match self.graph.decide_keeping(t) {
                 Decision::Blocked(ancestors) => {
                     tracing::trace!(shard = self.shard.0, txn = ?t, ?ancestors, "blocked");
                     if let Some(g) = self.guard.as_mut() {
