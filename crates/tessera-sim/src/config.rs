@@ -57,7 +57,8 @@ pub struct SimConfig {
     /// Latency of one flush of a node's log. 0 is no log as far as time
     /// goes (the papers' "logging is turned off"): a record is durable
     /// within the step that wrote it, which hears so without an event
-    /// (`sim::flush_now`); the records are still kept, for restarts.
+    /// (`sim::flush_now`); the records are still kept for restarts, on the
+    /// nodes a crash is planned for (`Disk::for_restarts`).
     pub fsync: Time,
     pub partitions: Vec<Partition>,
     pub crashes: Vec<Crash>,

@@ -218,7 +218,7 @@ pub fn run_wire<M: Clone + WireSize + 'static>(
             site: info.site,
             machine: topology.machine(info.id),
             drift_ppm: drift(cfg, dep.seed, i),
-            disk: Disk::default(),
+            disk: Disk::for_restarts(cfg.crashes.iter().any(|c| c.node.0 as usize == i)),
             inbox: std::collections::VecDeque::new(),
             wake_scheduled: false,
         });
@@ -502,7 +502,7 @@ fn handle<M: Clone + WireSize>(
             Kind::Deliver { from, msg } => node.on_message(&mut ctx, from, msg),
             Kind::Timer(t) => node.on_timer(&mut ctx, t),
             Kind::Persisted { token, record } => {
-                s.disk.write(record);
+                s.disk.append(record);
                 node.on_persisted(&mut ctx, token)
             }
             Kind::Crash { .. } | Kind::Restart | Kind::Wake => unreachable!("handled by step"),
@@ -623,7 +623,7 @@ fn flush_now<M: Clone + WireSize>(
         return;
     };
     for (token, record) in records {
-        s.disk.write(record);
+        s.disk.append(record);
         let mut ctx = Ctx::new(local, id, &mut s.rng, &mut effects).with_observed(t);
         node.on_persisted(&mut ctx, token);
     }
@@ -863,6 +863,40 @@ mod tests {
         // The same ticks, plus one completion per record durable in time.
         assert_eq!(slow_events, events + slow.len() as u64);
         assert_eq!(slow_busy, (slow_events + 1) * cpu);
+    }
+
+    /// A node a crash is planned for comes back with every record it made
+    /// durable; the log is kept only for such nodes (`Disk::for_restarts`),
+    /// so this fails if the crashed node's log were dropped too.
+    #[test]
+    fn a_restarted_node_recovers_its_durable_records() {
+        let recovered = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let r = recovered.clone();
+        let dep = Deployment {
+            topology: std::sync::Arc::new(tessera_core::topology::Topology::new(1, 1, 0)),
+            factories: vec![Box::new(move |restart: Restart| {
+                r.lock().unwrap().push(restart.recovered.len());
+                Box::new(Logger {
+                    next: 0,
+                    durable: std::sync::Arc::default(),
+                }) as Box<dyn Node<NoMsg>>
+            })],
+            seed: 1,
+            duration: 10 * MS,
+        };
+        let cfg = SimConfig {
+            fsync: 0,
+            crashes: vec![crate::config::Crash {
+                node: NodeId(0),
+                at: 5 * MS + MS / 2,
+                restart_after: Some(MS),
+            }],
+            ..SimConfig::default()
+        };
+        run(dep, &cfg).expect("valid");
+        // The first start recovers nothing; the restart the five records
+        // of the ticks at 1..=5 ms.
+        assert_eq!(*recovered.lock().unwrap(), [0, 5]);
     }
 
     /// Node 2 sends one message to each other node at start; everyone
