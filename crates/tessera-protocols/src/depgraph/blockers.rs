@@ -35,8 +35,14 @@ pub(crate) struct Numbers {
     txns: Vec<TxnId>,
     /// How many [`Blockers`] hold each number.
     holders: Vec<u32>,
-    /// Whether each number's vertex still owns it (is STARTED).
-    owned: Vec<bool>,
+    /// Bit `i % 64` of word `i / 64` is set when number `i`'s vertex no
+    /// longer owns it (rose or left; or the number is free): as words, so
+    /// a set finds its risen members a word (64 numbers) at a time. A
+    /// waiter resumes at each of its B blockers' rises, and testing its
+    /// whole set bit by bit each time was O(B²) per waiter, ~40% of the
+    /// three-site zipf 0.9 point once its wait pairs were cut (`perf`,
+    /// `docs/results/janus.md`, *Issue 6, branch `janus17`*).
+    risen: Vec<u64>,
     free: Vec<u32>,
 }
 
@@ -46,21 +52,25 @@ impl Numbers {
         match self.free.pop() {
             Some(i) => {
                 self.txns[i as usize] = t;
-                self.owned[i as usize] = true;
+                self.risen[i as usize / 64] &= !(1u64 << (i % 64));
                 i
             }
             None => {
                 self.txns.push(t);
                 self.holders.push(0);
-                self.owned.push(true);
-                u32::try_from(self.txns.len() - 1).expect("fewer than 2^32 STARTED vertices")
+                let i =
+                    u32::try_from(self.txns.len() - 1).expect("fewer than 2^32 STARTED vertices");
+                if i % 64 == 0 {
+                    self.risen.push(0);
+                }
+                i
             }
         }
     }
 
     /// `i`'s vertex rose or left: the number is free once no set holds it.
     pub fn release(&mut self, i: u32) {
-        self.owned[i as usize] = false;
+        self.risen[i as usize / 64] |= 1u64 << (i % 64);
         self.free_if_unused(i);
     }
 
@@ -74,7 +84,7 @@ impl Numbers {
     }
 
     fn free_if_unused(&mut self, i: u32) {
-        if !self.owned[i as usize] && self.holders[i as usize] == 0 {
+        if self.risen(i as usize) && self.holders[i as usize] == 0 {
             self.free.push(i);
         }
     }
@@ -92,7 +102,12 @@ impl Numbers {
     /// an array read, where the vertex's status is a hash look-up (once
     /// per bit of every set a walk passes).
     fn risen(&self, i: usize) -> bool {
-        !self.owned[i]
+        self.risen[i / 64] & (1u64 << (i % 64)) != 0
+    }
+
+    /// The numbers of word `w` whose vertices rose (or left).
+    fn risen_in(&self, w: u32) -> u64 {
+        self.risen[w as usize]
     }
 }
 
@@ -170,6 +185,18 @@ impl Blockers {
                 Some((numbers.txn(i), numbers.risen(i)))
             })
         })
+    }
+
+    /// The vertices in the set that rose (or left) since they were set, in
+    /// number order: `iter_risen`'s risen ones, a word at a time.
+    pub fn risen(&self, numbers: &Numbers) -> Vec<TxnId> {
+        let mut out = Vec::new();
+        for &(w, bits) in &self.words {
+            each_bit(w, bits & numbers.risen_in(w), |i| {
+                out.push(numbers.txn(i as usize));
+            });
+        }
+        out
     }
 
     /// Replace the set with `kept`.
@@ -251,13 +278,11 @@ impl Blockers {
         let mut out = Vec::new();
         for word in self.words.iter_mut() {
             let (w, bits) = *word;
-            each_bit(w, bits, |i| {
-                let t = numbers.txn(i as usize);
-                if numbers.risen(i as usize) {
-                    word.1 &= !(1u64 << (i % 64));
-                    out.push(t);
-                    numbers.unhold(i);
-                }
+            let gone = bits & numbers.risen_in(w);
+            word.1 &= !gone;
+            each_bit(w, gone, |i| {
+                out.push(numbers.txn(i as usize));
+                numbers.unhold(i);
             });
             if bits != 0 && word.1 == 0 {
                 self.empty += 1;
@@ -331,7 +356,9 @@ mod tests {
                 risen.insert(t);
                 numbers.release(i);
             } else {
+                let named = b.risen(&numbers);
                 let mut got = b.take_risen(&mut numbers);
+                assert_eq!(named, got, "the risen ones, in number order");
                 got.sort_unstable();
                 let want: Vec<TxnId> = model
                     .iter()

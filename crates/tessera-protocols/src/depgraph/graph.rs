@@ -615,11 +615,7 @@ impl DepGraph {
         }
         // `t` keeps its risen blockers while the walks run, so a walk that
         // passes `t` takes its shortcuts whole.
-        let rose: Vec<TxnId> = n
-            .blocked_on
-            .iter_risen(&self.numbers)
-            .filter_map(|(a, rose)| rose.then_some(a))
-            .collect();
+        let rose = n.blocked_on.risen(&self.numbers);
         for &r in &rose {
             self.started_behind(r);
         }
