@@ -37,18 +37,6 @@ pub(crate) struct Node {
     /// on those still STARTED without going further, and goes on behind
     /// those that rose (or left the graph) since.
     blocked_on: Blockers,
-    /// Its component, found by a [`DepGraph::decide_keeping`] that passed
-    /// it, while valid ([`Kept`]): a later walk takes it as a cut-off, as
-    /// it would a DECIDED vertex, without changing its status.
-    component: Option<KeptComponent>,
-}
-
-/// A component [`DepGraph::decide_keeping`] found: valid while the
-/// graph's `generation` is the one it was found in.
-struct KeptComponent {
-    generation: u64,
-    /// Its members when two or more.
-    scc: Option<Arc<[TxnId]>>,
 }
 
 /// [`DepGraph::sizes`]: entries (and capacities) of what the graph keeps
@@ -92,14 +80,6 @@ pub(crate) struct DepGraph {
     behind: FastMap<TxnId, Kept>,
     /// The numbers of the STARTED vertices in `blocked_on` sets and `behind`.
     numbers: Numbers,
-    /// The generation of the components kept by
-    /// [`DepGraph::decide_keeping`]: raised (forgetting them all) when a
-    /// change could give a vertex that has one a new ancestor.
-    generation: u64,
-    /// The parents of vertices with a kept component that were not in the
-    /// graph when it was kept: a walk took them as cut-offs, and would not
-    /// if they came back.
-    absent: FastSet<TxnId>,
 }
 
 /// What a blocked COMMITTING vertex's new settle found behind the blockers
@@ -180,9 +160,6 @@ impl DepGraph {
 
     /// `t`'s vertex, created STARTED with `shards` when new.
     fn vertex(&mut self, t: TxnId, shards: &Arc<[ShardId]>, epoch: u64) -> &mut Node {
-        if !self.absent.is_empty() && self.absent.contains(&t) && !self.nodes.contains_key(&t) {
-            self.forget_components();
-        }
         self.nodes.entry(t).or_insert_with(|| Node {
             status: Status::Started,
             shards: shards.clone(),
@@ -193,25 +170,7 @@ impl DepGraph {
             epoch,
             number: None,
             blocked_on: Blockers::default(),
-            component: None,
         })
-    }
-
-    /// Forget every component [`Self::decide_keeping`] kept: a vertex
-    /// that has one may have a new ancestor (a new edge into a vertex at
-    /// least COMMITTING, a parent taken as a cut-off for its absence come
-    /// back, a vertex gone).
-    fn forget_components(&mut self) {
-        self.generation += 1;
-        self.absent.clear();
-    }
-
-    /// `n`'s component, if one is kept and valid.
-    fn kept_component<'a>(&self, n: &'a Node) -> Option<&'a Option<Arc<[TxnId]>>> {
-        n.component
-            .as_ref()
-            .filter(|c| c.generation == self.generation)
-            .map(|c| &c.scc)
     }
 
     /// `a`'s number (a STARTED vertex in the graph), taken when it has none.
@@ -234,17 +193,12 @@ impl DepGraph {
     /// Record the edges `parents -> t` (self-edges ignored).
     pub fn add_parents(&mut self, t: TxnId, parents: &[(TxnId, Edge)]) {
         self.changed();
-        let mut grew = false;
         if let Some(n) = self.nodes.get_mut(&t) {
             for &(p, e) in parents {
                 if p != t {
-                    grew |= add_parent(&mut n.parents, p, e);
+                    add_parent(&mut n.parents, p, e);
                 }
             }
-            grew &= n.status > Status::Started;
-        }
-        if grew {
-            self.forget_components();
         }
     }
 
@@ -296,17 +250,12 @@ impl DepGraph {
         if n.shards.is_empty() {
             n.shards = v.shards.clone();
         }
-        let mut grew = false;
         for &(p, e) in &v.parents {
             if p != v.txn {
-                grew |= add_parent(&mut n.parents, p, e);
+                add_parent(&mut n.parents, p, e);
             }
         }
         n.epoch = epoch;
-        if grew && n.status > Status::Started {
-            self.forget_components();
-        }
-        let n = self.nodes.get_mut(&v.txn).expect("created above");
         if v.status == Status::Decided && n.status < Status::Decided {
             // A DECIDED vertex names its exact component (every server
             // computes the same one), so it can be adopted as it is.
@@ -367,26 +316,11 @@ impl DepGraph {
     /// and its ancestors cannot be descendants of `t`, so they are not in
     /// `t`'s component (§3.2: the component of a DECIDED transaction is
     /// final, and every server computes the same one).
-    /// So is a vertex whose component [`Self::decide_keeping`] kept, when
-    /// `t` is not in it: its ancestors were all at least COMMITTING, so its
-    /// component is as final as a DECIDED one's (what could change that
-    /// forgets it, [`Self::forget_components`]).
     fn cut_off(&self, v: TxnId, t: TxnId) -> bool {
         let Some(n) = self.nodes.get(&v) else {
             return true;
         };
-        if v == t {
-            return false;
-        }
-        let scc = if n.status == Status::Decided {
-            &n.scc
-        } else {
-            match self.kept_component(n) {
-                Some(scc) => scc,
-                None => return false,
-            }
-        };
-        !scc.as_ref().is_some_and(|s| s.contains(&t))
+        v != t && n.status == Status::Decided && !n.scc.as_ref().is_some_and(|s| s.contains(&t))
     }
 
     /// Fig. 7: once every ancestor of the COMMITTING transaction `t` is at
@@ -399,67 +333,6 @@ impl DepGraph {
             })),
             Err(blocked) => Decision::Blocked(blocked),
         }
-    }
-
-    /// [`Self::decide`], keeping, when `t` can be decided, the component of
-    /// every vertex the walk passed: each is at least COMMITTING with all
-    /// its ancestors at least COMMITTING, so its component is final, and
-    /// later walks stop there ([`Self::cut_off`]) instead of crossing it
-    /// and all its ancestors again. The answer is [`Self::decide`]'s (the
-    /// cut-offs have no STARTED ancestor, and `t`'s component is reached
-    /// through its own members), and nothing else changes: unlike
-    /// [`Self::settle`], no status rises, so what servers send and when
-    /// is the same. For Rococo, whose servers decide only the components
-    /// of their own transactions: a transaction that never involves this
-    /// server stays COMMITTING here, and at 100 clients per server of
-    /// Fig. 14 the walks crossing all of them were 35% of a run, rising
-    /// with the length of the run (`perf`, docs/results/rococo.md).
-    pub fn decide_keeping(&mut self, t: TxnId) -> Decision {
-        let sub = match self.walk(t) {
-            Ok(sub) => sub,
-            Err(blocked) => return Decision::Blocked(blocked),
-        };
-        let nodes = &self.nodes;
-        let components = order::components_in_order(&sub, |v| nodes[&v].parents.as_slice());
-        let mut absent = Vec::new();
-        for &v in &sub {
-            absent.extend(
-                nodes[&v]
-                    .parents
-                    .iter()
-                    .map(|&(p, _)| p)
-                    .filter(|p| !nodes.contains_key(p)),
-            );
-        }
-        self.absent.extend(absent);
-        let generation = self.generation;
-        let mut mine = vec![t];
-        for c in components {
-            let scc: Arc<[TxnId]> = Arc::from(c.as_slice());
-            for m in c.iter() {
-                let n = self.nodes.get_mut(m).expect("walked");
-                n.component = Some(KeptComponent {
-                    generation,
-                    scc: Some(scc.clone()),
-                });
-            }
-            if c.contains(&t) {
-                mine = c;
-            }
-        }
-        for v in sub {
-            let n = self.nodes.get_mut(&v).expect("walked");
-            if n.component
-                .as_ref()
-                .is_none_or(|c| c.generation != generation)
-            {
-                n.component = Some(KeptComponent {
-                    generation,
-                    scc: None,
-                });
-            }
-        }
-        Decision::Scc(mine)
     }
 
     /// `t` and its ancestors up to DECIDED ones outside its component, or
@@ -557,12 +430,16 @@ impl DepGraph {
     /// [`Self::decide`], and when `t` can be decided, every ancestor the
     /// walk passed is decided too: each is COMMITTING with all its
     /// ancestors at least COMMITTING. Only for a protocol whose COMMITTING
-    /// vertices have final parents (Janus: the consensus dependencies);
-    /// without it a vertex that never involves this server stays
-    /// COMMITTING, and every later walk crosses it and all its ancestors
-    /// again, so deciding costs grow with the history. Returns `t`'s
-    /// component in execution order; the newly decided vertices go to
-    /// `rose`.
+    /// vertices have final parents (Janus: the consensus dependencies;
+    /// Rococo: the union of the start replies, all but the edges from
+    /// DECIDED singletons, which can never join a later component — the
+    /// module's invariant), so that every server that walks a vertex finds
+    /// the component its own servers find. Without it a vertex that never
+    /// involves this server stays COMMITTING, every later walk crosses it
+    /// and all its ancestors again, so deciding costs grow with the
+    /// history, and (§3.4) every export sends it again as undecided.
+    /// Returns `t`'s component in execution order; the newly decided
+    /// vertices go to `rose`.
     /// A blocked settle remembers what blocked `t` (see [`Self::walk`]);
     /// settling `t` again walks on only behind the blockers that rose
     /// since, and returns only the blockers it had not found before
@@ -732,7 +609,6 @@ impl DepGraph {
     pub fn remove(&mut self, t: TxnId) {
         self.changed();
         if let Some(n) = self.nodes.remove(&t) {
-            self.forget_components();
             self.drop_node(n);
         }
     }
@@ -748,7 +624,6 @@ impl DepGraph {
     /// component (for the protocol's tombstone).
     pub fn collect(&mut self, epoch: u64, may_drop: impl Fn(TxnId, &Node) -> bool) -> Vec<Dropped> {
         self.changed();
-        self.forget_components();
         let nodes = &self.nodes;
         let unfinished = |m: &TxnId| nodes.get(m).is_some_and(|n| n.local && !n.finished);
         let doomed: Vec<TxnId> = nodes
@@ -1059,91 +934,6 @@ mod tests {
             }
         }
         assert!(resumed > 1000, "only {resumed} resumed settles");
-    }
-
-    /// [`DepGraph::decide`] as it was before [`DepGraph::decide_keeping`]:
-    /// no kept component is valid.
-    fn decide_without_kept(g: &mut DepGraph, v: TxnId) -> Decision {
-        g.generation += 1;
-        let d = g.decide(v);
-        g.generation -= 1;
-        d
-    }
-
-    /// Rococo's life of a graph at random, over 300 seeds: vertices come
-    /// STARTED or COMMITTING with parents (some not in the graph), rise,
-    /// get new edges after rising (what another server's export can add),
-    /// leave and come back, and components are decided as a Rococo server
-    /// decides them; every decision, kept or not, and every walk of a
-    /// COMMITTING vertex after it, is what it is with no kept component.
-    #[test]
-    fn kept_components_decide_as_full_walks() {
-        use rand::{Rng, SeedableRng};
-        let mut kept_cuts = 0;
-        for seed in 0..300u64 {
-            let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
-            let n = 30u32;
-            let mut g = DepGraph::default();
-            let mut rose = Vec::new();
-            for _ in 0..300 {
-                let i = rng.random_range(0..n);
-                let v = t(i);
-                let parents: Vec<(u32, Edge)> = (0..rng.random_range(0..4))
-                    .map(|_| {
-                        let e = if rng.random_bool(0.3) {
-                            Edge::I
-                        } else {
-                            Edge::D
-                        };
-                        (rng.random_range(0..n), e)
-                    })
-                    .collect();
-                match rng.random_range(0..10) {
-                    0..=2 => g.merge(&vertex(i, Status::Started, &parents), 0, &mut rose),
-                    3..=4 => g.merge(&vertex(i, Status::Committing, &parents), 0, &mut rose),
-                    5 => {
-                        if rng.random_bool(0.2) {
-                            g.remove(v);
-                        } else {
-                            g.raise(v, Status::Committing, 0);
-                        }
-                    }
-                    _ if g.status(v) == Some(Status::Committing) => {
-                        let before = decide_without_kept(&mut g, v);
-                        let walked = g.walk(v).map(|s| s.len());
-                        g.generation += 1;
-                        let full_walk = g.walk(v).map(|s| s.len());
-                        g.generation -= 1;
-                        kept_cuts +=
-                            usize::from(matches!((walked, full_walk), (Ok(a), Ok(b)) if a < b));
-                        let got = g.decide_keeping(v);
-                        assert_eq!(got, before, "seed {seed}, decide of {v:?}");
-                        if let Decision::Scc(members) = &got {
-                            if rng.random_bool(0.5) {
-                                g.mark_decided(&Arc::from(members.as_slice()), 0, &mut rose);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-                let committing: Vec<TxnId> = g
-                    .iter()
-                    .filter(|(_, n)| n.status == Status::Committing)
-                    .map(|(u, _)| u)
-                    .collect();
-                for u in committing {
-                    assert_eq!(
-                        g.decide(u),
-                        decide_without_kept(&mut g, u),
-                        "seed {seed}, walk from {u:?}"
-                    );
-                }
-            }
-        }
-        assert!(
-            kept_cuts >= 20,
-            "only {kept_cuts} walks cut short by kept components"
-        );
     }
 
     #[test]

@@ -194,7 +194,8 @@ pub struct RococoServer {
 #[derive(Default)]
 struct CommitWaits {
     /// `rococo_decide_blocked`: decisions that found an ancestor still
-    /// STARTED; `rococo_decide_blocked_on`: those ancestors, summed.
+    /// STARTED; `rococo_decide_blocked_on`: the ancestors each found that
+    /// it had not found before, summed.
     blocked: u64,
     blocked_on: u64,
     /// `rococo_inquiries_sent`: status requests sent, resends included.
@@ -204,13 +205,17 @@ struct CommitWaits {
     components: u64,
     members: u64,
     cyclic: u64,
+    /// `rococo_decided_passed`: vertices decided by the decisions' walks,
+    /// the components decided included (those of transactions that do not
+    /// involve this server among them).
+    passed: u64,
     /// `rococo_execute_waits`: executions held for an ancestor outside
     /// the component.
     execute_waits: u64,
 }
 
 impl CommitWaits {
-    fn counters(self) -> [(&'static str, u64); 7] {
+    fn counters(self) -> [(&'static str, u64); 8] {
         [
             ("rococo_decide_blocked", self.blocked),
             ("rococo_decide_blocked_on", self.blocked_on),
@@ -218,6 +223,7 @@ impl CommitWaits {
             ("rococo_components", self.components),
             ("rococo_component_members", self.members),
             ("rococo_components_cyclic", self.cyclic),
+            ("rococo_decided_passed", self.passed),
             ("rococo_execute_waits", self.execute_waits),
         ]
     }
@@ -655,43 +661,54 @@ impl RococoServer {
     fn progress(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) {
         match self.graph.status(t) {
             None | Some(Status::Started) => {}
-            Some(Status::Committing) => match self.graph.decide_keeping(t) {
-                Decision::Blocked(ancestors) => {
-                    tracing::trace!(shard = self.shard.0, txn = ?t, ?ancestors, "blocked");
-                    if let Some(g) = self.guard.as_mut() {
-                        // Waits for a request held here: never reported.
-                        if g.is_protected(t) && ancestors.iter().any(|&a| g.holds(a)) {
-                            g.unprotect(t);
-                        }
-                    }
-                    self.waits.blocked += 1;
-                    self.waits.blocked_on += ancestors.len() as u64;
-                    for a in ancestors {
-                        self.wakeups.wait(a, t);
-                        let local = self.graph.get(a).is_some_and(|n| n.local);
-                        if !local {
-                            self.ask(ctx, a);
-                        }
-                    }
-                }
-                Decision::Scc(members) => {
-                    tracing::trace!(shard = self.shard.0, txn = ?t, ?members, "decided");
-                    let members: Arc<[TxnId]> = members.into();
-                    self.waits.components += 1;
-                    self.waits.members += members.len() as u64;
-                    self.waits.cyclic += u64::from(members.len() > 1);
-                    let mut rose = Vec::new();
-                    self.graph.mark_decided(&members, self.epoch, &mut rose);
-                    for m in members.iter() {
-                        if let Some(l) = self.locals.get_mut(m) {
-                            l.decided_at.get_or_insert(ctx.now());
-                        }
-                    }
-                    self.on_rose(ctx, rose);
-                    self.try_execute(ctx, t);
-                }
-            },
+            Some(Status::Committing) => self.settle(ctx, t),
             Some(Status::Decided) => self.try_execute(ctx, t),
+        }
+    }
+
+    /// Fig. 7 for the COMMITTING `t`: wait for its STARTED ancestors, or
+    /// decide its component — and with it every component the walk passed
+    /// ([`crate::depgraph::DepGraph::settle`]), so that transactions that
+    /// never involve this server do not stay COMMITTING here, crossed by
+    /// every later walk and sent again in every export as undecided
+    /// (§3.4: only undecided ancestors are sent). At Fig. 14's 100 clients
+    /// per server, deciding only `t`'s own component left ~969 KB of graph
+    /// in each transaction's replies (docs/results/rococo.md).
+    fn settle(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) {
+        let mut rose = Vec::new();
+        match self.graph.settle(t, self.epoch, &mut rose) {
+            Decision::Blocked(ancestors) => {
+                tracing::trace!(shard = self.shard.0, txn = ?t, ?ancestors, "blocked");
+                if let Some(g) = self.guard.as_mut() {
+                    // Waits for a request held here: never reported.
+                    if g.is_protected(t) && ancestors.iter().any(|&a| g.holds(a)) {
+                        g.unprotect(t);
+                    }
+                }
+                self.waits.blocked += 1;
+                self.waits.blocked_on += ancestors.len() as u64;
+                for a in ancestors {
+                    self.wakeups.wait(a, t);
+                    let local = self.graph.get(a).is_some_and(|n| n.local);
+                    if !local {
+                        self.ask(ctx, a);
+                    }
+                }
+            }
+            Decision::Scc(members) => {
+                tracing::trace!(shard = self.shard.0, txn = ?t, ?members, "decided");
+                self.waits.components += 1;
+                self.waits.members += members.len() as u64;
+                self.waits.cyclic += u64::from(members.len() > 1);
+                self.waits.passed += rose.len() as u64;
+                for m in &rose {
+                    if let Some(l) = self.locals.get_mut(m) {
+                        l.decided_at.get_or_insert(ctx.now());
+                    }
+                }
+                self.on_rose(ctx, rose);
+                self.try_execute(ctx, t);
+            }
         }
     }
 
