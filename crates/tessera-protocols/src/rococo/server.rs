@@ -209,13 +209,19 @@ struct CommitWaits {
     /// the components decided included (those of transactions that do not
     /// involve this server among them).
     passed: u64,
+    /// `rococo_exported_start`, `rococo_exported_inquire`: vertices sent in
+    /// start replies and in status replies (§3.4: the undecided ancestors);
+    /// `rococo_exported_started`: those of them still STARTED here.
+    exported_start: u64,
+    exported_inquire: u64,
+    exported_started: u64,
     /// `rococo_execute_waits`: executions held for an ancestor outside
     /// the component.
     execute_waits: u64,
 }
 
 impl CommitWaits {
-    fn counters(self) -> [(&'static str, u64); 8] {
+    fn counters(self) -> [(&'static str, u64); 11] {
         [
             ("rococo_decide_blocked", self.blocked),
             ("rococo_decide_blocked_on", self.blocked_on),
@@ -224,6 +230,9 @@ impl CommitWaits {
             ("rococo_component_members", self.members),
             ("rococo_components_cyclic", self.cyclic),
             ("rococo_decided_passed", self.passed),
+            ("rococo_exported_start", self.exported_start),
+            ("rococo_exported_inquire", self.exported_inquire),
+            ("rococo_exported_started", self.exported_started),
             ("rococo_execute_waits", self.execute_waits),
         ]
     }
@@ -501,7 +510,7 @@ impl RococoServer {
             };
             self.log.append(ctx, &rec);
         }
-        let deps = self.graph.export(txn);
+        let deps = self.export(txn, false);
         self.log.reply(
             ctx,
             from,
@@ -635,7 +644,7 @@ impl RococoServer {
                 self.wakeups.push(t);
             }
             if let Some((_, askers)) = self.inquiries.remove(&t) {
-                let deps = self.graph.export(t);
+                let deps = self.export(t, true);
                 for a in askers {
                     ctx.send(
                         a,
@@ -710,6 +719,21 @@ impl RococoServer {
                 self.try_execute(ctx, t);
             }
         }
+    }
+
+    /// What to send about `t` (§3.4), counted: in a status reply
+    /// (`inquire`) or a start reply.
+    fn export(&mut self, t: TxnId, inquire: bool) -> Vec<Vertex> {
+        let deps = self.graph.export(t);
+        let n = deps.len() as u64;
+        if inquire {
+            self.waits.exported_inquire += n;
+        } else {
+            self.waits.exported_start += n;
+        }
+        self.waits.exported_started +=
+            deps.iter().filter(|v| v.status == Status::Started).count() as u64;
+        deps
     }
 
     /// Send a status request for `a`, which does not involve this server,
@@ -857,7 +881,7 @@ impl RococoServer {
             .status(txn)
             .is_some_and(|s| s >= Status::Committing)
         {
-            let deps = self.graph.export(txn);
+            let deps = self.export(txn, true);
             ctx.send(from, Msg::InquireOk { txn, deps });
         } else if let Some((_, scc)) = self.gone.get(&txn) {
             // A collected transaction had pieces here: this shard is one of
