@@ -278,11 +278,13 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         || a.fsync_us.is_some()
         || a.drift_node.is_some()
         || a.client_cpu_ns.is_some()
-        || a.local_cpu_ns.is_some();
+        || a.local_cpu_ns.is_some()
+        || a.byte_cpu_ps.is_some();
     if sim_flags && runtime != RuntimeKind::Sim {
         return Err(Failure::Usage(
             "--faults, --replica-faults, --loss, --duplicate, --reorder, --net, --drift-ppm, \
-             --drift-node, --fsync-us, --client-cpu-ns and --local-cpu-ns need --runtime sim"
+             --drift-node, --fsync-us, --client-cpu-ns, --local-cpu-ns and --byte-cpu-ps need \
+             --runtime sim"
                 .into(),
         ));
     }
@@ -323,6 +325,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
                 server_cpu: s.sim.server_cpu,
                 client_cpu: s.sim.client_cpu,
                 local_cpu: s.sim.local_cpu,
+                byte_cpu_ps: s.sim.byte_cpu_ps,
                 ..plan
             };
         }
@@ -333,6 +336,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     s.sim.drift_ppm = a.drift_ppm.unwrap_or(s.sim.drift_ppm);
     s.sim.client_cpu = a.client_cpu_ns.unwrap_or(s.sim.client_cpu);
     s.sim.local_cpu = a.local_cpu_ns.or(s.sim.local_cpu);
+    s.sim.byte_cpu_ps = a.byte_cpu_ps.unwrap_or(s.sim.byte_cpu_ps);
     if let Some(us) = a.fsync_us {
         s.sim.fsync = us * tessera_core::ids::US;
     }
@@ -850,6 +854,7 @@ pub fn default_comparison() -> Result<()> {
         region_slots_per_record: None,
         ro_rounds: None,
         client_cpu_ns: None,
+        byte_cpu_ps: None,
         local_cpu_ns: None,
         net: None,
         drift_ppm: None,

@@ -445,6 +445,12 @@ pub struct RunArgs {
     /// function call, not an RPC (§4.1).
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000), allow_negative_numbers = true)]
     local_cpu_ns: Option<u64>,
+    /// sim: CPU time per byte of every message a server or client host
+    /// sends or receives, in picoseconds, charged at both ends (default 0:
+    /// a message costs its per-event CPU whatever its size). 1000 is 1 ns
+    /// a byte, about a core encoding, copying and decoding 1 GB/s.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000), allow_negative_numbers = true)]
+    byte_cpu_ps: Option<u64>,
     /// sim: clock drift bound in ppm: each node's clock rate is drawn within
     /// ±N ppm (OOCC §VII.B; default 0).
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=500_000), allow_negative_numbers = true)]

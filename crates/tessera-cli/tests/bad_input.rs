@@ -174,6 +174,18 @@ fn sim_only_flags_need_sim() {
         "fsync-us only with --runtime sim",
     );
     rejects(
+        &["bench", "--runtime", "local", "--byte-cpu-ps", "500"],
+        "--byte-cpu-ps",
+    );
+    rejects(
+        &["bench", "--runtime", "sim", "--byte-cpu-ps", "2000000"],
+        "--byte-cpu-ps",
+    );
+    rejects(
+        &["sweep", "--runtime", "local", "--vary", "byte-cpu-ps=0,500"],
+        "byte-cpu-ps only with --runtime sim",
+    );
+    rejects(
         &["bench", "--runtime", "sim", "--sites", "mars"],
         "coco-wan",
     );

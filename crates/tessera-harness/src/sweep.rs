@@ -32,6 +32,7 @@ pub const PARAMS: &[&str] = &[
     "oocc-lease-adapt",
     "fsync-us",
     "local-cpu-ns",
+    "byte-cpu-ps",
     "commit",
     "isolation",
     "ablation",
@@ -194,6 +195,10 @@ impl Vary {
             ("local-cpu-ns", _) => {
                 sim_only(spec.runtime, "local-cpu-ns", "the simulated CPUs")?;
                 spec.sim.local_cpu = Some(count(v)? as u64)
+            }
+            ("byte-cpu-ps", _) => {
+                sim_only(spec.runtime, "byte-cpu-ps", "the simulated CPUs")?;
+                spec.sim.byte_cpu_ps = count(v)? as u64
             }
             ("commit", _) => spec.knobs.commit = Some(self.label(v)?.to_string()),
             ("isolation", _) => spec.knobs.isolation = Some(self.label(v)?.to_string()),

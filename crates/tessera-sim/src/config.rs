@@ -51,6 +51,14 @@ pub struct SimConfig {
     /// §7.1), which skips that stack. Off by default: every measurement
     /// before 2026-11-27 charged `server_cpu`.
     pub local_cpu: Option<Time>,
+    /// CPU cost of each byte of a message, in picoseconds, charged to the
+    /// sender and again to the receiver (encoding, copies, decoding), on
+    /// servers and client hosts. 0 (the default, and every measurement
+    /// before 2026-11-28) makes a message cost its fixed per-event CPU
+    /// whatever its size, which favours protocols whose messages grow
+    /// with contention (Rococo's and Janus's dependency graphs, §3.4): a
+    /// non-zero value shows what their size would cost a real CPU.
+    pub byte_cpu_ps: u64,
     /// CPU cost of one event at a switch node (per packet; recirculation is
     /// charged by the switch itself).
     pub switch_cpu: Time,
@@ -96,6 +104,7 @@ impl Default for SimConfig {
             server_cpu: 5 * US,
             client_cpu: US,
             local_cpu: None,
+            byte_cpu_ps: 0,
             switch_cpu: 100,
             fsync: 100 * US,
             partitions: Vec::new(),

@@ -69,6 +69,9 @@ struct Slot<M> {
     /// Fixed CPU cost of a message from a node on the same machine
     /// ([`SimConfig::local_cpu`]).
     local_cpu: Time,
+    /// CPU cost of each byte it sends or receives, ps
+    /// ([`SimConfig::byte_cpu_ps`]).
+    byte_cpu_ps: u64,
     /// CPU time spent so far, all incarnations.
     busy_total: Time,
     site: u32,
@@ -84,6 +87,18 @@ struct Slot<M> {
 }
 
 impl<M> Slot<M> {
+    /// The CPU time of encoding or decoding `msg` here
+    /// ([`SimConfig::byte_cpu_ps`]; none for instrumentation).
+    fn bytes_cpu(&self, msg: &M) -> Time
+    where
+        M: WireSize,
+    {
+        if self.byte_cpu_ps == 0 || msg.instrumentation() {
+            return 0;
+        }
+        msg.wire_size() as u64 * self.byte_cpu_ps / 1000
+    }
+
     fn local(&self, t: Time) -> Time {
         local_time(t, self.drift_ppm)
     }
@@ -93,12 +108,17 @@ impl<M> Slot<M> {
     }
 
     /// The CPU time of the step that produced `effects` (the fixed cost
-    /// `fixed` plus what the node charged), added to the node's total.
-    fn cost(&mut self, fixed: Time, effects: &[Effect<M>]) -> Time {
+    /// `fixed` plus what the node charged and the bytes it sent), added
+    /// to the node's total.
+    fn cost(&mut self, fixed: Time, effects: &[Effect<M>]) -> Time
+    where
+        M: WireSize,
+    {
         let charged: Time = effects
             .iter()
             .map(|e| match e {
                 Effect::Charge { time } => *time,
+                Effect::Send { msg, .. } => self.bytes_cpu(msg),
                 _ => 0,
             })
             .sum();
@@ -201,10 +221,15 @@ pub fn run_wire<M: Clone + WireSize + 'static>(
             }
             .into());
         }
-        let (cpu, local_cpu) = match info.role {
-            Role::Server { .. } => (cfg.server_cpu, cfg.local_cpu.unwrap_or(cfg.server_cpu)),
-            Role::Client { .. } => (cfg.client_cpu, cfg.client_cpu),
-            Role::Switch { .. } => (cfg.switch_cpu, cfg.switch_cpu),
+        let (cpu, local_cpu, byte_cpu_ps) = match info.role {
+            Role::Server { .. } => (
+                cfg.server_cpu,
+                cfg.local_cpu.unwrap_or(cfg.server_cpu),
+                cfg.byte_cpu_ps,
+            ),
+            Role::Client { .. } => (cfg.client_cpu, cfg.client_cpu, cfg.byte_cpu_ps),
+            // A switch forwards at line rate: its per-packet cost is all.
+            Role::Switch { .. } => (cfg.switch_cpu, cfg.switch_cpu, 0),
         };
         slots.push(Slot {
             node: None,
@@ -214,6 +239,7 @@ pub fn run_wire<M: Clone + WireSize + 'static>(
             busy_until: 0,
             cpu,
             local_cpu,
+            byte_cpu_ps,
             busy_total: 0,
             site: info.site,
             machine: topology.machine(info.id),
@@ -486,11 +512,12 @@ fn handle<M: Clone + WireSize>(
     w.events += 1;
     let free = matches!(&ev.kind, Kind::Deliver { msg, .. } if msg.instrumentation());
     let fixed = match &ev.kind {
-        Kind::Deliver { from, .. }
+        Kind::Deliver { from, msg }
             if *from != id && slots[from.0 as usize].machine == slots[id.0 as usize].machine =>
         {
-            slots[id.0 as usize].local_cpu
+            slots[id.0 as usize].local_cpu + slots[id.0 as usize].bytes_cpu(msg)
         }
+        Kind::Deliver { msg, .. } => slots[id.0 as usize].cpu + slots[id.0 as usize].bytes_cpu(msg),
         _ => slots[id.0 as usize].cpu,
     };
     let s = &mut slots[id.0 as usize];
@@ -982,6 +1009,47 @@ mod tests {
         assert_eq!(out.busy[0], cfg.server_cpu + US);
         assert_eq!(out.busy[1], 2 * cfg.server_cpu);
         assert_eq!(out.busy[2], cfg.client_cpu);
+    }
+
+    /// `byte_cpu_ps` prices every byte at both ends: node 0 pays for each
+    /// 8-byte number it sends, node 1 for each it handles, on top of the
+    /// per-event cost they pay either way.
+    #[test]
+    fn bytes_cost_cpu_where_they_are_sent_and_received() {
+        let busy = |cfg: &SimConfig| {
+            let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let factories = (0..2)
+                .map(|_| {
+                    let got = got.clone();
+                    Box::new(move |_: Restart| {
+                        Box::new(Counter {
+                            next: 0,
+                            got: got.clone(),
+                        }) as Box<dyn Node<Num>>
+                    }) as NodeFactory<Num>
+                })
+                .collect();
+            let dep = Deployment {
+                topology: std::sync::Arc::new(tessera_core::topology::Topology::new(2, 1, 0)),
+                factories,
+                seed: 1,
+                duration: 10 * MS,
+            };
+            let out = run(dep, cfg).expect("valid");
+            let got = got.lock().unwrap();
+            (out.busy.clone(), got.len() as u64, got.last().copied())
+        };
+        let (plain, received, last) = busy(&SimConfig::default());
+        let priced_cfg = SimConfig {
+            byte_cpu_ps: 1_000_000,
+            ..SimConfig::default()
+        };
+        let (priced, received_priced, last_priced) = busy(&priced_cfg);
+        assert!(received >= 5, "{received}");
+        assert_eq!((received, last), (received_priced, last_priced));
+        let sent = priced[0] - plain[0];
+        assert!(sent >= received * 8 * US && sent % (8 * US) == 0, "{sent}");
+        assert_eq!(priced[1] - plain[1], received * 8 * US);
     }
 
     #[test]
