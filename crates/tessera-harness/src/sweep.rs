@@ -126,6 +126,18 @@ impl Vary {
                 })
             }
         };
+        // 0 included, as the CLI's flags of the same name take it.
+        let whole = |v: f64, max: u64| -> Result<u64, SpecError> {
+            if v >= 0.0 && v.fract() == 0.0 && v <= max as f64 {
+                Ok(v as u64)
+            } else {
+                Err(SpecError::Invalid {
+                    flag: "--vary",
+                    value: format!("{}={v}", self.name),
+                    allowed: format!("a whole number, 0 to {max}"),
+                })
+            }
+        };
         let on_off = |v: f64| -> Result<bool, SpecError> {
             if v == 0.0 || v == 1.0 {
                 Ok(v == 1.0)
@@ -190,7 +202,7 @@ impl Vary {
             }
             ("fsync-us", _) => {
                 sim_only(spec.runtime, "fsync-us", "the simulated disk")?;
-                spec.sim.fsync = count(v)? as u64 * tessera_core::ids::US
+                spec.sim.fsync = whole(v, 1_000_000)? * tessera_core::ids::US
             }
             ("local-cpu-ns", _) => {
                 sim_only(spec.runtime, "local-cpu-ns", "the simulated CPUs")?;
@@ -198,7 +210,7 @@ impl Vary {
             }
             ("byte-cpu-ps", _) => {
                 sim_only(spec.runtime, "byte-cpu-ps", "the simulated CPUs")?;
-                spec.sim.byte_cpu_ps = count(v)? as u64
+                spec.sim.byte_cpu_ps = whole(v, 1_000_000)?
             }
             ("commit", _) => spec.knobs.commit = Some(self.label(v)?.to_string()),
             ("isolation", _) => spec.knobs.isolation = Some(self.label(v)?.to_string()),
@@ -388,6 +400,29 @@ mod tests {
         assert_eq!(s.backoff_base, 5 * tessera_core::ids::MS);
         for bad in [-1.0, 0.5, 5001.0] {
             assert!(v.apply(&mut s, bad).is_err(), "{bad}");
+        }
+    }
+
+    /// The simulated CPU's and disk's costs take 0 (free), as their CLI
+    /// flags do, up to the flags' bounds.
+    #[test]
+    fn byte_and_fsync_costs_take_zero_and_whole_numbers() {
+        let mut s = BenchSpec::new(
+            crate::RuntimeKind::Sim,
+            "rococo",
+            WorkloadSpec::Ycsb(Default::default()),
+        );
+        let bytes = Vary::parse("byte-cpu-ps=0,250").unwrap();
+        bytes.apply(&mut s, 250.0).unwrap();
+        assert_eq!(s.sim.byte_cpu_ps, 250);
+        bytes.apply(&mut s, 0.0).unwrap();
+        assert_eq!(s.sim.byte_cpu_ps, 0);
+        let fsync = Vary::parse("fsync-us=0,100").unwrap();
+        fsync.apply(&mut s, 0.0).unwrap();
+        assert_eq!(s.sim.fsync, 0);
+        for bad in [-1.0, 0.5, 2_000_000.0] {
+            assert!(bytes.apply(&mut s, bad).is_err(), "{bad}");
+            assert!(fsync.apply(&mut s, bad).is_err(), "{bad}");
         }
     }
 
