@@ -26,8 +26,10 @@
 //!   failure that aborts the open epochs (§3.2): the restarted coordinator
 //!   asks the epoch manager to abort them (**Rejoin**) and presumes no
 //!   abort of its earlier transactions before that abort is durable. The
-//!   2PC modes force the decision before the write-back, as 2PC does, so
-//!   that primaries of a crashed coordinator learn its outcome.
+//!   2PC modes force the decision of a distributed transaction before the
+//!   write-back, as 2PC does, so that primaries of a crashed coordinator
+//!   learn its outcome; a single-shard one forces nothing (§7.4, see
+//!   [`CommitMode::forces_decision`]).
 
 use super::msg::{Decided, Granted, Msg, PieceReply};
 use super::tid::{epoch_of, lt_occ_ts, pt_occ_tid};
@@ -538,8 +540,8 @@ impl CocoCoordinator {
     }
 
     /// Every lock held and every read valid: fix the timestamp and the
-    /// epoch, force the decision (when there is something to write) and
-    /// write back.
+    /// epoch, force the decision (2PC modes, a distributed transaction that
+    /// writes) and write back.
     fn decide(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
         let epoch = st.epoch.max(epoch_of(self.last_tid)).max(1);
         match self.config.cc {
@@ -577,6 +579,16 @@ impl CocoCoordinator {
             // module doc): write back now, then let the worker go on.
             self.write_back(ctx, txn, st);
             self.finish_executing(ctx, txn, st);
+            return;
+        }
+        if !self
+            .config
+            .commit
+            .forces_decision(participants(&*st.attempt.txn).len())
+        {
+            // One participant: its vote is the outcome (§7.4, see
+            // `CommitMode::forces_decision`).
+            self.write_back(ctx, txn, st);
             return;
         }
         st.phase = Phase::Deciding;
