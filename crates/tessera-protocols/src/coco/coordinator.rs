@@ -49,6 +49,9 @@ enum Phase {
     Executing,
     Locking,
     Validating,
+    /// PROBE (reverted in the next commit): a stand-in for the
+    /// participants' prepare records, forced before the decision.
+    Preparing,
     /// Waiting for the commit decision to be durable (2PC modes).
     Deciding,
     WritingBack,
@@ -591,8 +594,8 @@ impl CocoCoordinator {
             self.write_back(ctx, txn, st);
             return;
         }
-        st.phase = Phase::Deciding;
-        ctx.persist(txn.0, decision_record(txn, st.ts, st.epoch));
+        st.phase = Phase::Preparing;
+        ctx.persist(txn.0, Bytes::from_static(b"probe"));
     }
 
     /// Epoch mode: the worker is free to run its next transaction while
@@ -774,8 +777,10 @@ impl CocoCoordinator {
             .txns
             .iter()
             .filter(|(_, st)| {
-                matches!(st.phase, Phase::Deciding | Phase::WritingBack)
-                    && self.is_aborted(st.epoch)
+                matches!(
+                    st.phase,
+                    Phase::Preparing | Phase::Deciding | Phase::WritingBack
+                ) && self.is_aborted(st.epoch)
             })
             .map(|(t, _)| *t)
             .collect();
@@ -996,7 +1001,10 @@ impl Node<Msg> for CocoCoordinator {
         let Some(mut st) = self.txns.remove(&txn) else {
             return;
         };
-        if st.phase == Phase::Deciding {
+        if st.phase == Phase::Preparing {
+            st.phase = Phase::Deciding;
+            ctx.persist(txn.0, decision_record(txn, st.ts, st.epoch));
+        } else if st.phase == Phase::Deciding {
             self.decided.insert(txn, (st.ts, st.epoch));
             self.write_back(ctx, txn, &mut st);
         }
