@@ -28,7 +28,8 @@
 //!   abort of its earlier transactions before that abort is durable. The
 //!   2PC modes force the decision of a distributed transaction before the
 //!   write-back, as 2PC does, so that primaries of a crashed coordinator
-//!   learn its outcome; a single-shard one forces nothing (§7.4, see
+//!   learn its outcome, after a record standing for its participants'
+//!   prepare records; a single-shard one forces nothing (§7.4, see
 //!   [`CommitMode::forces_decision`]).
 
 use super::msg::{Decided, Granted, Msg, PieceReply};
@@ -49,8 +50,8 @@ enum Phase {
     Executing,
     Locking,
     Validating,
-    /// PROBE (reverted in the next commit): a stand-in for the
-    /// participants' prepare records, forced before the decision.
+    /// Waiting for the prepare round's durable write (2PC modes, a
+    /// distributed transaction; see [`CommitMode::forces_decision`]).
     Preparing,
     /// Waiting for the commit decision to be durable (2PC modes).
     Deciding,
@@ -543,8 +544,8 @@ impl CocoCoordinator {
     }
 
     /// Every lock held and every read valid: fix the timestamp and the
-    /// epoch, force the decision (2PC modes, a distributed transaction that
-    /// writes) and write back.
+    /// epoch, force the prepare round's record and then the decision (2PC
+    /// modes, a distributed transaction that writes) and write back.
     fn decide(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
         let epoch = st.epoch.max(epoch_of(self.last_tid)).max(1);
         match self.config.cc {
@@ -595,7 +596,7 @@ impl CocoCoordinator {
             return;
         }
         st.phase = Phase::Preparing;
-        ctx.persist(txn.0, Bytes::from_static(b"probe"));
+        ctx.persist(txn.0, prepare_record(txn));
     }
 
     /// Epoch mode: the worker is free to run its next transaction while
@@ -1010,6 +1011,14 @@ impl Node<Msg> for CocoCoordinator {
         }
         self.keep(txn, st);
     }
+}
+
+/// The prepare round's durable write of a distributed transaction, forced
+/// here for its participants (see [`CommitMode::forces_decision`]): the
+/// txn only, never read back (8 bytes, so recovery, which reads the 24-byte
+/// decisions, skips it).
+fn prepare_record(txn: TxnId) -> Bytes {
+    Bytes::copy_from_slice(&txn.0.to_le_bytes())
 }
 
 /// The durable commit decision: txn, timestamp, epoch.

@@ -163,9 +163,17 @@ impl CommitMode {
     /// latency exists only in distributed transactions"; COCO's code
     /// charges the delay only to a `distributed_transaction`).
     ///
-    /// The coordinator of a 2PC mode forces its commit decision before the
-    /// write-back only when the transaction spans more than one shard
-    /// (`shards`, its participants): with one participant the primary's
+    /// The coordinator of a 2PC mode forces two records before the
+    /// write-back, and only when the transaction spans more than one shard
+    /// (`shards`, its participants): one for the prepare round, then the
+    /// commit decision, as COCO's executor spins twice the durable-write
+    /// cost for a distributed transaction. The participants' prepare
+    /// records are charged at the coordinator, as COCO's code charges them
+    /// at the worker: participants force theirs in parallel, so the
+    /// transaction waits one durable write for them all, and our S2PL
+    /// has no prepare round of its own to carry them (its locks, taken as
+    /// it executes, are its vote); a server's log is not read back in the
+    /// 2PC modes, so only the wait matters. With one participant the primary's
     /// vote is the outcome, so a restarted coordinator that finds no
     /// record may presume abort (**Inquire**) without contradicting
     /// anyone — nobody heard of a commit before the primary installed the

@@ -1241,10 +1241,11 @@ fn the_barrier_holds_new_transactions_from_prepare_to_commit() {
 }
 
 /// §7.4's durable-write model under the 2PC modes: "durable write latency
-/// exists only in distributed transactions". A transaction on one shard
-/// commits with its log device stalled; one over two shards commits only
-/// once its coordinator's decision record is durable, and its primaries
-/// install nothing before. Epoch mode forces nothing per transaction.
+/// exists only in distributed transactions", the prepare and then the
+/// commit record. A transaction on one shard commits with its log device
+/// stalled; one over two shards commits only once both records are
+/// durable, one after the other, and its primaries install nothing
+/// before. Epoch mode forces nothing per transaction.
 #[test]
 fn only_distributed_2pc_transactions_wait_for_a_durable_write() {
     for commit in [CommitMode::TwoPc, CommitMode::TwoPcSync] {
@@ -1259,14 +1260,21 @@ fn only_distributed_2pc_transactions_wait_for_a_durable_write() {
             );
             let distributed = c.submit(0, 2, Rw::proc(true, &[X]));
             c.run(|_| None);
-            assert!(
-                !c.committed(distributed),
-                "{cc:?} {commit:?}: distributed committed before its decision was durable"
-            );
-            let x = c.servers[0].store().unwrap().get(X).unwrap();
-            assert_eq!(x.meta.version, local.version(), "{cc:?} {commit:?}");
-            c.flush();
-            c.run(|_| None);
+            for record in ["prepare", "decision"] {
+                let x = c.servers[0].store().unwrap().get(X).unwrap();
+                assert_eq!(x.meta.version, local.version(), "{cc:?} {commit:?}");
+                assert!(
+                    !c.committed(distributed),
+                    "{cc:?} {commit:?}: committed before its {record} record was durable"
+                );
+                assert_eq!(
+                    c.writing.as_ref().unwrap().len(),
+                    1,
+                    "{cc:?} {commit:?}: the {record} record"
+                );
+                c.flush();
+                c.run(|_| None);
+            }
             assert!(c.committed(distributed), "{cc:?} {commit:?}");
         }
     }
