@@ -80,8 +80,9 @@
 //!   server restarts from the load. In the 2PC modes a coordinator forces
 //!   the commit decision of a distributed transaction before write-back,
 //!   as 2PC does, so that primaries of a crashed coordinator learn its
-//!   outcome (**Inquire**, presumed abort), and a single-shard one's not
-//!   at all (§7.4, [`CommitMode::forces_decision`]); in `epoch` mode it writes back at once and a
+//!   outcome (**Inquire**, presumed abort), after a record standing for
+//!   its participants' prepare records; a single-shard one forces
+//!   neither (§7.4, [`CommitMode::forces_decision`]); in `epoch` mode it writes back at once and a
 //!   restarted coordinator aborts the open epochs instead (§3.2, see
 //!   `CocoCoordinator`).
 //! * Our network does not keep a worker's messages in order, which the
