@@ -26,8 +26,11 @@
 //!   failure that aborts the open epochs (§3.2): the restarted coordinator
 //!   asks the epoch manager to abort them (**Rejoin**) and presumes no
 //!   abort of its earlier transactions before that abort is durable. The
-//!   2PC modes force the decision before the write-back, as 2PC does, so
-//!   that primaries of a crashed coordinator learn its outcome.
+//!   2PC modes force the decision of a distributed transaction before the
+//!   write-back, as 2PC does, so that primaries of a crashed coordinator
+//!   learn its outcome, after a record standing for its participants'
+//!   prepare records; a single-shard one forces nothing (§7.4, see
+//!   [`CommitMode::forces_decision`]).
 
 use super::msg::{Decided, Granted, Msg, PieceReply};
 use super::tid::{epoch_of, lt_occ_ts, pt_occ_tid};
@@ -47,6 +50,9 @@ enum Phase {
     Executing,
     Locking,
     Validating,
+    /// Waiting for the prepare round's durable write (2PC modes, a
+    /// distributed transaction; see [`CommitMode::forces_decision`]).
+    Preparing,
     /// Waiting for the commit decision to be durable (2PC modes).
     Deciding,
     WritingBack,
@@ -538,8 +544,8 @@ impl CocoCoordinator {
     }
 
     /// Every lock held and every read valid: fix the timestamp and the
-    /// epoch, force the decision (when there is something to write) and
-    /// write back.
+    /// epoch, force the prepare round's record and then the decision (2PC
+    /// modes, a distributed transaction that writes) and write back.
     fn decide(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &mut TxnState) {
         let epoch = st.epoch.max(epoch_of(self.last_tid)).max(1);
         match self.config.cc {
@@ -579,8 +585,18 @@ impl CocoCoordinator {
             self.finish_executing(ctx, txn, st);
             return;
         }
-        st.phase = Phase::Deciding;
-        ctx.persist(txn.0, decision_record(txn, st.ts, st.epoch));
+        if !self
+            .config
+            .commit
+            .forces_decision(participants(&*st.attempt.txn).len())
+        {
+            // One participant: its vote is the outcome (§7.4, see
+            // `CommitMode::forces_decision`).
+            self.write_back(ctx, txn, st);
+            return;
+        }
+        st.phase = Phase::Preparing;
+        ctx.persist(txn.0, prepare_record(txn));
     }
 
     /// Epoch mode: the worker is free to run its next transaction while
@@ -762,8 +778,10 @@ impl CocoCoordinator {
             .txns
             .iter()
             .filter(|(_, st)| {
-                matches!(st.phase, Phase::Deciding | Phase::WritingBack)
-                    && self.is_aborted(st.epoch)
+                matches!(
+                    st.phase,
+                    Phase::Preparing | Phase::Deciding | Phase::WritingBack
+                ) && self.is_aborted(st.epoch)
             })
             .map(|(t, _)| *t)
             .collect();
@@ -984,12 +1002,23 @@ impl Node<Msg> for CocoCoordinator {
         let Some(mut st) = self.txns.remove(&txn) else {
             return;
         };
-        if st.phase == Phase::Deciding {
+        if st.phase == Phase::Preparing {
+            st.phase = Phase::Deciding;
+            ctx.persist(txn.0, decision_record(txn, st.ts, st.epoch));
+        } else if st.phase == Phase::Deciding {
             self.decided.insert(txn, (st.ts, st.epoch));
             self.write_back(ctx, txn, &mut st);
         }
         self.keep(txn, st);
     }
+}
+
+/// The prepare round's durable write of a distributed transaction, forced
+/// here for its participants (see [`CommitMode::forces_decision`]): the
+/// txn only, never read back (8 bytes, so recovery, which reads the 24-byte
+/// decisions, skips it).
+fn prepare_record(txn: TxnId) -> Bytes {
+    Bytes::copy_from_slice(&txn.0.to_le_bytes())
 }
 
 /// The durable commit decision: txn, timestamp, epoch.

@@ -78,9 +78,11 @@
 //!   when it restarts. The epoch manager is not replicated.
 //! * Recovery is built for `epoch` mode only; in the 2PC modes a crashed
 //!   server restarts from the load. In the 2PC modes a coordinator forces
-//!   its commit decision before write-back, as 2PC does, so that
-//!   primaries of a crashed coordinator learn its outcome (**Inquire**,
-//!   presumed abort); in `epoch` mode it writes back at once and a
+//!   the commit decision of a distributed transaction before write-back,
+//!   as 2PC does, so that primaries of a crashed coordinator learn its
+//!   outcome (**Inquire**, presumed abort), after a record standing for
+//!   its participants' prepare records; a single-shard one forces
+//!   neither (§7.4, [`CommitMode::forces_decision`]); in `epoch` mode it writes back at once and a
 //!   restarted coordinator aborts the open epochs instead (§3.2, see
 //!   `CocoCoordinator`).
 //! * Our network does not keep a worker's messages in order, which the
@@ -154,6 +156,47 @@ impl CommitMode {
     /// Writes go to the backups (and reads may be served by them).
     pub fn replicates(self) -> bool {
         self != CommitMode::TwoPc
+    }
+
+    /// The durable writes a transaction waits for, one rule for both roles
+    /// (§7.4: "the prepare and commit records of 2PC and epoch-based commit
+    /// must be written to durable secondary storage", and "durable write
+    /// latency exists only in distributed transactions"; COCO's code
+    /// charges the delay only to a `distributed_transaction`).
+    ///
+    /// The coordinator of a 2PC mode forces two records before the
+    /// write-back, and only when the transaction spans more than one shard
+    /// (`shards`, its participants): one for the prepare round, then the
+    /// commit decision, as COCO's executor spins twice the durable-write
+    /// cost for a distributed transaction. The participants' prepare
+    /// records are charged at the coordinator, as COCO's code charges them
+    /// at the worker: participants force theirs in parallel, so the
+    /// transaction waits one durable write for them all, and our S2PL
+    /// has no prepare round of its own to carry them (its locks, taken as
+    /// it executes, are its vote); a server's log is not read back in the
+    /// 2PC modes, so only the wait matters. With one participant the primary's
+    /// vote is the outcome, so a restarted coordinator that finds no
+    /// record may presume abort (**Inquire**) without contradicting
+    /// anyone — nobody heard of a commit before the primary installed the
+    /// writes, and a primary that installed them never asks. Such a
+    /// transaction's synchronous replication round stays (2PC(Sync) holds
+    /// its write locks until every backup has the writes, §7.1.2): in the
+    /// paper that replication *is* its durability ("durable secondary
+    /// storage, such as disks and replication to a remote node").
+    /// Epoch mode forces nothing per transaction (§3.1).
+    pub fn forces_decision(self, shards: usize) -> bool {
+        self != CommitMode::Epoch && shards > 1
+    }
+
+    /// Whether a server's own log is read back after a crash, so that what
+    /// it acknowledges outside an epoch's prepare must be forced first:
+    /// epoch mode only. The 2PC modes restart a crashed server from the
+    /// load (recovery is built for epoch mode only, see the module doc),
+    /// so a backup forcing a late write there before acknowledging it made
+    /// a 2PC(Sync) transaction wait for a durable write that nothing ever
+    /// reads and §7.4's model does not have.
+    pub fn recovers_from_log(self) -> bool {
+        self == CommitMode::Epoch
     }
 }
 

@@ -8,7 +8,8 @@
 //!   and forced at the end of the epoch; the forced buffer ends the epoch's
 //!   prepared record (§3.1: the writes are durable before the prepared
 //!   record is). A backup also forces a batch before acknowledging a write
-//!   of an epoch it already prepared.
+//!   of an epoch it already prepared (epoch mode: the 2PC modes never read
+//!   a server's log, [`super::CommitMode::recovers_from_log`]).
 //! * **commit** — the epoch manager's commit record of an epoch (§3.1).
 //! * **abort** — the epoch manager's decision to abort a range of epochs,
 //!   forced before anyone hears of it, so that a restarted manager never

@@ -258,7 +258,7 @@ impl CocoServer {
             };
             EpochManager::new(servers, clients, timeout).with_barrier(config.barrier)
         });
-        let recovered = (config.commit == CommitMode::Epoch && !env.recovered.is_empty())
+        let recovered = (config.commit.recovers_from_log() && !env.recovered.is_empty())
             .then(|| redo::recover(&env.recovered).expect("a server's own log decodes"));
         let mut server = CocoServer {
             me: env.me,
@@ -399,7 +399,7 @@ impl CocoServer {
     /// checkpoints never take more disk than the log itself. The unforced
     /// redo buffer goes with it: its entries are among the open ones.
     fn maybe_checkpoint(&mut self, ctx: &mut Ctx<Msg>) {
-        if self.config.commit != CommitMode::Epoch
+        if !self.config.commit.recovers_from_log()
             || self.committed < self.checkpointed + self.config.checkpoint_every
             || self.logged < self.checkpoint_bytes
         {
@@ -1122,9 +1122,11 @@ impl CocoServer {
 
     /// A write of `epoch` logged now is not covered by this server's
     /// prepared record of it (already forced, or being forced): it must
-    /// be forced on its own before it is acknowledged.
+    /// be forced on its own before it is acknowledged — where the log is
+    /// recovered from ([`CommitMode::recovers_from_log`]).
     fn must_force(&self, epoch: u64) -> bool {
-        epoch <= self.prepared || (self.flushing && Some(epoch) <= self.prepare_wanted)
+        self.config.commit.recovers_from_log()
+            && (epoch <= self.prepared || (self.flushing && Some(epoch) <= self.prepare_wanted))
     }
 
     /// A backup, asked by its primary which of `txns` (epochs up to

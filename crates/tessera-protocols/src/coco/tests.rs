@@ -482,6 +482,8 @@ struct Cluster {
     coords: Vec<CocoCoordinator>,
     queue: Vec<(NodeId, NodeId, Msg)>,
     done: Vec<(TxnId, TxnOutcome)>,
+    /// Persists not yet durable, when the test holds them (`slow_disk`).
+    writing: Option<Vec<(NodeId, u64)>>,
     rng: rand::rngs::SmallRng,
 }
 
@@ -526,19 +528,35 @@ impl Cluster {
             coords,
             queue: Vec::new(),
             done: Vec::new(),
+            writing: None,
             rng: rand::rngs::SmallRng::seed_from_u64(1),
         }
     }
 
-    /// Queue the messages of a step; a persist completes at once.
+    /// From now on a persist completes only at [`Cluster::flush`].
+    fn slow_disk(mut self) -> Self {
+        self.writing = Some(Vec::new());
+        self
+    }
+
+    /// Complete every persist held so far.
+    fn flush(&mut self) {
+        for (n, token) in self.writing.replace(Vec::new()).unwrap_or_default() {
+            self.at(n, |node, ctx| node.on_persisted(ctx, token));
+        }
+    }
+
+    /// Queue the messages of a step; a persist completes at once, unless
+    /// the disk is slow.
     fn collect(&mut self, me: NodeId, effects: Vec<Effect<Msg>>) {
         for e in effects {
             match e {
                 Effect::Send { to, msg } => self.queue.push((me, to, msg)),
                 Effect::Done { txn, outcome } => self.done.push((txn, outcome)),
-                Effect::Persist { token, .. } => {
-                    self.at(me, |node, ctx| node.on_persisted(ctx, token));
-                }
+                Effect::Persist { token, .. } => match &mut self.writing {
+                    Some(w) => w.push((me, token)),
+                    None => self.at(me, |node, ctx| node.on_persisted(ctx, token)),
+                },
                 Effect::Timer { .. } | Effect::Charge { .. } | Effect::Finished { .. } => {}
             }
         }
@@ -1137,12 +1155,9 @@ fn coordinator_replication_syncs_backups_once_per_epoch() {
     }
 }
 
-/// A backup asked for its epoch's transactions after its own prepare of
-/// that epoch was forced forces what arrived since before it answers:
-/// the epoch may commit on that answer.
-#[test]
-fn a_prepared_backup_forces_late_writes_before_it_answers_a_sync() {
-    let mut b = One::new(Cc::PtOcc, 1);
+/// A backup (replica 1) whose prepare of epoch 1 is forced.
+fn prepared_backup(config: CocoConfig) -> One {
+    let mut b = One::with(config, 1, Store::new());
     let out = b.deliver(0, Msg::EpochPrepare { epoch: 1 });
     let Some(token) = out.iter().find_map(|e| match e {
         Effect::Persist { token, .. } => Some(*token),
@@ -1153,6 +1168,15 @@ fn a_prepared_backup_forces_late_writes_before_it_answers_a_sync() {
     let mut effects = Vec::new();
     let mut ctx = Ctx::new(0, NodeId(1), &mut b.rng, &mut effects);
     b.s.on_persisted(&mut ctx, token);
+    b
+}
+
+/// A backup asked for its epoch's transactions after its own prepare of
+/// that epoch was forced forces what arrived since before it answers:
+/// the epoch may commit on that answer.
+#[test]
+fn a_prepared_backup_forces_late_writes_before_it_answers_a_sync() {
+    let mut b = prepared_backup(CocoConfig::new(Cc::PtOcc, CommitMode::Epoch));
     let t = TxnId::new(NodeId(3), 0, 9);
     let mut late = replicate(0, 10, b"late");
     if let Msg::Replicate { txn, .. } = &mut late {
@@ -1214,4 +1238,77 @@ fn the_barrier_holds_new_transactions_from_prepare_to_commit() {
     prepare(&mut c, 1);
     c.submit(0, 1, Rw::proc(true, &[X]));
     assert!(!c.queue.is_empty());
+}
+
+/// §7.4's durable-write model under the 2PC modes: "durable write latency
+/// exists only in distributed transactions", the prepare and then the
+/// commit record. A transaction on one shard commits with its log device
+/// stalled; one over two shards commits only once both records are
+/// durable, one after the other, and its primaries install nothing
+/// before. Epoch mode forces nothing per transaction.
+#[test]
+fn only_distributed_2pc_transactions_wait_for_a_durable_write() {
+    for commit in [CommitMode::TwoPc, CommitMode::TwoPcSync] {
+        for cc in [Cc::PtOcc, Cc::LtOcc, Cc::S2pl] {
+            let mut c = Cluster::new(CocoConfig::new(cc, commit)).slow_disk();
+            let local = c.submit(0, 1, Rw::on(&[(0, X)], true, &[X]));
+            c.run(|_| None);
+            assert!(c.committed(local), "{cc:?} {commit:?}: single-shard waited");
+            assert!(
+                c.writing.as_ref().unwrap().iter().all(|(n, _)| n.0 < 2),
+                "{cc:?} {commit:?}: a single-shard decision was forced"
+            );
+            let distributed = c.submit(0, 2, Rw::proc(true, &[X]));
+            c.run(|_| None);
+            for record in ["prepare", "decision"] {
+                let x = c.servers[0].store().unwrap().get(X).unwrap();
+                assert_eq!(x.meta.version, local.version(), "{cc:?} {commit:?}");
+                assert!(
+                    !c.committed(distributed),
+                    "{cc:?} {commit:?}: committed before its {record} record was durable"
+                );
+                assert_eq!(
+                    c.writing.as_ref().unwrap().len(),
+                    1,
+                    "{cc:?} {commit:?}: the {record} record"
+                );
+                c.flush();
+                c.run(|_| None);
+            }
+            assert!(c.committed(distributed), "{cc:?} {commit:?}");
+        }
+    }
+    let mut c = Cluster::new(CocoConfig::new(Cc::PtOcc, CommitMode::Epoch)).slow_disk();
+    let t = c.submit(0, 1, Rw::proc(true, &[X]));
+    c.run(|_| None);
+    c.epoch_committed(1, &[2]);
+    assert!(c.committed(t), "epoch mode waited for a durable write");
+}
+
+/// The 2PC modes never read a server's log back (a crashed server
+/// restarts from the load), so a backup acknowledges a write of an epoch
+/// it already prepared without forcing it first; epoch mode forces it
+/// (see `a_prepared_backup_forces_late_writes_before_it_answers_a_sync`).
+#[test]
+fn a_2pc_sync_backup_acknowledges_late_writes_without_forcing() {
+    for (commit, forced) in [(CommitMode::TwoPcSync, false), (CommitMode::Epoch, true)] {
+        let mut b = prepared_backup(CocoConfig::new(Cc::PtOcc, commit));
+        let out = b.deliver(0, replicate(1, 10, b"late"));
+        assert_eq!(
+            out.iter().any(|e| matches!(e, Effect::Persist { .. })),
+            forced,
+            "{commit:?}: {out:?}"
+        );
+        assert_eq!(
+            out.iter().any(|e| matches!(
+                e,
+                Effect::Send {
+                    msg: Msg::Replicated { seq: 1 },
+                    ..
+                }
+            )),
+            !forced,
+            "{commit:?}: {out:?}"
+        );
+    }
 }
