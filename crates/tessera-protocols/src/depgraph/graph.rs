@@ -612,6 +612,41 @@ impl DepGraph {
             self.drop_node(n);
         }
     }
+    /// Take out of `doomed` the undecided vertices that an undecided vertex
+    /// staying in the graph names as parents, and theirs in turn. The
+    /// module's invariant needs it: an undecided vertex at least
+    /// COMMITTING has all its parents but DECIDED ones, and a parent that
+    /// is not in the graph is taken for DECIDED — a cut-off of every walk
+    /// (a forgotten vertex) and left out of every export. Rococo let go of
+    /// an undecided parent from another server untouched for two epochs
+    /// while its child waited longer (a blocker partitioned away): a walk
+    /// then decided the child without it, though they formed a cycle
+    /// (§3.2: its servers find both), and told so in its exports and status
+    /// answers, which others adopt as final
+    /// (`rococo::tests::an_undecided_parent_from_another_server_is_not_collected_under_its_child`).
+    fn spare_parents(&self, doomed: &mut Vec<TxnId>) {
+        let undecided = |t: &TxnId| self.nodes[t].status < Status::Decided;
+        let candidates: FastSet<TxnId> = doomed.iter().copied().filter(undecided).collect();
+        if candidates.is_empty() {
+            return;
+        }
+        let mut stack: Vec<TxnId> = self
+            .nodes
+            .iter()
+            .filter(|(t, n)| n.status < Status::Decided && !candidates.contains(t))
+            .map(|(&t, _)| t)
+            .collect();
+        let mut spared: FastSet<TxnId> = tessera_core::fast_set();
+        while let Some(v) = stack.pop() {
+            for &(p, _) in &self.nodes[&v].parents {
+                if candidates.contains(&p) && spared.insert(p) {
+                    stack.push(p);
+                }
+            }
+        }
+        doomed.retain(|t| !spared.contains(t));
+    }
+
     /// Drop vertices no longer needed (§3.4 epochs), shared by Rococo and
     /// Janus: untouched for two epochs, local ones DECIDED and finished,
     /// no local member of their component unfinished, and
@@ -620,13 +655,16 @@ impl DepGraph {
     /// run: a later walk that meets a forgotten member must be able to
     /// take it as a cut-off (DECIDED outside the walker's component), which
     /// holds only once the whole component is done here.
+    /// An undecided vertex (Rococo lets go of those of other servers'
+    /// transactions untouched for two epochs) stays while an undecided
+    /// vertex that stays names it as a parent ([`Self::spare_parents`]).
     /// Returns each dropped vertex with whether it was local and its
     /// component (for the protocol's tombstone).
     pub fn collect(&mut self, epoch: u64, may_drop: impl Fn(TxnId, &Node) -> bool) -> Vec<Dropped> {
         self.changed();
         let nodes = &self.nodes;
         let unfinished = |m: &TxnId| nodes.get(m).is_some_and(|n| n.local && !n.finished);
-        let doomed: Vec<TxnId> = nodes
+        let mut doomed: Vec<TxnId> = nodes
             .iter()
             .filter(|(&t, n)| {
                 n.epoch + 2 <= epoch
@@ -636,6 +674,7 @@ impl DepGraph {
             })
             .map(|(&t, _)| t)
             .collect();
+        self.spare_parents(&mut doomed);
         doomed
             .into_iter()
             .map(|t| {
@@ -961,5 +1000,33 @@ mod tests {
         g.merge(&v, 0, &mut rose);
         assert_eq!(g.status(t(3)), Some(Status::Decided));
         assert_eq!(&*g.members(t(3)), &[t(1), t(3)]);
+    }
+
+    /// [`DepGraph::collect`] lets go of undecided vertices only where no
+    /// undecided vertex that stays needs them: here L (local, COMMITTING)
+    /// keeps its parent P and P's parent Q, undecided, however old; D
+    /// (DECIDED) and U (undecided, no child) go.
+    #[test]
+    fn undecided_parents_of_undecided_vertices_are_not_collected() {
+        let (l, p, q, d, u) = (1, 2, 3, 4, 5);
+        let mut g = graph(&[
+            vertex(q, Status::Started, &[]),
+            vertex(p, Status::Committing, &[(q, Edge::D)]),
+            vertex(d, Status::Committing, &[]),
+            vertex(u, Status::Committing, &[(q, Edge::D)]),
+            vertex(l, Status::Committing, &[(p, Edge::D), (d, Edge::D)]),
+        ]);
+        g.start_local(t(l), Arc::from([ShardId(0)]), 0);
+        let mut rose = Vec::new();
+        g.mark_decided(&Arc::from([t(d)]), 0, &mut rose);
+        let mut dropped: Vec<TxnId> = g.collect(2, |_, _| true).iter().map(|x| x.txn).collect();
+        dropped.sort_unstable();
+        assert_eq!(dropped, [t(d), t(u)]);
+        assert_eq!(g.status(t(q)), Some(Status::Started));
+        // Once L is decided, nothing needs P and Q any more.
+        g.mark_decided(&Arc::from([t(l)]), 0, &mut rose);
+        let mut dropped: Vec<TxnId> = g.collect(2, |_, _| true).iter().map(|x| x.txn).collect();
+        dropped.sort_unstable();
+        assert_eq!(dropped, [t(p), t(q)]);
     }
 }
