@@ -881,7 +881,13 @@ impl RococoServer {
             .status(txn)
             .is_some_and(|s| s >= Status::Committing)
         {
-            let deps = self.export(txn, true);
+            let mut deps = self.export(txn, true);
+            // DECIDED with no shard known: collected here, then adopted
+            // again as a member of a component (`DepGraph::mark_decided`).
+            // This shard is one of its shards, as for a tombstone below.
+            if deps[0].shards.is_empty() {
+                deps[0].shards = Arc::from([self.shard]);
+            }
             ctx.send(from, Msg::InquireOk { txn, deps });
         } else if let Some((_, scc)) = self.gone.get(&txn) {
             // A collected transaction had pieces here: this shard is one of

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tessera_core::codec::{
     get_key, get_len, get_u8, put_key, put_varint, Codec, DecodeCx, DecodeError, EncodeError,
 };
-use tessera_core::ids::{Key, NodeId, ShardId, TxnId, Version};
+use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, Version};
 use tessera_core::node::{Ctx, Effect, Node};
 use tessera_core::protocol::{Coordinator, CoordinatorEnv, ServerEnv};
 use tessera_core::storage::Store;
@@ -1721,4 +1721,141 @@ fn a_chain_at_one_server_is_fed_there() {
     };
     let outputs: Vec<u64> = immediate.iter().map(|r| dec(Some(&r.output))).collect();
     assert_eq!(outputs, [5, 7], "piece 1 read ORDER_LINE:5, fed by piece 0");
+}
+
+/// One server (shard 0 of three: nodes 0–2 serve shards 0–2, node 3 is a
+/// client) stepped by hand with messages written out in full, to play a
+/// history whose other servers' parts are given as their exports.
+struct Lone {
+    server: RococoServer,
+    rng: SmallRng,
+}
+
+impl Lone {
+    fn new() -> Self {
+        let workload = Arc::new(Fig3 { load: Vec::new() });
+        let server = RococoServer::new(
+            RococoConfig::default(),
+            ServerEnv {
+                me: NodeId(0),
+                shard: ShardId(0),
+                replica: 0,
+                topology: Arc::new(Topology::new(3, 1, 1)),
+                store: Store::new(),
+                recovered: Vec::new(),
+                durable: true,
+                codec: DecodeCx::new(workload),
+            },
+        );
+        Lone {
+            server,
+            rng: SmallRng::seed_from_u64(1),
+        }
+    }
+
+    /// `msg` from `from` at `now`; what the server sent back.
+    fn deliver(&mut self, now: Time, from: u32, msg: Msg) -> Vec<Effect<Msg>> {
+        let mut effects = Vec::new();
+        let mut ctx = Ctx::new(now, NodeId(0), &mut self.rng, &mut effects);
+        self.server.on_message(&mut ctx, NodeId(from), msg);
+        effects
+    }
+
+    /// The sweep timer fires at `now` (resends, recovery, collection).
+    fn tick(&mut self, now: Time) {
+        let mut effects = Vec::new();
+        let mut ctx = Ctx::new(now, NodeId(0), &mut self.rng, &mut effects);
+        self.server.on_timer(&mut ctx, TimerId(1));
+    }
+
+    /// What the server tells a status request about `t` (§3.2): `t`'s
+    /// vertex in its answer.
+    fn answer(&mut self, now: Time, t: TxnId) -> super::msg::Vertex {
+        self.deliver(now, 1, Msg::Inquire { txn: t })
+            .into_iter()
+            .find_map(|e| match e {
+                Effect::Send {
+                    msg: Msg::InquireOk { deps, .. },
+                    ..
+                } => deps.into_iter().find(|v| v.txn == t),
+                _ => None,
+            })
+            .expect("a status answer about t")
+    }
+}
+
+fn committing(t: TxnId, shards: &[u32], parents: &[TxnId]) -> super::msg::Vertex {
+    super::msg::Vertex {
+        txn: t,
+        status: super::msg::Status::Committing,
+        shards: shards.iter().map(|&s| ShardId(s)).collect(),
+        parents: parents.iter().map(|&p| (p, super::msg::Edge::D)).collect(),
+        scc: None,
+    }
+}
+
+/// A COMMITTING vertex another server sent must keep its parents until
+/// they are DECIDED (the graph's invariant, which `DepGraph::settle`
+/// needs): V (shards 0–2) and P (shards 1, 2) form a cycle, P → V at
+/// shard 1 and V → P at shard 2, so their component is {P, V} at every
+/// server. V's commit request brings P, COMMITTING, to S0, where V waits
+/// for X, a transaction of S0 alone whose coordinator is slow. Two epochs
+/// pass with nothing new about P: S0 must not collect P while V, its
+/// child and component mate, is undecided, or V's walk takes P's absence
+/// for a DECIDED cut-off and S0 decides V alone — and tells so to whoever
+/// asks, while S1 and S2 decide {P, V}.
+#[test]
+fn an_undecided_parent_from_another_server_is_not_collected_under_its_child() {
+    let ms = tessera_core::ids::MS;
+    let (k0, k1, k2) = (Key::new(0, 1), Key::new(0, 2), Key::new(0, 3));
+    let id = |i| TxnId::new(NodeId(3), 0, i);
+    let (x, v, p) = (id(1), id(2), id(3));
+    let mut s = Lone::new();
+    let start = |t, proc: Buy| {
+        Msg::Start(super::msg::Start {
+            txn: t,
+            proc: Arc::new(proc),
+            pieces: vec![0],
+            inputs: vec![Vec::new()],
+        })
+    };
+    s.deliver(0, 3, start(x, Buy::new(&[k0], PieceKind::Deferrable)));
+    s.deliver(
+        0,
+        3,
+        start(v, Buy::new(&[k0, k1, k2], PieceKind::Deferrable)),
+    );
+    // The union of V's start replies: X → V here, P → V at S1, and P,
+    // COMMITTING at S1 with V → P from S2.
+    let deps = vec![
+        committing(v, &[0, 1, 2], &[x, p]),
+        committing(p, &[1, 2], &[v]),
+    ];
+    s.deliver(
+        ms,
+        3,
+        Msg::Commit {
+            txn: v,
+            deps: Arc::new(deps),
+        },
+    );
+    // Epochs go by (100 ms each) while V waits for X.
+    for now in [100, 200, 300, 400] {
+        s.tick(now * ms);
+    }
+    s.deliver(
+        401 * ms,
+        3,
+        Msg::Commit {
+            txn: x,
+            deps: Arc::new(vec![committing(x, &[0], &[])]),
+        },
+    );
+    let answer = s.answer(402 * ms, v);
+    assert_eq!(answer.status, super::msg::Status::Decided);
+    let members = answer.scc.as_deref().unwrap_or(&[]);
+    assert!(
+        members.contains(&p) && members.contains(&v),
+        "S0 decided V's component as {members:?}, not {{P, V}}"
+    );
 }
