@@ -1732,8 +1732,13 @@ struct Lone {
 }
 
 impl Lone {
-    fn new() -> Self {
-        let workload = Arc::new(Fig3 { load: Vec::new() });
+    /// With a stock of 100 at each of `stock` (a `Buy` takes one).
+    fn new(stock: &[Key]) -> Self {
+        let workload = Arc::new(Fig3 {
+            load: stock.iter().map(|&k| (k, 100, 0)).collect(),
+        });
+        let mut store = Store::new();
+        workload.load(ShardId(0), &mut store);
         let server = RococoServer::new(
             RococoConfig::default(),
             ServerEnv {
@@ -1741,7 +1746,7 @@ impl Lone {
                 shard: ShardId(0),
                 replica: 0,
                 topology: Arc::new(Topology::new(3, 1, 1)),
-                store: Store::new(),
+                store,
                 recovered: Vec::new(),
                 durable: true,
                 codec: DecodeCx::new(workload),
@@ -1810,7 +1815,7 @@ fn an_undecided_parent_from_another_server_is_not_collected_under_its_child() {
     let (k0, k1, k2) = (Key::new(0, 1), Key::new(0, 2), Key::new(0, 3));
     let id = |i| TxnId::new(NodeId(3), 0, i);
     let (x, v, p) = (id(1), id(2), id(3));
-    let mut s = Lone::new();
+    let mut s = Lone::new(&[k0, k1, k2]);
     let start = |t, proc: Buy| {
         Msg::Start(super::msg::Start {
             txn: t,
