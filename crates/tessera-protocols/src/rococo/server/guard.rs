@@ -74,6 +74,12 @@
 //! protected keys meanwhile (seed 1825, once the question above changed the
 //! run's message order: four backed-off resends lost, 460 ms held).
 //!
+//! "Held" stays true while it is answered: a request is held for the keys
+//! of the pieces it brought new, protected keys only go (never come), and
+//! a piece's keys are fixed by its inputs; so a held request's new piece
+//! cannot have been served meanwhile through another request, which would
+//! have freed the same keys and released this one with it.
+//!
 //! *Only answers to this incarnation's questions count.* "`X` is held at `B`
 //! at time `t`" shows that `X` was not COMMITTING before `t`, which proves
 //! nothing about a crash of ours after `t`: `X` could have been released at
