@@ -76,9 +76,9 @@
 //!
 //! "Held" stays true while it is answered: a request is held for the keys
 //! of the pieces it brought new, protected keys only go (never come), and
-//! a piece's keys are fixed by its inputs; so a held request's new piece
-//! cannot have been served meanwhile through another request, which would
-//! have freed the same keys and released this one with it.
+//! a piece's keys are fixed by its inputs; so had every piece a held
+//! request brought new been served meanwhile through other requests, its
+//! keys would have been free then, and it would have been released too.
 //!
 //! *Only answers to this incarnation's questions count.* "`X` is held at `B`
 //! at time `t`" shows that `X` was not COMMITTING before `t`, which proves
