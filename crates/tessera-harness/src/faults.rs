@@ -15,6 +15,20 @@ use tessera_core::ids::{Time, MS};
 use tessera_core::topology::{Role, Topology};
 use tessera_sim::{Crash, Partition, SimConfig};
 
+/// The seeds a seed test runs: `TESSERA_SEEDS` as a count (`200`: seeds
+/// 0 to 199) or a range (`677..678`: seed 677 alone, to replay one
+/// failure), `0..default` when unset.
+pub fn seed_range(default: u64) -> std::ops::Range<u64> {
+    let Ok(v) = std::env::var("TESSERA_SEEDS") else {
+        return 0..default;
+    };
+    let bad = || panic!("TESSERA_SEEDS={v}: want a count (200) or a range (187..188)");
+    match v.split_once("..") {
+        Some((a, b)) => a.parse().unwrap_or_else(|_| bad())..b.parse().unwrap_or_else(|_| bad()),
+        None => 0..v.parse().unwrap_or_else(|_| bad()),
+    }
+}
+
 /// `--faults`: a [`random_plan`] drawn when the run starts, for the
 /// topology the protocol really runs on (its registry entry may add
 /// replicas or switches), with the network rates the user fixed.

@@ -2,21 +2,19 @@
 //! contention and faults, every history checked for strict serializability.
 //!
 //! `TESSERA_SEEDS` sets the number of seeds per protocol (default 200, the
-//! issue's bar). A failure prints the seed and the command that replays it.
+//! issue's bar), or a range of them (`TESSERA_SEEDS=677..678` runs seed 677
+//! alone). A failure prints the seed and the command that replays it.
 
 use tessera_core::history::Outcome;
 use tessera_core::ids::{Time, MS};
 use tessera_harness::deploy::topology;
-use tessera_harness::faults::{random_plan, server_crash_plan};
+use tessera_harness::faults::{random_plan, seed_range, server_crash_plan};
 use tessera_harness::run::lost_writes;
 use tessera_harness::{run_bench, BenchSpec, RuntimeKind, WorkloadSpec};
 use tessera_workloads::{MicroConfig, YcsbConfig};
 
-fn seeds() -> u64 {
-    std::env::var("TESSERA_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200)
+fn seeds() -> std::ops::Range<u64> {
+    seed_range(200)
 }
 
 /// A contended, faulty run: zipf 0.99 over few keys, loss, duplication,
@@ -71,7 +69,7 @@ fn many_seeds(protocol: &str) {
 /// [`many_seeds`], with `extra` asserting more of each run.
 fn many_seeds_then(protocol: &str, extra: impl Fn(&BenchSpec, &tessera_harness::BenchOutcome)) {
     let mut crashed_runs = 0;
-    for seed in 0..seeds() {
+    for seed in seeds() {
         let s = faulty_spec(protocol, seed);
         let out =
             run_bench(&s).unwrap_or_else(|e| panic!("seed {seed}: {e:#}\nreplay: {}", replay(&s)));
@@ -189,7 +187,7 @@ const SERVER_CRASHES_UNTIL: Time = 260 * MS;
 fn rococo_servers_survive_crashes() {
     let started = std::time::Instant::now();
     let mut server_crashes = 0;
-    for seed in 0..seeds() {
+    for seed in seeds() {
         let mut s = faulty_spec("rococo", seed);
         let topo = topology(&s);
         s.sim = server_crash_plan(seed, &topo, s.duration, SERVER_CRASHES_UNTIL);
@@ -225,7 +223,7 @@ fn rococo_servers_survive_crashes() {
     }
     eprintln!(
         "{} seeds, {server_crashes} server crashes, {:.1} s",
-        seeds(),
+        seeds().count(),
         started.elapsed().as_secs_f64()
     );
 }

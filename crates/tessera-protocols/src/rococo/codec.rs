@@ -28,6 +28,7 @@
 //! * OccDecide: attempt, the commit byte, the node to reply to (varint),
 //!   a start request.
 //! * OccDecideOk, OccAsk, OccAbort: txn id, attempt.
+//! * AskHeld, Held: txn id, the asker's nonce (8 bytes).
 //!
 //! Decoding checks what a server later indexes with: piece indices are
 //! pieces of the procedure and each piece gets exactly the inputs it
@@ -41,7 +42,7 @@ use crate::depgraph::codec::{get_vertices, put_vertices};
 use crate::piece::{get_replies, put_replies};
 use bytes::{BufMut, BytesMut};
 use tessera_core::codec::{
-    decode_txn, encode_txn, get_bool, get_len, get_txn_id, get_u8, get_value, get_varint,
+    decode_txn, encode_txn, get_bool, get_len, get_txn_id, get_u64, get_u8, get_value, get_varint,
     put_bytes, put_txn_id, put_varint, Codec, DecodeCx, DecodeError, EncodeError,
 };
 use tessera_core::ids::{NodeId, TxnId, Version};
@@ -70,6 +71,8 @@ pub(super) mod tag {
     pub const OCC_RETRY: u8 = 18;
     pub const OCC_ASK: u8 = 19;
     pub const OCC_ABORT: u8 = 20;
+    pub const ASK_HELD: u8 = 21;
+    pub const HELD: u8 = 22;
 }
 
 /// A start request (see the module docs); also a log record's body.
@@ -217,6 +220,8 @@ impl Msg {
             Msg::OccRetry { .. } => tag::OCC_RETRY,
             Msg::OccAsk { .. } => tag::OCC_ASK,
             Msg::OccAbort { .. } => tag::OCC_ABORT,
+            Msg::AskHeld { .. } => tag::ASK_HELD,
+            Msg::Held { .. } => tag::HELD,
         }
     }
 }
@@ -319,6 +324,10 @@ impl Codec for Msg {
             | Msg::OccAbort { txn, attempt } => {
                 put_txn_id(out, *txn);
                 put_varint(out, u64::from(*attempt));
+            }
+            Msg::AskHeld { txn, nonce } | Msg::Held { txn, nonce } => {
+                put_txn_id(out, *txn);
+                out.put_u64_le(*nonce);
             }
         }
         Ok(())
@@ -426,6 +435,14 @@ impl Codec for Msg {
                 let (txn, attempt) = get_attempt(buf)?;
                 Msg::OccAbort { txn, attempt }
             }
+            tag::ASK_HELD => Msg::AskHeld {
+                txn: get_txn_id(buf)?,
+                nonce: get_u64(buf, "nonce")?,
+            },
+            tag::HELD => Msg::Held {
+                txn: get_txn_id(buf)?,
+                nonce: get_u64(buf, "nonce")?,
+            },
             t => {
                 return Err(DecodeError::UnknownTag {
                     what: "Rococo message",

@@ -716,6 +716,8 @@ impl Node<Msg> for RococoCoordinator {
             | Msg::Inquire { .. }
             | Msg::InquireOk { .. }
             | Msg::NotHere { .. }
+            | Msg::AskHeld { .. }
+            | Msg::Held { .. }
             | Msg::RoRead { .. } => {
                 tracing::warn!(?from, "coordinator got a server's message");
             }

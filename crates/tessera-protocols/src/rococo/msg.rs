@@ -98,6 +98,20 @@ pub enum Msg {
         /// (`depgraph::columns`), what rounds are compared by.
         seen: Vec<Vec<Version>>,
     },
+    /// Restarted server → a server of `txn` (§3.5, `server::guard`): do you
+    /// hold a start request of `txn` with pieces new to you? `nonce` names
+    /// the asker's incarnation. Answered only by `Held`.
+    AskHeld {
+        txn: TxnId,
+        nonce: u64,
+    },
+    /// Yes, now: `txn` was never COMMITTING before this answer, so the
+    /// asker, restarted before it (`nonce` is its incarnation's), never
+    /// reported it nor anything behind it.
+    Held {
+        txn: TxnId,
+        nonce: u64,
+    },
     // ---- merged pieces: OCC+2PC in the start phase (§4.2) ----
     /// Coordinator → server: the OCC *execute* phase of merged pieces: run
     /// them on the current data without installing anything.
@@ -207,6 +221,7 @@ impl WireSize for Msg {
                 Msg::OccDecide { req, .. } => 9 + inputs_size(&req.pieces, &req.inputs),
                 Msg::OccDecideOk { .. } | Msg::OccAsk { .. } | Msg::OccAbort { .. } => 4,
                 Msg::OccRetry { .. } => 0,
+                Msg::AskHeld { .. } | Msg::Held { .. } => 8,
             }
     }
 }

@@ -21,6 +21,7 @@ use super::RococoConfig;
 use crate::by_type::ByType;
 use crate::depgraph::graph::{Decision, DepGraph};
 use crate::depgraph::{dry_run, read_piece, run_piece, Wakeups};
+use rand::Rng;
 use std::borrow::Cow;
 use std::sync::Arc;
 use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, US};
@@ -321,11 +322,12 @@ impl RococoServer {
             }
         }
         self.replaying = false;
+        let nonce = ctx.rng().random();
         let unfinished = self
             .locals
             .iter()
             .filter(|(t, _)| self.graph.get(**t).is_some_and(|n| n.local && !n.finished));
-        self.guard = guard::Guard::new(unfinished.map(|(t, l)| (*t, l.keys.clone())));
+        self.guard = guard::Guard::new(unfinished.map(|(t, l)| (*t, l.keys.clone())), nonce);
         tracing::debug!(
             shard = self.shard.0,
             records = records.len(),
@@ -558,22 +560,101 @@ impl RococoServer {
         }
         tracing::trace!(shard = self.shard.0, txn = ?req.txn, "start waits for the replayed transactions");
         g.hold(from, req.clone(), keys);
-        // A protected transaction whose commit waits for this one was
-        // never reported.
-        let waiting: Vec<TxnId> = g
-            .protected()
-            .into_iter()
-            .filter(
-                |&t| matches!(self.graph.decide(t), Decision::Blocked(a) if a.contains(&req.txn)),
-            )
-            .collect();
-        if !waiting.is_empty() {
-            for t in waiting {
-                g.unprotect(t);
-            }
+        if self.unprotect_waiting(req.txn) {
             self.release_held(ctx);
         }
         true
+    }
+
+    /// `x` was never COMMITTING before the restart (a request of it is held
+    /// here or at another server, [`guard`]), so no protected transaction
+    /// whose commit waits for it was reported: stop protecting them.
+    /// Whether there were any.
+    fn unprotect_waiting(&mut self, x: TxnId) -> bool {
+        let Some(g) = self.guard.as_mut() else {
+            return false;
+        };
+        let waiting: Vec<TxnId> = g
+            .protected()
+            .into_iter()
+            .filter(|&t| matches!(self.graph.decide(t), Decision::Blocked(a) if a.contains(&x)))
+            .collect();
+        for &t in &waiting {
+            g.unprotect(t);
+        }
+        !waiting.is_empty()
+    }
+
+    /// While a guard is up, once per retransmission timeout: ask the
+    /// servers of the protected transactions still STARTED, and of the
+    /// STARTED ancestors the protected ones wait for, whether they hold a
+    /// start request of them ([`guard`]: servers restarted close together
+    /// may each hold what the other's protected transactions wait for).
+    /// The status requests about those that do not involve this server go
+    /// again too, at this pace rather than backed off: the guard holds
+    /// every new request on the protected keys meanwhile, and in
+    /// `rococo_servers_survive_crashes` seed 1825 a backed-off status
+    /// request (up to `8 × retransmit`) met the asked server down three
+    /// times and a loss once, so the guard, and every request it held,
+    /// waited 460 ms for an answer the asked server had all along.
+    fn ask_held(&mut self, ctx: &mut Ctx<Msg>, now: Time) {
+        let every = self.cfg.retransmit;
+        let Some(g) = self.guard.as_mut() else {
+            return;
+        };
+        if !g.ask_due(now, every) {
+            return;
+        }
+        let mut about = Vec::new();
+        for t in g.protected() {
+            // A STARTED `t` is its own blocker.
+            if let Decision::Blocked(a) = self.graph.decide(t) {
+                about.extend(a);
+            }
+        }
+        about.sort_unstable();
+        about.dedup();
+        let nonce = g.nonce();
+        let mut elsewhere = Vec::new();
+        for x in about {
+            if g.never_committing(x) {
+                continue;
+            }
+            let Some(n) = self.graph.get(x) else {
+                continue;
+            };
+            for &s in n.shards.iter().filter(|&&s| s != self.shard) {
+                ctx.send(self.topology.leader(s), Msg::AskHeld { txn: x, nonce });
+            }
+            if !n.local {
+                elsewhere.push(x);
+            }
+        }
+        for x in elsewhere {
+            let ask = self.asking.entry(x).or_insert(Asking {
+                sent_at: now,
+                tries: 0,
+            });
+            ask.sent_at = now;
+            let tries = ask.tries;
+            if let Some(to) = self.asked_server(x, tries) {
+                self.waits.inquiries += 1;
+                ctx.send(to, Msg::Inquire { txn: x });
+            }
+        }
+    }
+
+    /// Another server holds a request of `x`, and says so to a question of
+    /// this incarnation (`nonce`): neither `x` nor what waits for it was
+    /// reported before the restart ([`guard`]).
+    fn on_held(&mut self, ctx: &mut Ctx<Msg>, x: TxnId, nonce: u64) {
+        let Some(g) = self.guard.as_mut().filter(|g| g.nonce() == nonce) else {
+            return;
+        };
+        tracing::trace!(shard = self.shard.0, txn = ?x, "held at another server");
+        g.learn_unreported(x);
+        self.unprotect_waiting(x);
+        self.release_held(ctx);
     }
 
     /// Serve the held requests that touch no protected key any more, and
@@ -689,8 +770,9 @@ impl RococoServer {
             Decision::Blocked(ancestors) => {
                 tracing::trace!(shard = self.shard.0, txn = ?t, ?ancestors, "blocked");
                 if let Some(g) = self.guard.as_mut() {
-                    // Waits for a request held here: never reported.
-                    if g.is_protected(t) && ancestors.iter().any(|&a| g.holds(a)) {
+                    // Waits for a request held here or elsewhere: never
+                    // reported.
+                    if g.is_protected(t) && ancestors.iter().any(|&a| g.never_committing(a)) {
                         g.unprotect(t);
                     }
                 }
@@ -1176,7 +1258,9 @@ impl RococoServer {
             | Msg::OccDecideOk { txn, .. }
             | Msg::OccRetry { txn }
             | Msg::OccAsk { txn, .. }
-            | Msg::OccAbort { txn, .. } => *txn,
+            | Msg::OccAbort { txn, .. }
+            | Msg::AskHeld { txn, .. }
+            | Msg::Held { txn, .. } => *txn,
         };
         self.locals.get(&txn).map_or("other", |l| l.proc.name())
     }
@@ -1234,6 +1318,7 @@ impl RococoServer {
             self.recover(ctx, t);
         }
         self.occ_sweep(ctx, now);
+        self.ask_held(ctx, now);
         self.push_replies(ctx, now);
         let cap = self.cfg.retransmit * 8;
         let mut ids: Vec<TxnId> = self.recovering.keys().copied().collect();
@@ -1401,6 +1486,12 @@ impl Node<Msg> for RococoServer {
                 self.recovering.remove(&txn);
             }
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
+            Msg::AskHeld { txn, nonce } => {
+                if self.guard.as_ref().is_some_and(|g| g.holds(txn)) {
+                    ctx.send(from, Msg::Held { txn, nonce });
+                }
+            }
+            Msg::Held { txn, nonce } => self.on_held(ctx, txn, nonce),
             Msg::InquireOk { deps, .. } => self.on_inquire_ok(ctx, &deps),
             Msg::NotHere { txn } => self.on_not_here(ctx, from, txn),
             // Another driver finished the transaction ours drives. If it is

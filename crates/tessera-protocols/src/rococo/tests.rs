@@ -597,6 +597,31 @@ fn restarted_server_replays_its_log_and_answers_a_resent_start_alike() {
         .is_some());
 }
 
+/// Stocks a (at S1) and b (at S2) of 10 each, and T, which bought one of
+/// each, committed: (the cluster, T, a).
+fn bought_a_and_b() -> (Cluster, TxnId, Key) {
+    let (a, b) = (Key::new(0, 1), Key::new(0, 2));
+    let mut c = Cluster::new(&[(a, 10, 0), (b, 10, 1)]);
+    let t = c.submit(0, Arc::new(Buy::new(&[a, b], PieceKind::Deferrable)));
+    c.run();
+    assert_eq!(c.outputs(t), [10, 10]);
+    (c, t, a)
+}
+
+/// W, an immediate piece on `a` of the second coordinator, reaches S1,
+/// which holds it for a protected transaction: no answer. Returns W.
+fn held_write(c: &mut Cluster, a: Key) -> TxnId {
+    let w = c.submit(1, Arc::new(Buy::new(&[a], PieceKind::Immediate)));
+    c.deliver_start(w, 0);
+    assert!(
+        !c.queue
+            .iter()
+            .any(|(_, _, m)| matches!(m, Msg::StartOk { txn, .. } if *txn == w)),
+        "W waits for T"
+    );
+    w
+}
+
 /// §3.5 with the finish record off the critical path (`server::guard`):
 /// S1 reports T's deferred output (the stock it saw, 10) and crashes before
 /// its finish record is durable. W, an immediate piece on the same stock
@@ -606,25 +631,14 @@ fn restarted_server_replays_its_log_and_answers_a_resent_start_alike() {
 /// T's re-execution would read W's 9, not what its client was told.
 #[test]
 fn a_commit_reported_before_its_finish_is_durable_runs_again_before_new_starts() {
-    let (a, b) = (Key::new(0, 1), Key::new(0, 2));
-    let mut c = Cluster::new(&[(a, 10, 0), (b, 10, 1)]);
-    let t = c.submit(0, Arc::new(Buy::new(&[a, b], PieceKind::Deferrable)));
-    c.run();
-    assert_eq!(c.outputs(t), [10, 10]);
+    let (mut c, t, a) = bought_a_and_b();
     // T's finish at S1 is its last record: the crash takes it.
     assert_eq!(c.disks[0].len(), 2, "T's start and finish");
     c.disks[0].pop();
     c.restart(0);
     let stock = |c: &Cluster| dec(Some(&c.servers[0].store_ref().get(a).unwrap().value));
     assert_eq!(stock(&c), 10, "T's deferred piece is not replayed");
-    let w = c.submit(1, Arc::new(Buy::new(&[a], PieceKind::Immediate)));
-    c.deliver_start(w, 0);
-    assert!(
-        !c.queue
-            .iter()
-            .any(|(_, _, m)| matches!(m, Msg::StartOk { txn, .. } if *txn == w)),
-        "W waits for T"
-    );
+    let w = held_write(&mut c, a);
     assert_eq!(stock(&c), 10);
     c.run();
     assert_eq!(c.outputs(w), [9], "W sees T's write");
@@ -657,11 +671,7 @@ fn a_commit_reported_before_its_finish_is_durable_runs_again_before_new_starts()
 #[test]
 fn a_finish_lost_after_the_peers_collected_the_transaction_is_recovered_from_them() {
     let ms = tessera_core::ids::MS;
-    let (a, b) = (Key::new(0, 1), Key::new(0, 2));
-    let mut c = Cluster::new(&[(a, 10, 0), (b, 10, 1)]);
-    let t = c.submit(0, Arc::new(Buy::new(&[a, b], PieceKind::Deferrable)));
-    c.run();
-    assert_eq!(c.outputs(t), [10, 10]);
+    let (mut c, _, a) = bought_a_and_b();
     for now in [100, 200, 300] {
         c.tick(1, now * ms);
         c.run();
@@ -675,6 +685,81 @@ fn a_finish_lost_after_the_peers_collected_the_transaction_is_recovered_from_the
     c.run();
     assert_eq!(stock(&c), 8, "T ran again, then W");
     assert_eq!(c.outputs(w), [9]);
+}
+
+/// `rococo_servers_survive_crashes` seed 677, reduced (`server::guard`):
+/// T1 and T2 each buy a (S1) and b (S2); T1's start request reaches S1
+/// only, T2's S2 only, and both servers crash. Restarted, S1 protects T1
+/// (its finish could have been reported and lost) and S2 protects T2. T1's
+/// start at S2 touches b, T2's key there, so S2 holds it; T2's at S1 is
+/// held alike. Neither hold names a transaction its holder protects, so
+/// before the servers asked each other about holds (`AskHeld`) both waited
+/// for ever, and so did every later request on a or b. Both commit, in one
+/// order at both servers.
+#[test]
+fn servers_restarted_together_do_not_hold_each_other_up() {
+    let ms = tessera_core::ids::MS;
+    let (a, b) = (Key::new(0, 1), Key::new(0, 2));
+    let mut c = Cluster::new(&[(a, 10, 0), (b, 10, 1)]);
+    let t1 = c.submit(0, Arc::new(Buy::new(&[a, b], PieceKind::Deferrable)));
+    let t2 = c.submit(1, Arc::new(Buy::new(&[a, b], PieceKind::Deferrable)));
+    c.deliver_start(t1, 0);
+    c.deliver_start(t2, 1);
+    c.restart(0);
+    c.restart(1);
+    c.run();
+    for now in 1..=20 {
+        for n in 0..4 {
+            c.tick(n, now * 20 * ms);
+        }
+        c.run();
+    }
+    let (o1, o2) = (c.outputs(t1), c.outputs(t2));
+    // Each saw the stock the other left, or the initial one: 10 and 9 in
+    // one order at a, and the same order at b.
+    let mut at_a = [o1[0], o2[0]];
+    at_a.sort_unstable();
+    assert_eq!(at_a, [9, 10]);
+    assert_eq!(o1[0] == 10, o1[1] == 10, "one order: {o1:?} {o2:?}");
+    let stock =
+        |c: &Cluster, s: usize, k| dec(Some(&c.servers[s].store_ref().get(k).unwrap().value));
+    assert_eq!((stock(&c, 0, a), stock(&c, 1, b)), (8, 8));
+}
+
+/// The crash of `a_commit_reported_before_its_finish_is_durable_runs_again_before_new_starts`,
+/// with a `Held` answer about T that does not carry the restarted S1's
+/// nonce (`server::guard`: a late answer to an earlier incarnation's
+/// question, given before T committed, says nothing of the crash after
+/// it). S1 keeps protecting T: W still waits for T and sees its write.
+#[test]
+fn a_held_answer_to_another_incarnation_does_not_unprotect() {
+    let ms = tessera_core::ids::MS;
+    let (mut c, t, a) = bought_a_and_b();
+    c.disks[0].pop();
+    c.restart(0);
+    c.queue.clear();
+    c.tick(0, 20 * ms);
+    let nonce = c
+        .queue
+        .iter()
+        .find_map(|(_, to, m)| match m {
+            Msg::AskHeld { txn, nonce } if to.0 == 1 && *txn == t => Some(*nonce),
+            _ => None,
+        })
+        .expect("S1 asks S2 whether it holds T");
+    c.queue.clear();
+    let stale = Msg::Held {
+        txn: t,
+        nonce: nonce.wrapping_add(1),
+    };
+    c.queue.push((NodeId(1), NodeId(0), stale));
+    c.step(0);
+    let w = held_write(&mut c, a);
+    for now in 2..=10 {
+        c.tick(0, now * 20 * ms);
+        c.run();
+    }
+    assert_eq!(c.outputs(w), [9], "W sees T's write");
 }
 
 /// The sent start requests of `effects`: (destination, pieces).

@@ -185,11 +185,13 @@ fn arb_msg() -> impl Strategy<Value = Msg> {
         (t.clone(), any::<u32>()).prop_map(|(txn, attempt)| Msg::OccDecideOk { txn, attempt }),
         t.clone().prop_map(|txn| Msg::OccRetry { txn }),
         (t.clone(), any::<u32>()).prop_map(|(txn, attempt)| Msg::OccAsk { txn, attempt }),
-        (t, any::<u32>()).prop_map(|(txn, attempt)| Msg::OccAbort { txn, attempt }),
+        (t.clone(), any::<u32>()).prop_map(|(txn, attempt)| Msg::OccAbort { txn, attempt }),
+        (t.clone(), any::<u64>()).prop_map(|(txn, nonce)| Msg::AskHeld { txn, nonce }),
+        (t, any::<u64>()).prop_map(|(txn, nonce)| Msg::Held { txn, nonce }),
     ]
 }
 
-crate::codec_laws::law_tests!(Msg, arb_msg(), cx(), tag::OCC_ABORT);
+crate::codec_laws::law_tests!(Msg, arb_msg(), cx(), tag::HELD);
 
 /// A start request whose every piece is sent with its inputs.
 fn full_start() -> Start {

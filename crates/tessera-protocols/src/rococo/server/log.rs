@@ -59,6 +59,48 @@
 //!
 //! Ids: records start with [`RECORD_TAG`], and persist tokens carry it in
 //! their top byte.
+//!
+//! **Open: truncation (§3.5).** The log grows without bound: a restart
+//! replays every record since the server first started. A checkpoint after
+//! which earlier records can be dropped was designed, not built
+//! (`rococo19`); what it must hold, found on the way:
+//! * *Not "the store plus the unfinished transactions' start records".*
+//!   Replaying a start record re-runs its immediate pieces, and a store
+//!   taken at the checkpoint already holds their writes: they would run
+//!   twice and give other outputs than the ones reported in `StartOk`.
+//!   The checkpoint must carry each uncollected local transaction as
+//!   `Local` keeps it — pieces with inputs, immediate replies, keys,
+//!   written keys, deferred replies once finished (a resent commit request
+//!   must get the reported `CommitOk`; answering `Gone` instead leaves its
+//!   coordinator in doubt) — and the store is then taken as is.
+//! * *The graph and the tracker.* A start request after the checkpoint gets
+//!   its one-hop edges from the tracker's accessors of each key; a replay
+//!   with fewer accessors than the run had records fewer edges, and the
+//!   replayed graph is no longer the one the server exported (the
+//!   invariant that a COMMITTING vertex has all its in-edges,
+//!   `depgraph/graph.rs`). So the tracker and the undecided local vertices
+//!   with their edges and components go in too; learnt vertices of other
+//!   servers' transactions can be left out (status requests fetch them
+//!   again).
+//! * *Collected transactions.* Today a crash loses the `gone` marks, and
+//!   the full replay brings the collected transactions' start records
+//!   back, so a driver's late request is still recognised as not new. With
+//!   truncation it would be taken as new: its immediate pieces would run
+//!   again, and the restart guard would take its hold as proof that it was
+//!   never COMMITTING ([`super::guard`]'s holds at other servers), which
+//!   would then be false. The marks younger than `forget_after` go in.
+//! * *Merged pieces* (§4.2): prepared attempts' locks, decided attempts
+//!   not yet acknowledged (the Prepared, Aborted, Decided, LeadDone state),
+//!   and the finished view read-only requests read.
+//! * *The runtimes*: the simulator's disk and the WAL keep every record;
+//!   dropping those before a durable checkpoint needs a new effect (or a
+//!   record flag) that both understand — outside this crate.
+//!
+//! So a sound checkpoint is a serialization of nearly the whole server
+//! state, with a round-trip test of each part (a restart from a
+//! checkpoint gives the same store, graph, tracker and replies as a full
+//! replay); a quiescent cut (nothing unfinished, uncollected or locked),
+//! which would need only the store and the marks, never comes under load.
 
 use super::super::codec::{get_start, put_start};
 use super::super::msg::{Msg, Start};
