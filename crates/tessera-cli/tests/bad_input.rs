@@ -227,7 +227,10 @@ fn tpcc_knobs_are_checked() {
         ],
         "--home-warehouse",
     );
-    rejects(&t(&["--by-name", "101"]), "--by-name");
+    rejects(
+        &t(&["--by-name", "101"]),
+        "--by-name (by_name) must be a percentage",
+    );
     rejects(
         &["bench", "--workload", "ycsb", "--by-name", "0"],
         "--by-name",
