@@ -34,7 +34,7 @@ fn not_for(workload: &str, flags: &[(&str, bool)], applies_to: &str) -> Result<(
 }
 
 /// The TPC-C flags that are set.
-fn tpcc_flags(a: &RunArgs) -> [(&'static str, bool); 10] {
+fn tpcc_flags(a: &RunArgs) -> [(&'static str, bool); 11] {
     [
         ("--warehouses", a.warehouses.is_some()),
         ("--districts", a.districts.is_some()),
@@ -46,6 +46,7 @@ fn tpcc_flags(a: &RunArgs) -> [(&'static str, bool); 10] {
         ("--remote-payment", a.remote_payment.is_some()),
         ("--immediate-stock", a.immediate_stock),
         ("--home-warehouse", a.home_warehouse.is_some()),
+        ("--by-name", a.by_name.is_some()),
     ]
 }
 
@@ -94,6 +95,7 @@ fn tpcc_of(a: &RunArgs) -> Result<TpccConfig> {
     }
     c.remote_payment = a.remote_payment.unwrap_or(c.remote_payment);
     c.immediate_stock = a.immediate_stock;
+    c.by_name = a.by_name.unwrap_or(c.by_name);
     if let Some(h) = &a.home_warehouse {
         c.home_warehouse = HomeWarehouse::parse(h).ok_or_else(|| SpecError::Invalid {
             flag: "--home-warehouse",
@@ -802,6 +804,7 @@ pub fn default_comparison() -> Result<()> {
         remote_payment: None,
         immediate_stock: false,
         home_warehouse: None,
+        by_name: None,
         check: false,
         history: None,
         out: None,

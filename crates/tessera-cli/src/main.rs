@@ -248,6 +248,14 @@ pub struct RunArgs {
     /// warehouses, as COCO's workers do, §7.1; warehouse/tiny schemes).
     #[arg(long)]
     home_warehouse: Option<String>,
+    /// TPC-C: percent of Payments and Order-Status that select the customer
+    /// by last name (clause 2.5.1.2: 60, the default). Ours look the name
+    /// up in a piece at the customer's shard — a round trip when the
+    /// customer is remote — where COCO's authors read a name index held on
+    /// every node (docs/results/coco.md, *COCO Figs. 6 and 9*); 0 shows
+    /// what that lookup costs.
+    #[arg(long)]
+    by_name: Option<u32>,
     /// TPC-C: NewOrder's stock pieces immediate (Rococo §4.2's example of a
     /// workload that needs merged pieces; `check-workload` reports them).
     #[arg(long)]

@@ -227,6 +227,14 @@ fn tpcc_knobs_are_checked() {
         ],
         "--home-warehouse",
     );
+    rejects(
+        &t(&["--by-name", "101"]),
+        "--by-name (by_name) must be a percentage",
+    );
+    rejects(
+        &["bench", "--workload", "ycsb", "--by-name", "0"],
+        "--by-name",
+    );
     rejects(&t(&["--mix", "neworder=45,refund=5"]), "--mix");
     rejects(&t(&["--mix", "neworder=0"]), "--mix");
     rejects(&t(&["--partition", "tiny", "--shards", "2"]), "--shards");

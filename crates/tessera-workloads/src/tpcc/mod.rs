@@ -472,7 +472,7 @@ impl TpccConfig {
             return Err(ConfigError::new(
                 "by_name",
                 format!(
-                    "by_name must be a percentage in [0, 100], got {}",
+                    "--by-name (by_name) must be a percentage in [0, 100], got {}",
                     self.by_name
                 ),
             ));
