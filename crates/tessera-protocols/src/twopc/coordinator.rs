@@ -595,8 +595,21 @@ impl TwoPcCoordinator {
             return;
         };
         let s = shard.0 as usize;
-        if self.leaders[s] != from || now < self.moved_at[s] + self.timeouts.retransmit / 20 {
-            return; // an old answer, or we just moved
+        let floor = Self::floor(&self.open, txn);
+        if self.leaders[s] != from {
+            // We left `from` already (another transaction's answer moved
+            // us), but this request went to it: send it to the replica we
+            // now believe in at once, not at its next retransmission (up to
+            // 8 x `retransmit` away; a transaction prepared elsewhere holds
+            // its locks all that time).
+            let to = self.leaders[s];
+            if let Some(st) = self.txns.get_mut(&txn) {
+                Self::resend(ctx, &self.leaders, floor, txn, st, Some(to));
+            }
+            return;
+        }
+        if now < self.moved_at[s] + self.timeouts.retransmit / 20 {
+            return; // we just moved
         }
         let group = &self.topology.shards[s].replicas;
         let next = match leader.filter(|h| group.contains(h) && *h != from) {
@@ -604,7 +617,6 @@ impl TwoPcCoordinator {
             _ => self.next_replica(now, shard, from),
         };
         self.move_leader(now, shard, next);
-        let floor = Self::floor(&self.open, txn);
         if let Some(st) = self.txns.get_mut(&txn) {
             Self::resend(ctx, &self.leaders, floor, txn, st, None);
         }
