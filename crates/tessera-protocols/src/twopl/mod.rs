@@ -42,10 +42,12 @@ pub enum Wound {
     /// results in many false positives for deadlocks"; Fig. 3b: 2PL's
     /// commit rate no higher than OCC's). Two differences from
     /// [`Wound::Textbook`]: the priority is the attempt's transaction id,
-    /// a new one at each retry, so a retry does not keep its age and the
-    /// order of two transactions has nothing to do with which arrived
-    /// first (their ids are coordinator-major, ours client-host-major:
-    /// [`TxnId::new`]); and an older requester aborts every younger
+    /// `(coordinator << 32) + counter`, a new one at each retry, so a retry
+    /// does not keep its age and the order of two transactions is fixed by
+    /// their coordinators, not by which arrived first (ours: the client's
+    /// rank, then the attempt's [`TxnId`]; the participant gets the rank
+    /// in place of the age, [`ConcurrencyControl::rank_by_client`]); and an
+    /// older requester aborts every younger
     /// request on the key, waiting or holding, that is not prepared — a
     /// younger waiter dies rather than waits. Under parallel dispatch the
     /// two make a wound of nearly every conflict whose arrival order
@@ -86,6 +88,10 @@ impl ConcurrencyControl for TwoPl {
         }
     }
 
+    fn rank_by_client(config: &TwoPlConfig) -> bool {
+        config.policy == Policy::WoundWait && config.wound == Wound::JanusBaseline
+    }
+
     fn abort_cpu(&self) -> Time {
         self.abort_cpu
     }
@@ -98,16 +104,9 @@ impl ConcurrencyControl for TwoPl {
         writes: &[Access],
         wounded: &mut Vec<TxnId>,
     ) -> Admit {
-        let (who, wound_waiters) = match self.wound {
-            Wound::Textbook => (who, false),
-            Wound::JanusBaseline => (
-                Priority {
-                    since: 0,
-                    txn: who.txn,
-                },
-                true,
-            ),
-        };
+        // Under the Janus baseline `who.since` is the client's rank (see
+        // `rank_by_client`), so the order is (client, attempt id).
+        let wound_waiters = self.wound == Wound::JanusBaseline;
         let exclusive = writes.iter().map(|a| (a.key, true));
         let shared = reads
             .iter()
@@ -167,33 +166,58 @@ mod tests {
         })
     }
 
+    /// The priority a participant gets: the first attempt's start, or under
+    /// the Janus baseline the client's rank (`rank_by_client`).
+    fn prio(wound: Wound, age: Time, rank: u32, txn: TxnId) -> Priority {
+        let since = match wound {
+            Wound::Textbook => age,
+            Wound::JanusBaseline => rank.into(),
+        };
+        Priority { since, txn }
+    }
+
     /// One piece that writes `key` (the micro-benchmark's read-modify-write).
     fn write(cc: &mut TwoPl, who: Priority, key: Key, wounded: &mut Vec<TxnId>) -> Admit {
         let w = [Access::all(key)];
         cc.admit(&mut Store::new(), who, &w, &w, wounded)
     }
 
+    #[test]
+    fn only_the_janus_baseline_ranks_by_client() {
+        let config = |policy, wound| TwoPlConfig {
+            policy,
+            wound,
+            abort_cpu: 0,
+        };
+        assert!(TwoPl::rank_by_client(&config(
+            Policy::WoundWait,
+            Wound::JanusBaseline
+        )));
+        assert!(!TwoPl::rank_by_client(&config(
+            Policy::WoundWait,
+            Wound::Textbook
+        )));
+        assert!(!TwoPl::rank_by_client(&config(
+            Policy::NoWait,
+            Wound::JanusBaseline
+        )));
+    }
+
     /// Janus §6.1: both transactions' pieces are dispatched in parallel to
     /// shards A and B and reach them in opposite orders, a deadlock in the
-    /// making. `early` started first but comes from the second client host;
-    /// `late` started 1 ms later from the first. The textbook wounds the
-    /// younger by start time (`late`, at B); the Janus authors' baseline
-    /// orders by attempt id, so `early` is the younger and is wounded at A.
+    /// making. `early` started first, from client 7; `late` started 1 ms
+    /// later, from client 3. The textbook wounds the younger by start time
+    /// (`late`, at B); the Janus authors' baseline ranks by client, so
+    /// `early` is the lower and is wounded at A.
     #[test]
     fn under_parallel_dispatch_the_older_wounds_the_younger_at_the_shard_it_reached_second() {
         let key_a = Key::new(0, 1);
         let key_b = Key::new(1, 1);
         let early = TxnId::new(NodeId(2), 0, 1);
         let late = TxnId::new(NodeId(1), 0, 7);
-        let early_p = Priority {
-            since: 1_000,
-            txn: early,
-        };
-        let late_p = Priority {
-            since: 2_000,
-            txn: late,
-        };
         for (wound, victim) in [(Wound::Textbook, late), (Wound::JanusBaseline, early)] {
+            let early_p = prio(wound, 1_000, 7, early);
+            let late_p = prio(wound, 2_000, 3, late);
             let (mut a, mut b) = (shard(wound), shard(wound));
             let mut wounded = Vec::new();
             // A: early, then late. B: late, then early.
@@ -231,11 +255,11 @@ mod tests {
         let holder = TxnId::new(NodeId(3), 0, 1);
         let young = TxnId::new(NodeId(2), 0, 1);
         let old = TxnId::new(NodeId(1), 0, 1);
-        let at = |since, txn| Priority { since, txn };
         for (wound, expect) in [
             (Wound::Textbook, vec![]),
             (Wound::JanusBaseline, vec![young]),
         ] {
+            let at = |n: u32, txn| prio(wound, n.into(), n, txn);
             let mut cc = shard(wound);
             let mut wounded = Vec::new();
             assert_eq!(write(&mut cc, at(0, holder), key, &mut wounded), Admit::Go);
@@ -255,27 +279,24 @@ mod tests {
     }
 
     /// A retry keeps its age in the textbook (its first start), not in the
-    /// Janus baseline, where its new attempt id decides: `retry` started
-    /// at 100, before the holder (500), but its attempt id is larger.
+    /// Janus baseline, where its new attempt id decides between two
+    /// transactions of one client rank: `retry` started at 100, before the
+    /// holder (500), but its attempt id is larger.
     #[test]
     fn a_retry_keeps_its_age_only_in_the_textbook() {
         let key = Key::new(0, 1);
-        let holder = Priority {
-            since: 500,
-            txn: TxnId::new(NodeId(1), 0, 5),
-        };
-        let retry = Priority {
-            since: 100,
-            txn: TxnId::new(NodeId(1), 0, 9),
-        };
+        let holder = TxnId::new(NodeId(1), 0, 5);
+        let retry = TxnId::new(NodeId(1), 0, 9);
         let wounds = |wound| {
             let mut cc = shard(wound);
             let mut wounded = Vec::new();
-            assert_eq!(write(&mut cc, holder, key, &mut wounded), Admit::Go);
-            assert_eq!(write(&mut cc, retry, key, &mut wounded), Admit::Wait);
+            let h = prio(wound, 500, 4, holder);
+            let r = prio(wound, 100, 4, retry);
+            assert_eq!(write(&mut cc, h, key, &mut wounded), Admit::Go);
+            assert_eq!(write(&mut cc, r, key, &mut wounded), Admit::Wait);
             wounded
         };
-        assert_eq!(wounds(Wound::Textbook), vec![holder.txn]);
+        assert_eq!(wounds(Wound::Textbook), vec![holder]);
         assert_eq!(wounds(Wound::JanusBaseline), vec![]);
     }
 }
