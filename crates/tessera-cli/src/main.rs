@@ -350,7 +350,7 @@ pub struct RunArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     abort_cpu_us: Option<u64>,
     /// 2pl-paxos: which wound-wait: janus (the default; the Janus
-    /// authors' baseline, §6.1: priority by attempt id, younger waiters
+    /// authors' baseline, §6.1: priority by client, then attempt id, younger waiters
     /// wounded too) or textbook (age kept across retries, waiters wait).
     #[arg(long)]
     wound: Option<String>,
