@@ -357,6 +357,11 @@ pub struct RunArgs {
     /// sensitivity knob for Rococo §5.5's comparison.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     abort_cpu_us: Option<u64>,
+    /// 2pl-paxos: which wound-wait: janus (the default; the Janus
+    /// authors' baseline, §6.1: priority by client, then attempt id, younger waiters
+    /// wounded too) or textbook (age kept across retries, waiters wait).
+    #[arg(long)]
+    wound: Option<String>,
     /// pt-occ, lt-occ, s2pl: commit and replication: 2pc (no replication,
     /// the default for s2pl), 2pc-sync, or epoch (COCO, the default for
     /// pt-occ and lt-occ).

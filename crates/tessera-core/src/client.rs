@@ -262,6 +262,7 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
             id,
             txn: next.txn.clone(),
             since: next.first_start,
+            client: s.client,
         };
         self.in_flight.insert(
             id,

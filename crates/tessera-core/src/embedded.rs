@@ -166,6 +166,7 @@ impl<M, C: Coordinator<M>> EmbeddedHost<M, C> {
             id,
             txn: p.txn.clone(),
             since: p.first_start,
+            client: 0,
         };
         self.coord.submit(ctx, attempt);
     }

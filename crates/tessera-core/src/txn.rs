@@ -228,4 +228,21 @@ pub struct Attempt {
     /// When the transaction's first attempt started: a retried transaction
     /// keeps its age, so wound-wait never starves it (Rosenkrantz et al.).
     pub since: crate::ids::Time,
+    /// The closed-loop client (slot) that runs it, 0 where there is none:
+    /// the Janus authors' 2PL ranks transactions by their coordinator
+    /// (Janus §6.1; `twopl::Wound::JanusBaseline`).
+    pub client: u32,
+}
+
+impl Attempt {
+    /// A transaction's first attempt, started at time 0 by no client (for
+    /// tests and tools that drive a coordinator directly).
+    pub fn at_zero(id: TxnId, txn: Txn) -> Self {
+        Attempt {
+            id,
+            txn,
+            since: 0,
+            client: 0,
+        }
+    }
 }

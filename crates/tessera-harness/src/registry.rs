@@ -25,7 +25,7 @@ use tessera_protocols::rococo::offline::MergeSet;
 use tessera_protocols::rococo::{Rococo, RococoConfig};
 use tessera_protocols::tapir::{Tapir, TapirConfig};
 use tessera_protocols::twopc::{Timeouts, TwoPcConfig};
-use tessera_protocols::twopl::{Policy, TwoPlConfig, TwoPlProtocol};
+use tessera_protocols::twopl::{Policy, TwoPlConfig, TwoPlProtocol, Wound};
 
 type Runner = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>) -> anyhow::Result<RawRun> + Send + Sync>;
 type Server = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>, &str) -> anyhow::Result<()> + Send + Sync>;
@@ -280,6 +280,7 @@ pub fn registry() -> Vec<ProtocolEntry> {
     let twopl = |policy| TwoPcConfig {
         cc: TwoPlConfig {
             policy,
+            wound: Wound::Textbook,
             abort_cpu: 0,
         },
         timeouts: timeouts.clone(),
@@ -336,12 +337,15 @@ pub fn registry() -> Vec<ProtocolEntry> {
         .hidden(),
         ProtocolEntry::configured::<TwoPlPaxos>(
             "2pl-paxos",
-            "2PL (wound-wait) + 2PC over Multi-Paxos per shard: Janus §5's layered baseline",
+            "2PL (wound-wait) + 2PC over Multi-Paxos per shard: Janus §5's layered baseline; --wound janus (default: the authors' wound-wait, §6.1) | textbook",
             |spec| {
+                let wound = wound(spec)?;
                 layered(
                     spec,
+                    &["--wound"],
                     TwoPlConfig {
                         policy: Policy::WoundWait,
+                        wound,
                         abort_cpu: 0,
                     },
                 )
@@ -350,7 +354,7 @@ pub fn registry() -> Vec<ProtocolEntry> {
         ProtocolEntry::configured::<OccPaxos>(
             "occ-paxos",
             "OCC + 2PC over Multi-Paxos per shard: Janus §5's layered baseline",
-            |spec| layered(spec, OccConfig { validate: true }),
+            |spec| layered(spec, &[], OccConfig { validate: true }),
         ),
         ProtocolEntry::configured::<Tapir>(
             "tapir",
@@ -539,6 +543,21 @@ fn only_knobs(spec: &BenchSpec, name: &str, allowed: &[&str]) -> Result<(), Spec
     }
 }
 
+/// 2pl-paxos's wound-wait (`--wound`): the Janus authors' baseline by
+/// default, since 2pl-paxos is Janus §6's baseline and that is what its
+/// numbers were measured with (§6.1; [`Wound::JanusBaseline`]).
+fn wound(spec: &BenchSpec) -> Result<Wound, SpecError> {
+    match spec.knobs.wound.as_deref() {
+        None | Some("janus") => Ok(Wound::JanusBaseline),
+        Some("textbook") => Ok(Wound::Textbook),
+        Some(other) => Err(SpecError::Invalid {
+            flag: "--wound",
+            value: other.into(),
+            allowed: "janus, textbook".into(),
+        }),
+    }
+}
+
 fn commit_mode(spec: &BenchSpec, default: CommitMode) -> Result<CommitMode, SpecError> {
     match &spec.knobs.commit {
         None => Ok(default),
@@ -569,9 +588,10 @@ fn slowest_round_trip(spec: &BenchSpec) -> tessera_core::ids::Time {
 /// the slowest round trip of the world (geo sites).
 fn layered<X>(
     spec: &BenchSpec,
+    knobs: &[&str],
     cc: X,
 ) -> Result<(TwoPcConfig<X, PaxosLogConfig>, BenchSpec), SpecError> {
-    only_knobs(spec, &spec.protocol, &[])?;
+    only_knobs(spec, &spec.protocol, knobs)?;
     let rtt = slowest_round_trip(spec);
     let mut timeouts = Timeouts::default();
     timeouts.retransmit = timeouts.retransmit.max(2 * rtt);

@@ -195,6 +195,9 @@ pub struct Knobs {
     /// 2PL (sim): server CPU charged per participant abort, µs
     /// ([`tessera_protocols::twopl::TwoPlConfig::abort_cpu`]).
     pub abort_cpu_us: Option<u64>,
+    /// 2pl-paxos: `--wound janus|textbook`, which wound-wait
+    /// ([`tessera_protocols::twopl::Wound`]).
+    pub wound: Option<String>,
     /// COCO: `--commit 2pc|2pc-sync|epoch`.
     pub commit: Option<String>,
     /// COCO: epoch length in ms (`--epoch-ms`, 1–1000).
@@ -250,13 +253,14 @@ impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 26] = [
+        let flags: [(&'static str, bool); 27] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
             ("--switch-stages", self.switch_stages.is_some()),
             ("--recirculation-ns", self.recirculation_ns.is_some()),
             ("--abort-cpu-us", self.abort_cpu_us.is_some()),
+            ("--wound", self.wound.is_some()),
             ("--commit", self.commit.is_some()),
             ("--epoch-ms", self.epoch_ms.is_some()),
             ("--prepare-deadline-ms", self.prepare_deadline_ms.is_some()),

@@ -579,7 +579,7 @@ impl Cluster {
         let id = TxnId::new(me, 0, seq);
         let mut effects = Vec::new();
         let mut ctx = Ctx::new(0, me, &mut self.rng, &mut effects);
-        self.coords[c as usize].submit(&mut ctx, Attempt { id, txn, since: 0 });
+        self.coords[c as usize].submit(&mut ctx, Attempt::at_zero(id, txn));
         self.collect(me, effects);
         id
     }
@@ -883,7 +883,7 @@ fn s2pl_reads_at_the_primary() {
         let mut ctx = Ctx::new(0, me, &mut rng, &mut effects);
         let id = TxnId::new(me, 0, 1);
         let txn = Rw::proc(false, &[X]);
-        coord.submit(&mut ctx, Attempt { id, txn, since: 0 });
+        coord.submit(&mut ctx, Attempt::at_zero(id, txn));
         let to: Vec<NodeId> = effects
             .iter()
             .filter_map(|e| match e {
@@ -1113,6 +1113,7 @@ fn coordinator_replication_syncs_backups_once_per_epoch() {
             id: t1,
             txn: proc,
             since: 0,
+            client: 0,
         },
     );
     // Run the transaction to its decision; keep what reaches the backups.

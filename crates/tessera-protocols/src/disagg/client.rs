@@ -709,7 +709,7 @@ mod tests {
             dynamic: false,
         }]));
         let id = TxnId::new(NodeId(1), 0, seq);
-        Exec::new(Attempt { id, txn, since: 0 })
+        Exec::new(Attempt::at_zero(id, txn))
     }
 
     /// A region of `n` records (rows 0..n of table 0) and a connected

@@ -239,7 +239,7 @@ impl Cluster {
         let id = TxnId::new(me, 0, self.seq);
         let mut effects = Vec::new();
         let mut ctx = Ctx::new(self.now, me, &mut self.rng, &mut effects);
-        self.coords[c].submit(&mut ctx, Attempt { id, txn, since: 0 });
+        self.coords[c].submit(&mut ctx, Attempt::at_zero(id, txn));
         self.collect(me, effects);
         id
     }

@@ -23,6 +23,10 @@
 //! # Deviations
 //! * Janus' implementation has no leader failover and no failure recovery
 //!   (§5); ours survives leader loss, minority crashes and partitions.
+//! * Under 2PL, the authors' lock is per column and always exclusive; ours
+//!   is per key, shared for reads. A participant aborts a wounded
+//!   transaction at once (theirs lets it run on and refuses its Prepare),
+//!   and the coordinator aborts on the first failed piece.
 //! * Read-only pieces are not served by followers: every transaction,
 //!   reads included, goes through the leader and its Prepare record, which
 //!   also proves the leader was still leading when it voted.
@@ -39,7 +43,9 @@ use crate::occ::Occ;
 use crate::twopc::TwoPc;
 use crate::twopl::TwoPl;
 
-/// 2PL (wound-wait, as Spanner) + 2PC over Multi-Paxos.
+/// 2PL (wound-wait) + 2PC over Multi-Paxos. Which wound-wait is
+/// configured ([`crate::twopl::Wound`]): the registry's `2pl-paxos` runs
+/// the Janus authors' baseline (§6.1), Spanner's textbook one on request.
 pub type TwoPlPaxos = TwoPc<TwoPl, PaxosLog>;
 /// OCC + 2PC over Multi-Paxos.
 pub type OccPaxos = TwoPc<Occ, PaxosLog>;

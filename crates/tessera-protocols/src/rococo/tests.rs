@@ -354,6 +354,7 @@ impl Cluster {
                 id,
                 txn: proc,
                 since: 0,
+                client: 0,
             },
         );
         self.collect(me, effects);

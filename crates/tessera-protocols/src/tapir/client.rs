@@ -848,6 +848,7 @@ mod driven {
                         id,
                         txn: txn.clone(),
                         since: 0,
+                        client: 0,
                     },
                 )
             });

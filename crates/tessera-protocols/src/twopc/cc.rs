@@ -30,6 +30,14 @@ pub trait ConcurrencyControl: Send + 'static {
 
     fn new(config: &Self::Config) -> Self;
 
+    /// True when a transaction's priority is its client's rank, not its
+    /// age: its coordinator then sends the client in the Execute's
+    /// `since`. The Janus authors' 2PL ranks by coordinator (Janus §6.1,
+    /// [`crate::twopl::Wound::JanusBaseline`]).
+    fn rank_by_client(_config: &Self::Config) -> bool {
+        false
+    }
+
     /// Server CPU the participant charges per abort it carries out
     /// (`Ctx::charge`; see [`crate::twopl::TwoPlConfig::abort_cpu`]).
     fn abort_cpu(&self) -> Time {

@@ -61,6 +61,8 @@ pub struct TwoPcCoordinator {
     timeouts: Timeouts,
     /// Lock every write set before any participant validates (OCC).
     lock_round: bool,
+    /// Send the client's rank as the Execute's `since`, not the age.
+    rank_by_client: bool,
     topology: Arc<Topology>,
     me: NodeId,
     incarnation: u8,
@@ -85,7 +87,13 @@ pub struct TwoPcCoordinator {
 const TICK: TimerId = TimerId(1);
 
 impl TwoPcCoordinator {
-    pub fn new(timeouts: Timeouts, lock_round: bool, env: CoordinatorEnv) -> Self {
+    /// `rank_by_client`: see [`super::ConcurrencyControl::rank_by_client`].
+    pub fn new(
+        timeouts: Timeouts,
+        lock_round: bool,
+        rank_by_client: bool,
+        env: CoordinatorEnv,
+    ) -> Self {
         let mut decided = tessera_core::fast_set();
         for r in &env.recovered {
             if let Ok(b) = <[u8; 8]>::try_from(&r[..]) {
@@ -96,6 +104,7 @@ impl TwoPcCoordinator {
         TwoPcCoordinator {
             timeouts,
             lock_round,
+            rank_by_client,
             moved_at: vec![0; leaders.len()],
             unanswered_since: vec![None; leaders.len()],
             suspected: vec![None; leaders.len()],
@@ -595,8 +604,21 @@ impl TwoPcCoordinator {
             return;
         };
         let s = shard.0 as usize;
-        if self.leaders[s] != from || now < self.moved_at[s] + self.timeouts.retransmit / 20 {
-            return; // an old answer, or we just moved
+        let floor = Self::floor(&self.open, txn);
+        if self.leaders[s] != from {
+            // We left `from` already (another transaction's answer moved
+            // us), but this request went to it: send it to the replica we
+            // now believe in at once, not at its next retransmission (up to
+            // 8 x `retransmit` away; a transaction prepared elsewhere holds
+            // its locks all that time).
+            let to = self.leaders[s];
+            if let Some(st) = self.txns.get_mut(&txn) {
+                Self::resend(ctx, &self.leaders, floor, txn, st, Some(to));
+            }
+            return;
+        }
+        if now < self.moved_at[s] + self.timeouts.retransmit / 20 {
+            return; // we just moved
         }
         let group = &self.topology.shards[s].replicas;
         let next = match leader.filter(|h| group.contains(h) && *h != from) {
@@ -604,7 +626,6 @@ impl TwoPcCoordinator {
             _ => self.next_replica(now, shard, from),
         };
         self.move_leader(now, shard, next);
-        let floor = Self::floor(&self.open, txn);
         if let Some(st) = self.txns.get_mut(&txn) {
             Self::resend(ctx, &self.leaders, floor, txn, st, None);
         }
@@ -660,7 +681,10 @@ fn index_of(st: &TxnState, shard: Option<ShardId>) -> Option<usize> {
 }
 
 impl Coordinator<Msg> for TwoPcCoordinator {
-    fn submit(&mut self, ctx: &mut Ctx<Msg>, attempt: Attempt) {
+    fn submit(&mut self, ctx: &mut Ctx<Msg>, mut attempt: Attempt) {
+        if self.rank_by_client {
+            attempt.since = attempt.client.into();
+        }
         let txn = attempt.id;
         debug_assert_eq!(txn.node(), self.me);
         debug_assert_eq!(txn.incarnation(), self.incarnation);
@@ -841,7 +865,7 @@ mod tests {
             incarnation: 0,
             recovered: Vec::new(),
         };
-        TwoPcCoordinator::new(Timeouts::default(), false, env)
+        TwoPcCoordinator::new(Timeouts::default(), false, false, env)
     }
 
     /// Regression (TPC-C tiny, 2pl-nowait, faulty seeds 9 and 95): the
@@ -871,6 +895,7 @@ mod tests {
                     id: txn,
                     txn: chain(ShardId(1)),
                     since: 0,
+                    client: 0,
                 },
             )
         });
@@ -923,6 +948,7 @@ mod tests {
                 id: txn,
                 txn: two_rounds(),
                 since: 0,
+                client: 0,
             };
             let first = sent(step(&mut |c, ctx| c.submit(ctx, attempt.clone())));
             assert!(matches!(&first[..], [(_, Msg::Execute(e))]

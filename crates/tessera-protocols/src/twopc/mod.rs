@@ -121,6 +121,11 @@ impl<C: ConcurrencyControl, L: ParticipantLog> tessera_core::protocol::Protocol 
         config: &Self::Config,
         env: tessera_core::protocol::CoordinatorEnv,
     ) -> Self::Coordinator {
-        TwoPcCoordinator::new(config.timeouts.clone(), C::LOCK_ROUND, env)
+        TwoPcCoordinator::new(
+            config.timeouts.clone(),
+            C::LOCK_ROUND,
+            C::rank_by_client(&config.cc),
+            env,
+        )
     }
 }

@@ -1668,10 +1668,11 @@ mod tests {
     /// count as a restart.
     #[test]
     fn a_newer_coordinator_incarnation_frees_its_orphans_locks() {
-        use crate::twopl::{Policy, TwoPl, TwoPlConfig};
+        use crate::twopl::{Policy, TwoPl, TwoPlConfig, Wound};
         let mut h = Harness::with(
             TwoPl::new(&TwoPlConfig {
                 policy: Policy::NoWait,
+                wound: Wound::Textbook,
                 abort_cpu: 0,
             }),
             Vec::new(),

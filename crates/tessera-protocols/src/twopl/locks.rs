@@ -54,12 +54,18 @@ pub struct LockTable {
 }
 
 impl LockTable {
+    /// Lock `key` for `who` (exclusively when `x`). Under wound-wait a
+    /// conflicting request wounds the younger holders that are not
+    /// prepared, and with `wound_waiters` the younger waiters too
+    /// ([`super::Wound::JanusBaseline`]); they go to `wounded`, for the
+    /// participant to abort.
     pub fn acquire(
         &mut self,
         key: Key,
         who: Priority,
         x: bool,
         policy: Policy,
+        wound_waiters: bool,
         wounded: &mut Vec<TxnId>,
     ) -> Acquire {
         let txn = who.txn;
@@ -96,6 +102,14 @@ impl LockTable {
             let hs = &self.txns[h];
             if hs.prio > who && !hs.prepared && !wounded.contains(h) {
                 wounded.push(*h);
+            }
+        }
+        if wound_waiters {
+            for (p, _) in &e.waiters {
+                let prepared = self.txns.get(&p.txn).is_some_and(|w| w.prepared);
+                if *p > who && !prepared && !wounded.contains(&p.txn) {
+                    wounded.push(p.txn);
+                }
             }
         }
         let pos = e
@@ -183,16 +197,16 @@ mod tests {
         let k = Key::new(0, 1);
         let mut w = Vec::new();
         assert!(matches!(
-            lt.acquire(k, p(1, 1), false, Policy::WoundWait, &mut w),
+            lt.acquire(k, p(1, 1), false, Policy::WoundWait, false, &mut w),
             Acquire::Granted
         ));
         assert!(matches!(
-            lt.acquire(k, p(2, 2), false, Policy::WoundWait, &mut w),
+            lt.acquire(k, p(2, 2), false, Policy::WoundWait, false, &mut w),
             Acquire::Granted
         ));
         // Younger writer waits for the older readers.
         assert!(matches!(
-            lt.acquire(k, p(3, 3), true, Policy::WoundWait, &mut w),
+            lt.acquire(k, p(3, 3), true, Policy::WoundWait, false, &mut w),
             Acquire::Queued
         ));
         assert!(w.is_empty());
@@ -208,9 +222,9 @@ mod tests {
         let mut lt = LockTable::default();
         let k = Key::new(0, 1);
         let mut w = Vec::new();
-        lt.acquire(k, p(5, 5), true, Policy::WoundWait, &mut w);
+        lt.acquire(k, p(5, 5), true, Policy::WoundWait, false, &mut w);
         assert!(matches!(
-            lt.acquire(k, p(1, 1), true, Policy::WoundWait, &mut w),
+            lt.acquire(k, p(1, 1), true, Policy::WoundWait, false, &mut w),
             Acquire::Queued
         ));
         assert_eq!(w, vec![TxnId(5)]);
@@ -224,10 +238,10 @@ mod tests {
         let mut lt = LockTable::default();
         let k = Key::new(0, 1);
         let mut w = Vec::new();
-        lt.acquire(k, p(5, 5), true, Policy::WoundWait, &mut w);
+        lt.acquire(k, p(5, 5), true, Policy::WoundWait, false, &mut w);
         lt.set_prepared(TxnId(5));
         assert!(matches!(
-            lt.acquire(k, p(1, 1), true, Policy::WoundWait, &mut w),
+            lt.acquire(k, p(1, 1), true, Policy::WoundWait, false, &mut w),
             Acquire::Queued
         ));
         assert!(w.is_empty());
@@ -238,13 +252,13 @@ mod tests {
         let mut lt = LockTable::default();
         let k = Key::new(0, 1);
         let mut w = Vec::new();
-        lt.acquire(k, p(1, 1), false, Policy::NoWait, &mut w);
+        lt.acquire(k, p(1, 1), false, Policy::NoWait, false, &mut w);
         assert!(matches!(
-            lt.acquire(k, p(1, 1), true, Policy::NoWait, &mut w),
+            lt.acquire(k, p(1, 1), true, Policy::NoWait, false, &mut w),
             Acquire::Granted
         ));
         assert!(matches!(
-            lt.acquire(k, p(0, 2), false, Policy::NoWait, &mut w),
+            lt.acquire(k, p(0, 2), false, Policy::NoWait, false, &mut w),
             Acquire::Conflict
         ));
     }
