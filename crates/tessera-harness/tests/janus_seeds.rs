@@ -17,15 +17,9 @@ use tessera_harness::{run_bench, BenchOutcome, BenchSpec, RuntimeKind, WorkloadS
 use tessera_workloads::tpcc::{Mix, RemoteNewOrder};
 use tessera_workloads::{MicroConfig, TpccConfig, YcsbConfig};
 
+/// The seeds to run: `TESSERA_SEEDS` as a count or a range, 200 by default.
 fn seed_range() -> std::ops::Range<u64> {
-    let Ok(v) = std::env::var("TESSERA_SEEDS") else {
-        return 0..200;
-    };
-    let bad = || panic!("TESSERA_SEEDS={v}: want a count (200) or a range (187..188)");
-    match v.split_once("..") {
-        Some((a, b)) => a.parse().unwrap_or_else(|_| bad())..b.parse().unwrap_or_else(|_| bad()),
-        None => 0..v.parse().unwrap_or_else(|_| bad()),
-    }
+    tessera_harness::faults::seed_range(200)
 }
 
 fn seeds() -> u64 {
