@@ -430,6 +430,16 @@ pub fn registry() -> Vec<ProtocolEntry> {
             },
         )
         .hidden(),
+        ProtocolEntry::configured::<Oocc>(
+            "oocc-rw-skip",
+            "OOCC whose read-write transactions skip validation within the lease (Alg. 1 l. 13 as written): broken on purpose (write skew), for checker tests",
+            |spec| {
+                let (mut config, spec) = oocc(spec, OoccConfig::oocc())?;
+                config.validate_writers = false;
+                Ok((config, spec))
+            },
+        )
+        .hidden(),
         ProtocolEntry::memory_node_protocol::<Drtm>(
             "drtm",
             "DrTM on memory nodes: 2PL, shared locks as leases set by CAS in the lock word, exclusive locks by CAS (OOCC §VIII baseline)",

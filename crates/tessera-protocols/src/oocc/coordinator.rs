@@ -580,21 +580,24 @@ impl OoccCoordinator {
 
     /// The validation READs (Alg. 1 l. 13–16): every read not covered by
     /// the transaction's own locks, except, for a read-only transaction
-    /// whose reads held their lease, those that saw no intention lock.
+    /// whose reads held their lease, those that saw no intention lock (and
+    /// the same for a read-write one without
+    /// [`OoccConfig::validate_writers`], as Alg. 1 has it).
     fn checks(&self, txn: TxnId) -> Round {
         let run = &self.runs[&txn];
+        let x = &run.exec;
         let within_lease = self.cfg.lease
+            && (x.read_only || !self.cfg.validate_writers)
             && run
                 .exec_start
                 .is_none_or(|s| self.leases.get().reads_hold(s, run.exec_end));
         let mut round = Round::new();
-        let x = &run.exec;
         for key in &x.read_order {
             let r = &x.recs[key];
             if r.lock.held.is_some() {
                 continue;
             }
-            if x.read_only && within_lease && !r.lock.intention_seen {
+            if within_lease && !r.lock.intention_seen {
                 continue;
             }
             let addr = self
