@@ -150,6 +150,9 @@ pub struct OoccConfig {
     /// skips validation too (Fig. 6b/c: "even with the validation
     /// omitted"): broken on purpose (write skew), so that tests can show the
     /// checker catches it and runs can measure what the paper's skip gains.
+    /// The second validation after a slow upgrade round
+    /// ([`OoccConfig::bound_upgrade`]) stays whole either way, so that what
+    /// fails is the skip alone.
     pub validate_writers: bool,
     /// Delayed write lock: a read-write transaction whose Validate&Logging
     /// round (validation with the lock upgrade, Alg. 1 l. 11–21) took
