@@ -410,26 +410,21 @@ pub fn registry() -> Vec<ProtocolEntry> {
             "OCC on memory nodes, FORD-style: execute + CAS lock, validate + undo log, commit, release (OOCC Fig. 3)",
             |spec| oocc(spec, OoccConfig::ford()),
         ),
-        ProtocolEntry::configured::<Oocc>(
+        broken_oocc(
             "oocc-nowait",
             "OOCC whose writers do not wait out the lease: broken on purpose, for checker tests",
-            |spec| {
-                let (mut config, spec) = oocc(spec, OoccConfig::oocc())?;
-                config.wait_lease = false;
-                Ok((config, spec))
-            },
-        )
-        .hidden(),
-        ProtocolEntry::configured::<Oocc>(
+            |c| c.wait_lease = false,
+        ),
+        broken_oocc(
             "oocc-same-round",
             "OOCC whose writers trust one Validate&Logging round however long it takes (Alg. 1 as written): broken on purpose, for checker tests",
-            |spec| {
-                let (mut config, spec) = oocc(spec, OoccConfig::oocc())?;
-                config.bound_upgrade = false;
-                Ok((config, spec))
-            },
-        )
-        .hidden(),
+            |c| c.bound_upgrade = false,
+        ),
+        broken_oocc(
+            "oocc-rw-skip",
+            "OOCC whose read-write transactions skip validation within the lease (Alg. 1 l. 13 as written): broken on purpose (write skew), for checker tests",
+            |c| c.validate_writers = false,
+        ),
         ProtocolEntry::memory_node_protocol::<Drtm>(
             "drtm",
             "DrTM on memory nodes: 2PL, shared locks as leases set by CAS in the lock word, exclusive locks by CAS (OOCC §VIII baseline)",
@@ -777,6 +772,22 @@ fn oocc(spec: &BenchSpec, base: OoccConfig) -> Result<(OoccConfig, BenchSpec), S
     config.lease_ns = lease_ns(spec)?.unwrap_or(config.lease_ns);
     config.adapt = lease_adapt(spec, config.lease, config.lease_ns)?;
     Ok((config, run))
+}
+
+/// A hidden `oocc` whose configuration `breaks` changes after the spec's
+/// knobs: a variant broken on purpose, so that tests can show the checker
+/// catches it (see `oocc/mod.rs`).
+fn broken_oocc(
+    name: &'static str,
+    summary: &'static str,
+    breaks: fn(&mut OoccConfig),
+) -> ProtocolEntry {
+    ProtocolEntry::configured::<Oocc>(name, summary, move |spec: &BenchSpec| {
+        let (mut config, spec) = oocc(spec, OoccConfig::oocc())?;
+        breaks(&mut config);
+        Ok((config, spec))
+    })
+    .hidden()
 }
 
 /// `--oocc-offset-ns`, if given: it widens leases (§VII.B, §VIII.G), so it

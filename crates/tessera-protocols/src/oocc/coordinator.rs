@@ -545,7 +545,7 @@ impl OoccCoordinator {
         let run = &self.runs[&txn];
         let (read_only, exec_end) = (run.exec.read_only, run.exec_end);
         let late = self.upgrade_late(txn);
-        let mut round = self.checks(txn);
+        let mut round = self.checks(txn, !self.cfg.validate_writers);
         if !read_only {
             if self.cfg.delayed_lock && !late {
                 merge(&mut round, self.upgrades(txn));
@@ -580,21 +580,25 @@ impl OoccCoordinator {
 
     /// The validation READs (Alg. 1 l. 13–16): every read not covered by
     /// the transaction's own locks, except, for a read-only transaction
-    /// whose reads held their lease, those that saw no intention lock.
-    fn checks(&self, txn: TxnId) -> Round {
+    /// whose reads held their lease, those that saw no intention lock (and
+    /// the same for a read-write one if `writers_skip`: Alg. 1's
+    /// Validate&Logging without [`OoccConfig::validate_writers`]; never in
+    /// the validation after a slow upgrade round, [`Run::upgrade_posted`]).
+    fn checks(&self, txn: TxnId, writers_skip: bool) -> Round {
         let run = &self.runs[&txn];
+        let x = &run.exec;
         let within_lease = self.cfg.lease
+            && (x.read_only || writers_skip)
             && run
                 .exec_start
                 .is_none_or(|s| self.leases.get().reads_hold(s, run.exec_end));
         let mut round = Round::new();
-        let x = &run.exec;
         for key in &x.read_order {
             let r = &x.recs[key];
             if r.lock.held.is_some() {
                 continue;
             }
-            if x.read_only && within_lease && !r.lock.intention_seen {
+            if within_lease && !r.lock.intention_seen {
                 continue;
             }
             let addr = self
@@ -683,7 +687,7 @@ impl OoccCoordinator {
             if !bounded && self.cfg.bound_upgrade {
                 // The write locks are visible now: validate the reads again.
                 self.counters.revalidations += 1;
-                let round = self.checks(txn);
+                let round = self.checks(txn, false);
                 if self.post(ctx, txn, round) > 0 {
                     return;
                 }
