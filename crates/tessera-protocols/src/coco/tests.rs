@@ -72,6 +72,20 @@ impl One {
         effects
     }
 
+    /// The transaction holding `key`'s write lock here (0: none).
+    pub(super) fn lock(&self, key: Key) -> u64 {
+        self.s.store().unwrap().get(key).unwrap().meta.lock
+    }
+
+    /// Committed write-lock releases since the last report, from the
+    /// results counters.
+    pub(super) fn write_lock_holds(&mut self) -> u64 {
+        let c = self.s.take_report().counters;
+        c.iter()
+            .find(|(n, _)| *n == "write_lock_holds")
+            .map_or(0, |(_, v)| *v)
+    }
+
     pub(super) fn replies(&mut self, from: u32, msg: Msg) -> Vec<Msg> {
         self.deliver(from, msg)
             .into_iter()
@@ -225,14 +239,8 @@ fn two_pc_sync_holds_write_locks_until_every_backup_has_the_writes() {
         config.replication = Replication::Primary;
         let mut p = One::with(config, 0, Store::new());
         let t = |seq| TxnId::new(NodeId(3), 0, seq);
-        let lock = |p: &One| p.s.store().unwrap().get(Key::new(0, 1)).unwrap().meta.lock;
-        // Committed write-lock releases, from the results counters.
-        let holds = |p: &mut One| {
-            let c = p.s.take_report().counters;
-            c.iter()
-                .find(|(n, _)| *n == "write_lock_holds")
-                .map_or(0, |(_, v)| *v)
-        };
+        let lock = |p: &One| p.lock(Key::new(0, 1));
+        let holds = |p: &mut One| p.write_lock_holds();
         p.replies(3, prepare(t(1), true, vec![]));
         let wb = Msg::WriteBack {
             txn: t(1),
@@ -343,13 +351,8 @@ fn a_2pc_sync_primary_keeps_write_locks_until_released_or_replicated() {
     let config = CocoConfig::new(Cc::PtOcc, CommitMode::TwoPcSync);
     let mut p = One::with(config, 0, Store::new());
     let t = |seq| TxnId::new(NodeId(3), 0, seq);
-    let lock = |p: &One| p.s.store().unwrap().get(Key::new(0, 1)).unwrap().meta.lock;
-    let holds = |p: &mut One| {
-        let c = p.s.take_report().counters;
-        c.iter()
-            .find(|(n, _)| *n == "write_lock_holds")
-            .map_or(0, |(_, v)| *v)
-    };
+    let lock = |p: &One| p.lock(Key::new(0, 1));
+    let holds = |p: &mut One| p.write_lock_holds();
     let wb = |txn| Msg::WriteBack {
         txn,
         ts: 77,
