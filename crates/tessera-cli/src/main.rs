@@ -381,10 +381,12 @@ pub struct RunArgs {
     /// (COCO §5.3; --check then holds runs to snapshot isolation).
     #[arg(long)]
     isolation: Option<String>,
-    /// pt-occ, lt-occ, s2pl under --commit epoch: who sends the writes to
-    /// the backups: coordinator (default; COCO §4.2.3, Fig. 3, synced
-    /// once per epoch) or primary (forwarded and acknowledged per
-    /// transaction).
+    /// pt-occ, lt-occ, s2pl under --commit epoch or 2pc-sync: who sends
+    /// the writes to the backups: coordinator (default; COCO §4.2.3, Fig.
+    /// 3: synced once per epoch, or under 2pc-sync sent with the
+    /// primaries' write-back and acknowledged to the coordinator, as the
+    /// authors' code does) or primary (forwarded by the primary and
+    /// acknowledged to it per transaction).
     #[arg(long)]
     coco_replication: Option<String>,
     /// pt-occ, lt-occ, s2pl under --commit epoch: client hosts start no

@@ -650,12 +650,18 @@ impl CocoCoordinator {
                 msg,
                 answered: false,
             });
-            if self.config.coordinator_replicates() {
-                // §4.2.3, Fig. 3: the write set goes to the backups from
-                // here, unacknowledged; the primary makes sure at the
-                // epoch's end that they have it (see `Replication`).
+            // §4.2.3, Fig. 3: the write set goes to the backups from here,
+            // with the write-back. In epoch mode each copy is
+            // unacknowledged and the primary makes sure at the epoch's end
+            // that they have it; under 2PC(Sync) each is answered here
+            // (`seq`: the transaction, never 0 as a client host is never
+            // node 0) and the transaction waits for all (see
+            // `Replication`).
+            let acked = self.config.coordinator_replicates_sync();
+            if acked || self.config.coordinator_replicates() {
+                debug_assert_ne!(txn.0, 0);
                 let replicate = Msg::Replicate {
-                    seq: 0,
+                    seq: if acked { txn.0 } else { 0 },
                     txn,
                     ts: st.ts,
                     epoch: st.epoch,
@@ -664,6 +670,13 @@ impl CocoCoordinator {
                 };
                 for &b in &self.topology.shards[shard.0 as usize].replicas[1..] {
                     ctx.send(b, replicate.clone());
+                    if acked {
+                        st.out.push(Out {
+                            to: b,
+                            msg: replicate.clone(),
+                            answered: false,
+                        });
+                    }
                 }
             }
         }
@@ -680,10 +693,25 @@ impl CocoCoordinator {
             }
             if st.out.iter().all(|o| o.answered) {
                 self.decided.remove(&txn);
+                self.release_write_locks(ctx, txn, &st);
                 self.release(ctx, txn, &mut st);
             }
         }
         self.keep(txn, st);
+    }
+
+    /// 2PC(Sync) with coordinator replication: every replica has the
+    /// writes, so the primaries may drop the write locks they kept at
+    /// write-back (§7.1.2). Not answered, as in the authors' code (the
+    /// result is released now); a primary that misses it replicates on its
+    /// own and releases when its backups answer (see `Replication`).
+    fn release_write_locks(&self, ctx: &mut Ctx<Msg>, txn: TxnId, st: &TxnState) {
+        if !self.config.coordinator_replicates_sync() {
+            return;
+        }
+        for shard in st.writes.keys() {
+            ctx.send(self.primary(*shard), Msg::Release { txn });
+        }
     }
 
     /// Report the commit, now or when its epoch commits (epoch mode).
@@ -996,6 +1024,9 @@ impl Node<Msg> for CocoCoordinator {
                 floor,
             } => self.on_prepared(ctx, from, txn, round, ok, epoch, bound, floor),
             Msg::WrittenBack { txn } => self.on_written_back(ctx, from, txn),
+            // A backup has a 2PC(Sync) transaction's writes (`seq`: the
+            // transaction, see `write_back`).
+            Msg::Replicated { seq } => self.on_written_back(ctx, from, TxnId(seq)),
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
             Msg::EpochCommit { epoch, aborted } => self.on_epoch_commit(ctx, epoch, aborted),
             Msg::EpochPrepare { epoch } => self.on_epoch_prepare(ctx, epoch),

@@ -32,9 +32,10 @@
 //!    write rule). In `epoch` mode the coordinator sends them to the
 //!    backups itself, as Fig. 3 does, and each primary checks once per
 //!    epoch that its backups have all it installed (see [`Replication`]);
-//!    in `2pc-sync` the primary forwards them, collects acknowledgements
-//!    per transaction and holds the write locks until the last one
-//!    (§7.1.2). S2PL's primaries that were only read get a **Release**.
+//!    in `2pc-sync` it sends them to the primary and the backups at once,
+//!    waits for every acknowledgement, and only then lets the primary
+//!    release the write locks (**Release**, §7.1.2, as the authors' code
+//!    does). S2PL's primaries that were only read get a **Release** too.
 //!
 //! Commit modes ([`CommitMode`]), the same code configured three ways:
 //! `2pc` (no replication, result released at write-back), `2pc-sync`
@@ -254,8 +255,22 @@ impl Isolation {
 ///   collects their acknowledgements, per transaction (what tessera did
 ///   before; kept to measure the difference).
 ///
-/// The 2PC modes always replicate from the primary: 2PC(Sync) needs each
-/// transaction's acknowledgement.
+/// 2PC(Sync) acknowledges every copy per transaction either way:
+///
+/// * `Coordinator` (the default): the coordinator sends the writes to the
+///   primary (**WriteBack**, installed with the write locks kept) and to
+///   every backup (**Replicate**, answered to it) at once, waits for all,
+///   reports the commit and tells the primary to **Release** the locks —
+///   the authors' 2PC(Sync) (`Silo.h` `write_and_replicate`, then an
+///   unanswered lock release): one round trip for a remote primary's
+///   writes, as §7.1.2 asks only that "write locks are not released until
+///   all writes are replicated on all replicas". A primary that hears no
+///   **Release** within a resend period sends the backups its own copies
+///   and releases once they answer, so a lost message or a crashed
+///   coordinator holds no lock for ever.
+/// * `Primary`: the primary forwards the write-back to its backups and
+///   answers once they all acknowledged — a remote primary's writes then
+///   take two round trips (tessera's 2PC(Sync) until 2026-11-29).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Replication {
     Coordinator,
@@ -335,10 +350,18 @@ impl CocoConfig {
         }
     }
 
-    /// The coordinator sends the write set to the backups itself (epoch
-    /// mode with [`Replication::Coordinator`]).
+    /// The coordinator sends the write set to the backups itself, each
+    /// copy unacknowledged and synced once per epoch (epoch mode with
+    /// [`Replication::Coordinator`]).
     pub fn coordinator_replicates(&self) -> bool {
         self.commit == CommitMode::Epoch && self.replication == Replication::Coordinator
+    }
+
+    /// 2PC(Sync) with [`Replication::Coordinator`]: the coordinator sends
+    /// the write set to the primary and every backup at once, each copy
+    /// acknowledged to it, then releases the primary's write locks.
+    pub fn coordinator_replicates_sync(&self) -> bool {
+        self.commit == CommitMode::TwoPcSync && self.replication == Replication::Coordinator
     }
 
     /// Timeouts that cover `rtt`, the slowest round trip of the world (as

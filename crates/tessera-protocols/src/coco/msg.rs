@@ -121,8 +121,10 @@ pub enum Msg {
     WrittenBack {
         txn: TxnId,
     },
-    /// S2PL coordinator → a primary the transaction only read: it has
-    /// decided; drop its read locks (not answered).
+    /// Coordinator → a primary: drop the transaction's locks (not
+    /// answered). S2PL: it has decided and only read there. 2PC(Sync) with
+    /// coordinator replication: every replica has the writes the primary
+    /// installed with its write locks kept (§7.1.2).
     Release {
         txn: TxnId,
     },
@@ -139,6 +141,8 @@ pub enum Msg {
     /// §4.2.3 Fig. 3: the coordinator sends the write set to every
     /// replica), not acknowledged: the primary checks at the epoch's end
     /// that its backups have every write it installed (**EpochSync**).
+    /// From the coordinator under 2PC(Sync) (`seq`: the transaction id),
+    /// acknowledged to it.
     Replicate {
         seq: u64,
         txn: TxnId,

@@ -227,7 +227,7 @@ pub struct CocoServer {
     collected: u64,
 }
 
-const SWEEP: TimerId = TimerId(1);
+pub(super) const SWEEP: TimerId = TimerId(1);
 const EPOCH: TimerId = TimerId(2);
 
 impl CocoServer {
@@ -713,13 +713,34 @@ impl CocoServer {
         }
     }
 
-    /// S2PL: the coordinator decided; `txn` only read here.
+    /// The coordinator decided and `txn` only read here (S2PL), or every
+    /// replica has the writes it installed here (2PC(Sync) with
+    /// coordinator replication): drop its locks.
     fn on_release(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId) {
         if let Some(h) = self.held.remove(&txn) {
             debug_assert!(h.writes.is_empty(), "released a write set");
             self.release(txn, &h);
             self.ended.insert(txn, true, ctx.now());
+            return;
         }
+        let kept = self
+            .replication
+            .iter()
+            .find(|(_, r)| r.txn == txn && r.locked_since.is_some())
+            .map(|(seq, _)| *seq);
+        if let Some(seq) = kept {
+            let r = self.replication.remove(&seq).expect("found");
+            self.replicated(ctx, r);
+        }
+    }
+
+    /// A primary answers a write-back once it installed it, before its
+    /// backups have it: in epoch mode (replication is asynchronous), and
+    /// under 2PC(Sync) when the coordinator replicates (it waits for the
+    /// backups itself). 2PC(Sync) replicated by the primary answers when
+    /// the last backup has.
+    fn answers_at_install(&self) -> bool {
+        self.config.commit != CommitMode::TwoPcSync || self.config.coordinator_replicates_sync()
     }
 
     fn unlock(&mut self, txn: TxnId, keys: impl Iterator<Item = Key>) {
@@ -961,7 +982,10 @@ impl CocoServer {
     fn on_write_back(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, ts: u64, epoch: u64) {
         let Some(h) = self.held.remove(&txn) else {
             match self.ended.get(txn) {
-                Some(true) if !self.replication.values().any(|r| r.txn == txn) => {
+                Some(true)
+                    if self.answers_at_install()
+                        || !self.replication.values().any(|r| r.txn == txn) =>
+                {
                     ctx.send(from, Msg::WrittenBack { txn });
                 }
                 // Its locks went with an epoch abort (§3.2): so did its
@@ -1023,10 +1047,17 @@ impl CocoServer {
                 version,
                 writes: h.writes,
             };
-            for &b in &self.backups {
-                ctx.send(b, msg.clone());
+            if self.config.coordinator_replicates_sync() {
+                // The coordinator sent the backups their copies and
+                // releases the locks once all have answered it
+                // (**Release**); these copies go out only if that does not
+                // come within a resend period (`sweep`).
+            } else {
+                for &b in &self.backups {
+                    ctx.send(b, msg.clone());
+                }
             }
-            if self.config.commit == CommitMode::Epoch {
+            if self.answers_at_install() {
                 ctx.send(h.coord, Msg::WrittenBack { txn });
             }
             self.replication.insert(
@@ -1205,15 +1236,23 @@ impl CocoServer {
         r.waiting.retain(|n| *n != from);
         if r.waiting.is_empty() {
             let r = self.replication.remove(&seq).expect("present");
-            if self.config.commit == CommitMode::TwoPcSync {
-                self.unlock_replicated(&r);
-                if let Some(since) = r.locked_since {
-                    self.lock_held(ctx.now(), since);
-                }
+            self.replicated(ctx, r);
+        }
+    }
+
+    /// Every backup has `r`'s writes: under 2PC(Sync) its write locks go,
+    /// and a coordinator that waits for the primary hears so.
+    fn replicated(&mut self, ctx: &mut Ctx<Msg>, r: Replication) {
+        if self.config.commit == CommitMode::TwoPcSync {
+            self.unlock_replicated(&r);
+            if let Some(since) = r.locked_since {
+                self.lock_held(ctx.now(), since);
+            }
+            if !self.answers_at_install() {
                 ctx.send(r.coord, Msg::WrittenBack { txn: r.txn });
             }
-            self.try_prepare(ctx);
         }
+        self.try_prepare(ctx);
     }
 
     /// A committed transaction's write locks here went, taken at `since`.

@@ -10,7 +10,7 @@ use tessera_core::ids::{Key, NodeId, ShardId, TxnId, Version};
 use tessera_core::node::{Ctx, Effect, Node};
 use tessera_core::protocol::{Coordinator, CoordinatorEnv, ServerEnv};
 use tessera_core::storage::Store;
-use tessera_core::topology::Topology;
+use tessera_core::topology::{Role, Topology};
 use tessera_core::txn::{
     AbortReason, Access, Attempt, PieceKind, PieceResult, PieceSpec, Procedure, TxnOutcome, Value,
 };
@@ -70,6 +70,20 @@ impl One {
         let mut ctx = Ctx::new(0, NodeId(0), &mut self.rng, &mut effects);
         self.s.on_message(&mut ctx, NodeId(from), msg);
         effects
+    }
+
+    /// The transaction holding `key`'s write lock here (0: none).
+    pub(super) fn lock(&self, key: Key) -> u64 {
+        self.s.store().unwrap().get(key).unwrap().meta.lock
+    }
+
+    /// Committed write-lock releases since the last report, from the
+    /// results counters.
+    pub(super) fn write_lock_holds(&mut self) -> u64 {
+        let c = self.s.take_report().counters;
+        c.iter()
+            .find(|(n, _)| *n == "write_lock_holds")
+            .map_or(0, |(_, v)| *v)
     }
 
     pub(super) fn replies(&mut self, from: u32, msg: Msg) -> Vec<Msg> {
@@ -225,14 +239,8 @@ fn two_pc_sync_holds_write_locks_until_every_backup_has_the_writes() {
         config.replication = Replication::Primary;
         let mut p = One::with(config, 0, Store::new());
         let t = |seq| TxnId::new(NodeId(3), 0, seq);
-        let lock = |p: &One| p.s.store().unwrap().get(Key::new(0, 1)).unwrap().meta.lock;
-        // Committed write-lock releases, from the results counters.
-        let holds = |p: &mut One| {
-            let c = p.s.take_report().counters;
-            c.iter()
-                .find(|(n, _)| *n == "write_lock_holds")
-                .map_or(0, |(_, v)| *v)
-        };
+        let lock = |p: &One| p.lock(Key::new(0, 1));
+        let holds = |p: &mut One| p.write_lock_holds();
         p.replies(3, prepare(t(1), true, vec![]));
         let wb = Msg::WriteBack {
             txn: t(1),
@@ -262,6 +270,127 @@ fn two_pc_sync_holds_write_locks_until_every_backup_has_the_writes() {
         assert_eq!(lock(&p), 0);
         assert_eq!(holds(&mut p), 1);
     }
+}
+
+/// 2PC(Sync)'s write path, as the authors' code has it (`Silo.h`
+/// `write_and_replicate`, §7.1.2): the coordinator sends a distributed
+/// transaction's writes to both primaries and all four backups at once,
+/// every copy answered to it; the primaries install with the write locks
+/// kept and replicate nothing themselves; the commit is reported once all
+/// six answered, and only then are the primaries told to release. Before,
+/// each primary forwarded its write-back to its backups and answered
+/// after theirs: two round trips for a remote primary's writes.
+#[test]
+fn two_pc_sync_writes_primaries_and_backups_at_once() {
+    let config = CocoConfig::new(Cc::PtOcc, CommitMode::TwoPcSync);
+    // Shard 0 on nodes 0-2 (x), shard 1 on nodes 3-5 (y), coordinator 6.
+    let mut c = Cluster::on(config, Topology::new(2, 3, 1));
+    let t = c.submit(0, 1, Rw::proc(true, &[X, Y]));
+    let lock = |c: &Cluster| c.servers[0].store().unwrap().get(X).unwrap().meta.lock;
+    let kind = |m: &Msg| match m {
+        Msg::WriteBack { .. } => "write_back",
+        Msg::WrittenBack { .. } => "written_back",
+        Msg::Replicate { .. } => "replicate",
+        Msg::Replicated { .. } => "replicated",
+        Msg::Release { .. } => "release",
+        _ => "",
+    };
+    let mut trace = Vec::new();
+    while !c.queue.is_empty() {
+        let (from, to, m) = &c.queue[0];
+        let k = kind(m);
+        if k == "release" && to.0 == 0 {
+            assert!(c.committed(t), "reported only after every copy is in");
+            assert_eq!(lock(&c), t.0, "x stays locked until the release");
+        }
+        if !k.is_empty() {
+            trace.push((from.0, to.0, k));
+        }
+        c.step(0);
+    }
+    assert_eq!(lock(&c), 0, "released");
+    let mut sent = trace.clone();
+    sent.sort_unstable();
+    let mut want = vec![
+        (6, 0, "write_back"),
+        (6, 3, "write_back"),
+        (0, 6, "written_back"),
+        (3, 6, "written_back"),
+        (6, 0, "release"),
+        (6, 3, "release"),
+    ];
+    for b in [1, 2, 4, 5] {
+        want.push((6, b, "replicate"));
+        want.push((b, 6, "replicated"));
+    }
+    want.sort_unstable();
+    assert_eq!(sent, want, "{trace:?}");
+    let first_answer = trace.iter().position(|m| m.0 != 6).expect("answered");
+    assert!(
+        trace[..first_answer].iter().all(|m| m.2 != "release") && first_answer == 6,
+        "all six copies go out before any answer: {trace:?}"
+    );
+    let first_release = trace.iter().position(|m| m.2 == "release").expect("sent");
+    assert_eq!(
+        first_release, 12,
+        "release after all six answers: {trace:?}"
+    );
+    for (n, key) in [(0, X), (1, X), (2, X), (3, Y), (4, Y), (5, Y)] {
+        let r = c.servers[n].store().unwrap().get(key).unwrap();
+        assert_eq!(r.value, enc(7), "replica {n} has the write");
+    }
+}
+
+/// 2PC(Sync) with coordinator replication, at the primary: a write-back is
+/// answered at once and the write locks are kept until **Release**; one
+/// whose release is lost is replicated by the primary itself after a
+/// resend period, and its locks go with the backups' answers.
+#[test]
+fn a_2pc_sync_primary_keeps_write_locks_until_released_or_replicated() {
+    use tessera_core::ids::MS;
+    let config = CocoConfig::new(Cc::PtOcc, CommitMode::TwoPcSync);
+    let mut p = One::with(config, 0, Store::new());
+    let t = |seq| TxnId::new(NodeId(3), 0, seq);
+    let lock = |p: &One| p.lock(Key::new(0, 1));
+    let holds = |p: &mut One| p.write_lock_holds();
+    let wb = |txn| Msg::WriteBack {
+        txn,
+        ts: 77,
+        epoch: 1,
+    };
+    p.replies(3, prepare(t(1), true, vec![]));
+    let out = p.replies(3, wb(t(1)));
+    assert!(matches!(out[..], [Msg::WrittenBack { .. }]), "{out:?}");
+    assert_eq!(lock(&p), t(1).0, "kept until released");
+    assert_eq!(holds(&mut p), 0);
+    assert!(p.replies(3, Msg::Release { txn: t(1) }).is_empty());
+    assert_eq!((lock(&p), holds(&mut p)), (0, 1));
+
+    p.replies(3, prepare(t(2), true, vec![]));
+    p.replies(3, wb(t(2)));
+    let mut effects = Vec::new();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(2);
+    let mut ctx = Ctx::new(10 * MS, NodeId(0), &mut rng, &mut effects);
+    p.s.on_timer(&mut ctx, super::server::SWEEP);
+    let copies: Vec<(NodeId, u64)> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Send {
+                to,
+                msg: Msg::Replicate { seq, .. },
+            } => Some((*to, *seq)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(copies.len(), 2, "{effects:?}");
+    assert!(p
+        .replies(1, Msg::Replicated { seq: copies[0].1 })
+        .is_empty());
+    assert_eq!(lock(&p), t(2).0, "backup 2 has not answered");
+    assert!(p
+        .replies(2, Msg::Replicated { seq: copies[1].1 })
+        .is_empty());
+    assert_eq!((lock(&p), holds(&mut p)), (0, 1));
 }
 
 /// A primary counts why it refused a lock or validation request, by cause
@@ -489,18 +618,30 @@ struct Cluster {
 
 impl Cluster {
     fn new(config: CocoConfig) -> Self {
-        let topology = Arc::new(Topology::new(2, 1, 2));
-        let servers = (0..2)
-            .map(|n| {
+        Cluster::on(config, Topology::new(2, 1, 2))
+    }
+
+    /// Servers (every one loaded with x and y) and coordinators of
+    /// `topology`, coordinator `c` on the node after the servers'.
+    fn on(config: CocoConfig, topology: Topology) -> Self {
+        let topology = Arc::new(topology);
+        let servers = topology
+            .nodes
+            .iter()
+            .filter_map(|n| match n.role {
+                Role::Server { shard, replica } => Some((n.id, shard, replica)),
+                _ => None,
+            })
+            .map(|(me, shard, replica)| {
                 let mut store = Store::new();
                 store.load(X, enc(0));
                 store.load(Y, enc(0));
                 CocoServer::new(
                     config.clone(),
                     ServerEnv {
-                        me: NodeId(n),
-                        shard: ShardId(n),
-                        replica: 0,
+                        me,
+                        shard,
+                        replica,
                         topology: topology.clone(),
                         store,
                         recovered: Vec::new(),
@@ -509,13 +650,15 @@ impl Cluster {
                     },
                 )
             })
-            .collect();
-        let coords = (2..4)
+            .collect::<Vec<_>>();
+        let coords = topology
+            .client_hosts()
+            .map(|h| h.id)
             .map(|n| {
                 CocoCoordinator::new(
                     config.clone(),
                     CoordinatorEnv {
-                        me: NodeId(n),
+                        me: n,
                         topology: topology.clone(),
                         incarnation: 0,
                         recovered: Vec::new(),
@@ -566,16 +709,17 @@ impl Cluster {
     fn at(&mut self, n: NodeId, f: impl FnOnce(&mut dyn Node<Msg>, &mut Ctx<Msg>)) {
         let mut effects = Vec::new();
         let mut ctx = Ctx::new(0, n, &mut self.rng, &mut effects);
-        let node: &mut dyn Node<Msg> = match n.0 {
-            0 | 1 => &mut self.servers[n.0 as usize],
-            _ => &mut self.coords[n.0 as usize - 2],
+        let servers = self.servers.len();
+        let node: &mut dyn Node<Msg> = match n.0 as usize {
+            i if i < servers => &mut self.servers[i],
+            i => &mut self.coords[i - servers],
         };
         f(node, &mut ctx);
         self.collect(n, effects);
     }
 
     fn submit(&mut self, c: u32, seq: u32, txn: Arc<dyn Procedure>) -> TxnId {
-        let me = NodeId(2 + c);
+        let me = NodeId(self.servers.len() as u32 + c);
         let id = TxnId::new(me, 0, seq);
         let mut effects = Vec::new();
         let mut ctx = Ctx::new(0, me, &mut self.rng, &mut effects);
