@@ -559,7 +559,11 @@ impl DepGraph {
             sub.push(v);
             let i = entry.insert(tarjan.push(v)).index;
             let base = stack.len();
-            let shortcut = !n.blocked_on.is_empty();
+            // A kept answer with every blocker risen would only make a
+            // walk that finds nothing STARTED be walked again in full
+            // (a shortcut cannot decide): go through the parents instead.
+            let shortcut = !n.blocked_on.is_empty()
+                && (!n.behind_only || n.blocked_on.iter_risen(&self.numbers).any(|(_, r)| !r));
             if shortcut {
                 // Its blockers: named while STARTED, walked on behind once
                 // risen (each found so by its status).
