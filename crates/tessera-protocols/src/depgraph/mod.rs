@@ -17,6 +17,7 @@ pub(crate) mod codec;
 mod columns;
 pub mod graph;
 pub mod order;
+pub(crate) mod taint;
 mod wakeups;
 
 pub(crate) use wakeups::Wakeups;

@@ -27,6 +27,7 @@ use super::tracker::Tracker;
 use super::wal::{Component, Components, Record};
 use super::JanusConfig;
 use crate::depgraph::graph::{Decision, DepGraph};
+use crate::depgraph::taint::{Mark, Tarjan, NONE};
 use crate::depgraph::{run_piece, Edge, PieceReply, Status, Vertex, Wakeups};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -109,17 +110,6 @@ struct CatchUp {
     answered: bool,
     /// Committed here or at a peer, not executed here yet.
     waiting: tessera_core::FastSet<TxnId>,
-}
-
-/// What [`JanusServer::blocker`]'s walk knows of a vertex it has met: its
-/// Tarjan index (`NONE` for members and vertices passed over unvisited)
-/// and whether it is tainted. One map rather than a seen set, an index map
-/// and a tainted set: a single look-up per vertex met (the sets' inserts
-/// were 31% of a janus-micro-wan zipf 0.7 run, `perf`).
-#[derive(Clone, Copy)]
-struct Mark {
-    index: u32,
-    tainted: bool,
 }
 
 /// A component's start of [`JanusServer::blocker`]'s walk: every member
@@ -862,7 +852,6 @@ impl JanusServer {
             tainted: bool,
         }
         const ROOT: u32 = u32::MAX;
-        const NONE: u32 = u32::MAX;
         // Members and vertices reaching one: not proved clear.
         let (mut marks, roots) = if members.len() > 1 {
             let f = self.frontier(members);
@@ -871,9 +860,7 @@ impl JanusServer {
             let f = Frontier::new(&self.graph, members, Vec::new());
             (f.marks, f.roots)
         };
-        let mut on_stack: Vec<bool> = Vec::new();
-        // Tarjan's stack, with each vertex's index.
-        let mut tarjan: Vec<(TxnId, u32)> = Vec::new();
+        let mut tarjan = Tarjan::default();
         let mut through: Vec<TxnId> = Vec::new();
         let mut clear: Vec<TxnId> = Vec::new();
         let mut frames = vec![Frame {
@@ -894,30 +881,13 @@ impl JanusServer {
                     parent.tainted |= done.tainted;
                 }
                 if done.low == done.index {
-                    // `done` closes its component: everything above it on
-                    // Tarjan's stack is in it.
-                    let at = tarjan.partition_point(|&(_, i)| i < done.index);
-                    for (m, i) in tarjan.drain(at..) {
-                        on_stack[i as usize] = false;
-                        if done.tainted {
-                            if let Some(mark) = marks.get_mut(&m) {
-                                mark.tainted = true;
-                            }
-                        } else {
-                            clear.push(m);
-                        }
-                    }
+                    tarjan.close(done.index, done.tainted, &mut marks, &mut clear);
                 }
                 continue;
             };
             let entry = match marks.entry(v) {
                 std::collections::hash_map::Entry::Occupied(e) => {
-                    let m = *e.get();
-                    if m.index != NONE && on_stack[m.index as usize] {
-                        top.low = top.low.min(m.index);
-                    } else if m.tainted {
-                        top.tainted = true;
-                    }
+                    tarjan.met(*e.get(), &mut top.low, &mut top.tainted);
                     continue;
                 }
                 std::collections::hash_map::Entry::Vacant(e) => e,
@@ -942,13 +912,7 @@ impl JanusServer {
                 break Some(v);
             }
             through.push(v);
-            let i = on_stack.len() as u32;
-            entry.insert(Mark {
-                index: i,
-                tainted: false,
-            });
-            on_stack.push(true);
-            tarjan.push((v, i));
+            let i = entry.insert(tarjan.push(v)).index;
             frames.push(Frame {
                 todo: n.parents.iter().map(|(p, _)| *p).collect(),
                 index: i,
