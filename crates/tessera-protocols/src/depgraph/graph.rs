@@ -43,13 +43,14 @@ pub(crate) struct Node {
     /// through it only, and its own settle starts afresh.
     behind_only: bool,
     /// [`DepGraph::clear_mark`] when `blocked_on` was kept as such an
-    /// answer: it holds only until the next [`DepGraph::unclear`]. A new
-    /// edge into a vertex at least COMMITTING behind this one can put a
-    /// STARTED vertex behind it that the answer does not name (Rococo
-    /// learns a COMMITTING vertex's parents from each server's export);
-    /// a walk that trusted the answer would then wait on fewer vertices
-    /// and inquire later than a full walk (the decision, made by a full
-    /// walk, would not change).
+    /// answer: it holds only until the next [`DepGraph::unclear`]. A
+    /// vertex entering the graph (a parent the answer's walk passed over
+    /// as missing: Rococo names parents before it merges them), a new edge
+    /// into a vertex at least COMMITTING, or a vertex leaving can put a
+    /// STARTED vertex behind this one that the answer does not name; a
+    /// walk that trusted it would then wait on and inquire other vertices
+    /// than a full walk (the decision, made by a full walk, would not
+    /// change; see [`DepGraph::walk_from`]).
     behind_at: u64,
     /// [`DepGraph::clear_mark`] when a walk found nothing STARTED behind
     /// it ([`DepGraph::walk_from`]); 0 when never.
