@@ -10,7 +10,7 @@ use tessera_core::ids::{MS, US};
 use tessera_harness::experiment;
 use tessera_harness::faults::{replica_plan, RandomFaults};
 use tessera_harness::registry;
-use tessera_harness::sites::{ClientSites, Sites};
+use tessera_harness::sites::{ClientSites, PrimarySites, Sites};
 use tessera_harness::spec::Knobs;
 use tessera_harness::sweep::{sweep as run_sweep, sweep_series, Vary};
 use tessera_harness::{
@@ -262,6 +262,9 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     }
     if let Some(c) = &a.client_sites {
         s.client_sites = Some(ClientSites::parse(c)?);
+    }
+    if let Some(p) = &a.primary_sites {
+        s.primary_sites = PrimarySites::parse(p)?;
     }
     s.colocate = a.colocate;
     s.knobs = knobs_of(a);
@@ -829,6 +832,7 @@ pub fn default_comparison() -> Result<()> {
         replicas: None,
         sites: None,
         client_sites: None,
+        primary_sites: None,
         colocate: false,
         drain: None,
         switch_cache: None,

@@ -306,6 +306,12 @@ pub struct RunArgs {
     /// baselines, spread otherwise.
     #[arg(long)]
     client_sites: Option<String>,
+    /// sim, with --sites: where each shard's primary sits: first (every
+    /// primary on the first site; default), or spread (shard s's primary on
+    /// site s % sites, its backups on the others: COCO §7.5's wide-area
+    /// deployment, one node per region).
+    #[arg(long)]
+    primary_sites: Option<String>,
     /// sim: run each client host on the machine of its home shard's
     /// primary, as COCO's workers run on the nodes holding their
     /// partitions (§7.1): messages to the home primary cross no network

@@ -191,6 +191,41 @@ fn sim_only_flags_need_sim() {
     );
 }
 
+/// `--primary-sites` takes first or spread; spread needs several sites, and
+/// then no site holds every leader for `--client-sites leaders`.
+#[test]
+fn primary_sites_are_checked() {
+    let sim = ["bench", "--runtime", "sim", "--protocol", "pt-occ"];
+    let with = |extra: &[&'static str]| [&sim[..], extra].concat();
+    rejects(
+        &with(&["--sites", "coco-wan", "--primary-sites", "random"]),
+        "--primary-sites",
+    );
+    rejects(
+        &with(&["--sites", "coco-wan", "--primary-sites", "random"]),
+        "first, spread",
+    );
+    rejects(
+        &with(&["--primary-sites", "spread"]),
+        "--sites of two or more",
+    );
+    rejects(
+        &with(&["--sites", "one", "--primary-sites", "spread"]),
+        "--primary-sites",
+    );
+    rejects(
+        &with(&[
+            "--sites",
+            "coco-wan",
+            "--primary-sites",
+            "spread",
+            "--client-sites",
+            "leaders",
+        ]),
+        "--client-sites",
+    );
+}
+
 #[test]
 fn tpcc_knobs_are_checked() {
     let t = |extra: &[&'static str]| -> Vec<&'static str> {

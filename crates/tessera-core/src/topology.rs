@@ -120,6 +120,25 @@ impl Topology {
         self
     }
 
+    /// Move shard `s`'s replica `r` to site `(s + r) % sites`, after
+    /// [`Topology::on_sites`]: shard `s`'s primary (replica 0) sits on site
+    /// `s % sites` and its backups on the sites after it, so with three
+    /// replicas over three sites every site holds one replica of every
+    /// shard and the primary of every third one. COCO §7.5 (Fig. 12) runs
+    /// its wide-area experiment so, one node per region and "the primary
+    /// partition is randomly chosen from 3 nodes", where `on_sites` alone
+    /// puts every primary on site 0 (as Janus' geo runs want). Call it
+    /// before [`Topology::colocate_clients`], which follows the primaries.
+    pub fn spread_primaries(mut self, sites: u32) -> Self {
+        let sites = sites.max(1);
+        for n in &mut self.nodes {
+            if let Role::Server { shard, replica } = n.role {
+                n.site = ((u64::from(shard.0) + u64::from(replica)) % u64::from(sites)) as u32;
+            }
+        }
+        self
+    }
+
     /// Put client host `h` on the machine (and site) of shard `h`'s
     /// primary, as COCO's workers run on the node that holds their home
     /// partition (§7.1): a coordinator reaches its home primary with no
@@ -180,5 +199,55 @@ impl Topology {
 
     pub fn role(&self, n: NodeId) -> Role {
         self.nodes[n.0 as usize].role
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sites_of(t: &Topology, shard: u32) -> Vec<u32> {
+        t.shards[shard as usize]
+            .replicas
+            .iter()
+            .map(|n| t.nodes[n.0 as usize].site)
+            .collect()
+    }
+
+    /// `on_sites` puts every primary on site 0; `spread_primaries` puts
+    /// shard `s`'s on site `s % sites` and its backups on the other sites
+    /// (COCO §7.5), and co-located client hosts follow their primaries.
+    #[test]
+    fn spread_primaries_puts_shard_s_primary_on_site_s() {
+        let together = Topology::new(4, 3, 4).on_sites(3, false);
+        for s in 0..4 {
+            assert_eq!(sites_of(&together, s), vec![0, 1, 2], "shard {s}");
+        }
+        let spread = Topology::new(4, 3, 4)
+            .on_sites(3, false)
+            .spread_primaries(3)
+            .colocate_clients();
+        assert_eq!(sites_of(&spread, 0), vec![0, 1, 2]);
+        assert_eq!(sites_of(&spread, 1), vec![1, 2, 0]);
+        assert_eq!(sites_of(&spread, 2), vec![2, 0, 1]);
+        assert_eq!(sites_of(&spread, 3), vec![0, 1, 2]);
+        for s in 0..4 {
+            let mut all = sites_of(&spread, s);
+            all.sort_unstable();
+            assert_eq!(all, vec![0, 1, 2], "shard {s}: one replica per site");
+        }
+        for (h, host) in spread.client_hosts().enumerate() {
+            let leader = spread.leader(ShardId(h as u32));
+            assert_eq!(host.colocated_with, Some(leader));
+            assert_eq!(host.site, h as u32 % 3, "host {h}");
+        }
+        // Client hosts keep `on_sites`' placement when not co-located, and
+        // more replicas than sites wrap around.
+        let wide = Topology::new(2, 4, 2)
+            .on_sites(3, false)
+            .spread_primaries(3);
+        assert_eq!(sites_of(&wide, 1), vec![1, 2, 0, 1]);
+        let hosts: Vec<u32> = wide.client_hosts().map(|n| n.site).collect();
+        assert_eq!(hosts, vec![0, 1]);
     }
 }

@@ -78,10 +78,16 @@ pub fn topology(spec: &BenchSpec) -> Topology {
     let topo = Topology::new(shards, spec.replicas.unwrap_or(1).max(1), hosts)
         .with_switches(spec.switches.unwrap_or(0));
     let topo = match &spec.sites {
-        Some(sites) => topo.on_sites(
-            sites.len() as u32,
-            spec.client_sites == Some(crate::sites::ClientSites::Leaders),
-        ),
+        Some(sites) => {
+            let topo = topo.on_sites(
+                sites.len() as u32,
+                spec.client_sites == Some(crate::sites::ClientSites::Leaders),
+            );
+            match spec.primary_sites {
+                crate::sites::PrimarySites::First => topo,
+                crate::sites::PrimarySites::Spread => topo.spread_primaries(sites.len() as u32),
+            }
+        }
         None => topo,
     };
     if spec.colocate {

@@ -611,7 +611,13 @@ fn layered<X>(
     };
     let mut spec = spec.clone();
     spec.replicas = Some(spec.replicas.unwrap_or(3));
-    spec.client_sites = Some(spec.client_sites.unwrap_or(ClientSites::Leaders));
+    // With the leaders on every site (`--primary-sites spread`) there is no
+    // one site to put the clients with.
+    let clients = match spec.primary_sites {
+        crate::sites::PrimarySites::First => ClientSites::Leaders,
+        crate::sites::PrimarySites::Spread => ClientSites::Spread,
+    };
+    spec.client_sites = Some(spec.client_sites.unwrap_or(clients));
     Ok((config, spec))
 }
 

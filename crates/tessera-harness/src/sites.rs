@@ -6,7 +6,9 @@
 //! different data center"; in its geo runs "all leaders of the underlying
 //! MultiPaxos happen to be co-located in the same data center as the
 //! clients"). Client hosts sit with the leaders or spread over the sites
-//! ([`ClientSites`]).
+//! ([`ClientSites`]). `--primary-sites spread` ([`PrimarySites`]) moves
+//! shard `s`'s primary to site `s % sites` instead, its backups to the
+//! other sites (COCO §7.5's wide-area deployment).
 //!
 //! Presets: `one` (one data center: the simulator's own latency),
 //! `three-regions` (Janus Table 2: Oregon–Ireland 140 ms, Oregon–Seoul
@@ -41,18 +43,53 @@ pub enum ClientSites {
 }
 
 impl ClientSites {
-    pub const NAMES: &'static [&'static str] = &["spread", "leaders"];
+    pub const NAMED: &'static [(&'static str, Self)] = &[
+        ("spread", ClientSites::Spread),
+        ("leaders", ClientSites::Leaders),
+    ];
 
     pub fn parse(s: &str) -> Result<Self, SpecError> {
-        match s {
-            "spread" => Ok(ClientSites::Spread),
-            "leaders" => Ok(ClientSites::Leaders),
-            _ => Err(SpecError::Invalid {
-                flag: "--client-sites",
-                value: s.to_string(),
-                allowed: ClientSites::NAMES.join(", "),
-            }),
-        }
+        by_name("--client-sites", s, Self::NAMED)
+    }
+}
+
+/// The value named `s` among `named`, or an error for `flag` listing them.
+fn by_name<T: Copy>(flag: &'static str, s: &str, named: &[(&str, T)]) -> Result<T, SpecError> {
+    named
+        .iter()
+        .find(|(n, _)| *n == s)
+        .map(|&(_, v)| v)
+        .ok_or_else(|| SpecError::Invalid {
+            flag,
+            value: s.to_string(),
+            allowed: named.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+        })
+}
+
+/// Where each shard's primary (replica 0, the initial leader) sits when
+/// there are several sites.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PrimarySites {
+    /// Replica `r` of every shard on site `r % sites`: every primary on
+    /// site 0 (Janus §6's geo runs, whose leaders share a data center).
+    #[default]
+    First,
+    /// Shard `s`'s replica `r` on site `(s + r) % sites`: the primaries
+    /// spread over the sites, each shard's backups on the others (COCO
+    /// §7.5, Fig. 12: "the primary partition is randomly chosen from 3
+    /// nodes", one node per region). See
+    /// [`tessera_core::topology::Topology::spread_primaries`].
+    Spread,
+}
+
+impl PrimarySites {
+    pub const NAMED: &'static [(&'static str, Self)] = &[
+        ("first", PrimarySites::First),
+        ("spread", PrimarySites::Spread),
+    ];
+
+    pub fn parse(s: &str) -> Result<Self, SpecError> {
+        by_name("--primary-sites", s, Self::NAMED)
     }
 }
 
@@ -192,6 +229,18 @@ mod tests {
             let e = Sites::from_matrix("f", bad).unwrap_err().to_string();
             assert!(e.contains("--sites"), "{e}");
         }
+        assert_eq!(PrimarySites::parse("spread").unwrap(), PrimarySites::Spread);
+        assert_eq!(PrimarySites::default(), PrimarySites::First);
+        let e = PrimarySites::parse("random").unwrap_err().to_string();
+        assert!(
+            e.contains("--primary-sites") && e.contains("first, spread"),
+            "{e}"
+        );
+        let e = ClientSites::parse("near").unwrap_err().to_string();
+        assert!(
+            e.contains("--client-sites") && e.contains("spread, leaders"),
+            "{e}"
+        );
         assert!(Sites::parse("/nonexistent/sites.txt")
             .unwrap_err()
             .to_string()

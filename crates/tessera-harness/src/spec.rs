@@ -1,6 +1,6 @@
 //! What one benchmark run is.
 
-use crate::sites::{ClientSites, Sites};
+use crate::sites::{ClientSites, PrimarySites, Sites};
 use std::path::PathBuf;
 use tessera_core::ids::{Time, MS, US};
 use tessera_sim::SimConfig;
@@ -161,6 +161,10 @@ pub struct BenchSpec {
     /// Where client hosts sit when there are sites. `None`: the protocol's
     /// default (with the leaders for the layered baselines, else spread).
     pub client_sites: Option<ClientSites>,
+    /// Where each shard's primary sits when there are sites
+    /// (`--primary-sites`): all on the first site (the default), or shard
+    /// `s`'s on site `s % sites` (COCO §7.5). See [`PrimarySites`].
+    pub primary_sites: PrimarySites,
     /// sim: each client host on the machine of its home shard's primary
     /// (`--colocate`, [`tessera_core::topology::Topology::colocate_clients`]),
     /// as COCO's deployment runs its workers on the nodes that hold the
@@ -327,6 +331,7 @@ impl BenchSpec {
             replicas: None,
             sites: None,
             client_sites: None,
+            primary_sites: PrimarySites::First,
             colocate: false,
             drain: 0,
             knobs: Knobs::default(),
@@ -404,6 +409,24 @@ impl BenchSpec {
                 value: self.sites.as_ref().map_or("", |s| &s.name).to_string(),
                 allowed: "one with --runtime local (sites exist in the simulator only)".into(),
             });
+        }
+        if self.primary_sites == PrimarySites::Spread {
+            if self.sites.as_ref().is_none_or(|s| s.len() < 2) {
+                return Err(SpecError::Invalid {
+                    flag: "--primary-sites",
+                    value: "spread".into(),
+                    allowed: "first, or spread with --sites of two or more sites (sim)".into(),
+                });
+            }
+            if self.client_sites == Some(ClientSites::Leaders) {
+                return Err(SpecError::Invalid {
+                    flag: "--client-sites",
+                    value: "leaders".into(),
+                    allowed: "spread with --primary-sites spread (the leaders are on every \
+                              site; --colocate puts each client host with its home shard's)"
+                        .into(),
+                });
+            }
         }
         if self.colocate && self.runtime != RuntimeKind::Sim {
             return Err(SpecError::Invalid {
