@@ -209,6 +209,57 @@ pub enum Msg {
     },
 }
 
+/// The names of [`Msg`]'s kinds, indexed by [`Msg::kind`], for the debug
+/// counts of messages by kind ([`super::stats`]).
+pub const KINDS: [&str; 19] = [
+    "PreAccept",
+    "PreAcceptOk",
+    "PreAcceptNotOk",
+    "Accept",
+    "AcceptOk",
+    "AcceptNotOk",
+    "Commit",
+    "CommitOk",
+    "Prepare",
+    "PrepareOk",
+    "PrepareNotOk",
+    "Inquire",
+    "InquireOk",
+    "Committed",
+    "CatchUp",
+    "Executed",
+    "Forgotten",
+    "FetchOutput",
+    "Output",
+];
+
+impl Msg {
+    /// This message's index in [`KINDS`].
+    pub fn kind(&self) -> usize {
+        match self {
+            Msg::PreAccept { .. } => 0,
+            Msg::PreAcceptOk { .. } => 1,
+            Msg::PreAcceptNotOk { .. } => 2,
+            Msg::Accept { .. } => 3,
+            Msg::AcceptOk { .. } => 4,
+            Msg::AcceptNotOk { .. } => 5,
+            Msg::Commit(_) => 6,
+            Msg::CommitOk { .. } => 7,
+            Msg::Prepare { .. } => 8,
+            Msg::PrepareOk { .. } => 9,
+            Msg::PrepareNotOk { .. } => 10,
+            Msg::Inquire { .. } => 11,
+            Msg::InquireOk(_) => 12,
+            Msg::Committed { .. } => 13,
+            Msg::CatchUp => 14,
+            Msg::Executed { .. } => 15,
+            Msg::Forgotten { .. } => 16,
+            Msg::FetchOutput { .. } => 17,
+            Msg::Output { .. } => 18,
+        }
+    }
+}
+
 fn deps_size(deps: &[Dep]) -> usize {
     deps.iter().map(|d| 8 + 1 + 4 * d.shards.len()).sum()
 }

@@ -32,7 +32,7 @@ use crate::depgraph::{run_piece, Edge, PieceReply, Status, Vertex, Wakeups};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, US};
-use tessera_core::node::{Ctx, Node, NodeReport};
+use tessera_core::node::{Ctx, Effect, Node, NodeReport};
 use tessera_core::protocol::ServerEnv;
 use tessera_core::storage::Store;
 use tessera_core::topology::Topology;
@@ -733,6 +733,9 @@ impl JanusServer {
             None | Some(Status::Started) => {}
             Some(Status::Committing) => match self.graph.settle(t, self.gc.epoch, &mut rose) {
                 Decision::Blocked(ancestors) => {
+                    if self.stats.on() {
+                        self.count_wait_asks(&ancestors);
+                    }
                     for a in ancestors {
                         if !self.cfg.wait_one_blocker {
                             self.wakeups.wait(a, t);
@@ -759,6 +762,26 @@ impl JanusServer {
                 }
             },
             Some(Status::Decided) => self.try_execute(ctx, t),
+        }
+    }
+
+    /// Debug counts ([`DepStats`]) of a blocked settle and the Inquires it
+    /// starts, by why.
+    fn count_wait_asks(&mut self, ancestors: &[TxnId]) {
+        self.stats.msgs.blocked += 1;
+        self.stats.msgs.blocked_ancestors += ancestors.len() as u64;
+        for &a in ancestors {
+            if self.asking.contains_key(&a) {
+                continue;
+            }
+            if self.locals.contains_key(&a) {
+                self.stats.msgs.ask_wait_later += 1;
+            } else {
+                self.stats.msgs.ask_wait_now += 1;
+                if self.shards_of(a).contains(&self.shard) {
+                    self.stats.msgs.ask_wait_now_involving_me += 1;
+                }
+            }
         }
     }
 
@@ -796,6 +819,9 @@ impl JanusServer {
             !self.committed.contains_key(m) && self.graph.get(*m).is_some_and(|n| !n.finished)
         });
         if let Some(m) = unknown {
+            if self.stats.on() && !self.asking.contains_key(&m) {
+                self.stats.msgs.ask_execute += 1;
+            }
             self.wakeups.wait(m, t);
             self.ask(ctx, m, true);
             return;
@@ -803,6 +829,9 @@ impl JanusServer {
         if let Some(p) = self.blocker(&members) {
             self.wakeups.wait(p, t);
             if !self.committed.contains_key(&p) {
+                if self.stats.on() && !self.asking.contains_key(&p) {
+                    self.stats.msgs.ask_execute += 1;
+                }
                 self.ask(ctx, p, true);
             }
             return;
@@ -1086,7 +1115,7 @@ impl JanusServer {
             return;
         }
         ctx.send(
-            self.output_source(shard, 0),
+            self.counterpart(shard, 0),
             Msg::FetchOutput { txn: t, piece },
         );
         self.fetching.insert(
@@ -1100,10 +1129,11 @@ impl JanusServer {
         );
     }
 
-    /// The `tries`-th replica of `shard` to ask for an output: starting
-    /// with the one at this replica's place in its own group (the same
-    /// site when replicas are spread over sites), then the others in turn.
-    fn output_source(&self, shard: ShardId, tries: u32) -> NodeId {
+    /// The `tries`-th replica of `shard` to ask for an output or a first
+    /// Inquire: starting with the one at this replica's place in its own
+    /// group (the same site when replicas are spread over sites: the
+    /// paper's "nearest server", §3.1), then the others in turn.
+    fn counterpart(&self, shard: ShardId, tries: u32) -> NodeId {
         let mine = &self.topology.shards[self.shard.0 as usize].replicas;
         let at = mine.iter().position(|n| *n == self.me).unwrap_or(0);
         let theirs = &self.topology.shards[shard.0 as usize].replicas;
@@ -1194,8 +1224,15 @@ impl JanusServer {
     }
 
     /// Whom to ask about `a`: the replicas of its shards other than this
-    /// one — the first of them the first time, every one of them on a
-    /// retry. When its shards are not known here (a member of a component
+    /// one — the first time, the one of its first shard at this replica's
+    /// place ([`Self::counterpart`]), every one of them on a retry. Asking
+    /// the first replica of the shard instead, as this did until
+    /// 2026-11-29, sent every server's Inquires about a shard's
+    /// transactions to that shard's first replica: in one-site TPC-C at
+    /// 100 clients per partition the six first replicas handled 2.8–3.5x
+    /// the events of the others (Inquire and InquireOk were 31 of the 46
+    /// server events per transaction) and were the servers that saturated
+    /// (issue 6, `docs/results/janus.md`, *2026-11-29 morning*). When its shards are not known here (a member of a component
     /// adopted from a `Forgotten` answer), `via`, the replica that named
     /// it, the first time, and every server on a retry: `via` may know it
     /// only as a member too, or have lost what it learnt by Inquire in a
@@ -1218,6 +1255,14 @@ impl JanusServer {
                 .map(|s| &self.topology.shards[s.0 as usize])
                 .collect()
         };
+        if !retry {
+            if let Some(&first) = shards.first() {
+                let to = self.counterpart(first, 0);
+                if to != self.me {
+                    return vec![to];
+                }
+            }
+        }
         let mut all: Vec<NodeId> = groups
             .into_iter()
             .flat_map(|g| g.replicas.iter().copied())
@@ -1241,6 +1286,9 @@ impl JanusServer {
             // Nothing here will ever answer it: the asker's retry goes to
             // every replica of the transaction's shards ([`Self::ask`]).
         } else {
+            if self.stats.on() {
+                self.stats.msgs.inquire_parked += 1;
+            }
             let askers = self.inquiries.entry(txn).or_default();
             if !askers.contains(&from) {
                 askers.push(from);
@@ -1659,7 +1707,7 @@ impl JanusServer {
             };
             let shard = l.proc.pieces()[piece as usize].shard;
             ctx.send(
-                self.output_source(shard, tries),
+                self.counterpart(shard, tries),
                 Msg::FetchOutput { txn: t, piece },
             );
         }
@@ -2143,34 +2191,43 @@ impl JanusServer {
             locals_cap = self.locals.capacity(),
             committed_cap = self.committed.capacity(),
         );
+        let s = std::mem::take(&mut self.stats.msgs);
+        tracing::debug!(
+            target: "tessera_protocols::janus::stats",
+            me = self.me.0,
+            at = now,
+            rx = ?s.rx,
+            tx = ?s.tx,
+            other_events = s.other_events,
+            ask_wait_now = s.ask_wait_now,
+            ask_wait_later = s.ask_wait_later,
+            ask_wait_now_involving_me = s.ask_wait_now_involving_me,
+            ask_execute = s.ask_execute,
+            inquire_parked = s.inquire_parked,
+            inquire_ok_redundant = s.inquire_ok_redundant,
+            inquire_ok_deps = s.inquire_ok_deps,
+            blocked = s.blocked,
+            blocked_ancestors = s.blocked_ancestors,
+            "messages"
+        );
     }
 }
 
-impl Node<Msg> for JanusServer {
-    fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
-        ctx.set_timer(self.cfg.sweep, SWEEP);
-        if self.catch_up.is_some() {
-            self.resume(ctx);
+impl JanusServer {
+    /// Debug counts ([`DepStats`]) of the messages this step sends.
+    fn count_sent(&mut self, ctx: &mut Ctx<Msg>) {
+        if !self.stats.on() {
+            return;
+        }
+        for e in ctx.effects_mut().iter() {
+            if let Effect::Send { msg, .. } = e {
+                self.stats.msgs.tx[msg.kind()] += 1;
+            }
         }
     }
 
-    fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
-        self.synced = self.synced.max(token);
-        if token == self.flushing {
-            self.flushing = 0;
-            self.flush(ctx);
-        }
-        while self
-            .after_sync
-            .front()
-            .is_some_and(|(t, _)| *t <= self.synced)
-        {
-            let (_, what) = self.after_sync.pop_front().expect("front exists");
-            self.run_after_sync(ctx, what);
-        }
-    }
-
-    fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+    /// One message, by kind.
+    fn handle(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
         match msg {
             Msg::PreAccept {
                 txn,
@@ -2188,7 +2245,15 @@ impl Node<Msg> for JanusServer {
             Msg::Commit(info) => self.on_commit(ctx, from, info),
             Msg::Prepare { txn, ballot } => self.on_prepare(ctx, from, txn, ballot),
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
-            Msg::InquireOk(info) => self.apply_commit(ctx, info),
+            Msg::InquireOk(info) => {
+                if self.stats.on() {
+                    self.stats.msgs.inquire_ok_deps += info.deps.len() as u64;
+                    if self.committed.contains_key(&info.txn) {
+                        self.stats.msgs.inquire_ok_redundant += 1;
+                    }
+                }
+                self.apply_commit(ctx, info)
+            }
             Msg::Committed { txns, why } => {
                 match why {
                     Announce::Lately => {}
@@ -2217,11 +2282,52 @@ impl Node<Msg> for JanusServer {
             | Msg::CommitOk { txn, .. } => self.on_recovery_reply(ctx, from, txn, msg),
         }
     }
+}
+
+impl Node<Msg> for JanusServer {
+    fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
+        ctx.set_timer(self.cfg.sweep, SWEEP);
+        if self.catch_up.is_some() {
+            self.resume(ctx);
+        }
+    }
+
+    fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
+        self.synced = self.synced.max(token);
+        if token == self.flushing {
+            self.flushing = 0;
+            self.flush(ctx);
+        }
+        while self
+            .after_sync
+            .front()
+            .is_some_and(|(t, _)| *t <= self.synced)
+        {
+            let (_, what) = self.after_sync.pop_front().expect("front exists");
+            self.run_after_sync(ctx, what);
+        }
+        if self.stats.on() {
+            self.stats.msgs.other_events += 1;
+        }
+        self.count_sent(ctx);
+    }
+
+    fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
+        if self.stats.on() {
+            self.stats.msgs.rx[msg.kind()] += 1;
+        }
+        self.handle(ctx, from, msg);
+        self.count_sent(ctx);
+    }
 
     fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
         if id == SWEEP {
             self.sweep(ctx);
         }
+        if self.stats.on() {
+            self.stats.msgs.other_events += 1;
+        }
+        self.count_sent(ctx);
     }
 
     fn store(&self) -> Option<&Store> {

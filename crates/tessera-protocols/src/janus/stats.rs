@@ -18,6 +18,37 @@ pub(super) struct DepStats {
     pub scc: Vec<u32>,
     /// Log bytes written, by record kind ([`super::wal`]'s tags 1–6).
     pub log_bytes: [u64; 7],
+    pub msgs: MsgStats,
+}
+
+/// Counts since the last line of what costs a replica CPU (issue 6:
+/// messages per transaction grew with the clients in TPC-C).
+#[derive(Default)]
+pub(super) struct MsgStats {
+    /// Messages received and sent, by [`super::msg::KINDS`]: each received
+    /// one is an event, the simulator's unit of server CPU.
+    pub rx: [u64; 19],
+    pub tx: [u64; 19],
+    /// Steps that were not messages: timers and log syncs.
+    pub other_events: u64,
+    /// Inquires started (Algorithm 4, l. 45), by why: a STARTED ancestor
+    /// met by the wait and sent at once / left to the sweep (it involves
+    /// this replica), of those sent at once the ancestors that involve this
+    /// shard (the paper waits for their Commit instead), and those asked by
+    /// the execution's walk (an unknown member or blocker).
+    pub ask_wait_now: u64,
+    pub ask_wait_later: u64,
+    pub ask_wait_now_involving_me: u64,
+    pub ask_execute: u64,
+    /// Inquires received about a transaction not committed here (parked),
+    /// and answers received for one already committed here.
+    pub inquire_parked: u64,
+    pub inquire_ok_redundant: u64,
+    /// Dependencies carried by the InquireOks received.
+    pub inquire_ok_deps: u64,
+    /// Settles that blocked, and the STARTED ancestors they named.
+    pub blocked: u64,
+    pub blocked_ancestors: u64,
 }
 
 impl DepStats {

@@ -1073,6 +1073,33 @@ fn a_forgotten_answer_to_an_inquire_unblocks_the_waiter() {
     );
 }
 
+/// Algorithm 4, l. 45 sends an Inquire "to a nearest server" of the
+/// ancestor (§3.1): each replica of shard 0 asks the replica of shard 1 at
+/// its own place in its group, as the authors' code does, not all of them
+/// the first replica of shard 1 (issue 6, 2026-11-29 morning: that made
+/// the first replicas the saturated servers of one-site TPC-C).
+#[test]
+fn each_replica_inquires_the_replica_at_its_own_place() {
+    use super::msg::Dep;
+    let mut c = Cluster::with_shards(2);
+    let ghost = TxnId::new(NodeId(RECOVERY), 0, 1);
+    let t2 = TxnId::new(NodeId(RECOVERY), 0, 2);
+    for r in 0..3 {
+        let dep = Dep {
+            txn: ghost,
+            shards: Arc::from([ShardId(1)]),
+        };
+        c.ask_server(r, commit_of(t2, vec![dep]));
+        let asked: Vec<u32> = c
+            .queue
+            .iter()
+            .filter(|(f, _, m)| f.0 == r && matches!(m, Msg::Inquire { txn } if *txn == ghost))
+            .map(|(_, to, _)| to.0)
+            .collect();
+        assert_eq!(asked, [3 + r], "replica {r}");
+    }
+}
+
 // ---- replica crashes (super::wal) ----
 
 /// A replica's promises survive its crash (§3.3): after it pre-accepted T
