@@ -548,8 +548,9 @@ pub fn experiments() -> Vec<Experiment> {
             description: "Janus §6.3 Fig. 5 past 100 clients per partition, where the paper's \
                           Janus stabilizes and its baselines collapse: the janus-tpcc spec at \
                           250 and 500 clients per partition (1,500 and 3,000 in all). Separate \
-                          from janus-tpcc because it costs more than that whole sweep: ~4 \
-                          CPU-min and 4.4 GB (Janus at 3,000 clients alone ~2 CPU-min)",
+                          from janus-tpcc because it costs more than that whole sweep: 185 \
+                          CPU-s and 4.4 GB peak (2026-11-29; Janus at 3,000 clients alone ~2 \
+                          CPU-min)",
             protocols: &["janus", "tapir", "2pl-paxos", "occ-paxos"],
             base: janus_tpcc,
             vary: Vary {
@@ -578,8 +579,9 @@ pub fn experiments() -> Vec<Experiment> {
             description: "Janus §6.3 Fig. 6 past 100 clients per partition, towards the paper's \
                           10,000 clients: the janus-tpcc-wan spec at 250 and 500 clients per \
                           partition (1,500 and 3,000 in all). Separate from janus-tpcc-wan for \
-                          its cost: Janus at 3,000 clients over three sites alone takes >8 CPU-min \
-                          and ~4 GB; larger counts did not fit a session",
+                          its cost: ~16 CPU-min and 4.2 GB peak (2026-11-29; Janus at 3,000 \
+                          clients alone 895 CPU-s, at 1,500 48 CPU-s, the baselines seconds); \
+                          larger counts did not fit a session",
             protocols: &["janus", "tapir", "2pl-paxos", "occ-paxos"],
             base: janus_tpcc_wan,
             vary: Vary {
