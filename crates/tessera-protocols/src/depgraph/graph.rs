@@ -13,6 +13,7 @@ use super::blockers::{self, Blockers, Kept, Numbers};
 use super::order;
 use super::taint::{Mark, Tarjan, NONE};
 use super::{Edge, Status, Vertex};
+use std::cell::Cell;
 use std::sync::Arc;
 use tessera_core::ids::{ShardId, TxnId};
 use tessera_core::{FastMap, FastSet};
@@ -71,6 +72,34 @@ pub(crate) struct GraphSizes {
     pub parents_cap: usize,
 }
 
+/// Debug counts of the clear marks' life (issue 6: three-site TPC-C's
+/// CPU grew ~N^4 in [`DepGraph::walk_from`]): why every mark was forgotten
+/// ([`DepGraph::unclear`]), and what the shortcut walks did. Counted
+/// always (plain additions, no time, no randomness), read by a protocol's
+/// stats log; they never change a run.
+#[derive(Default, Clone, Copy, Debug)]
+pub(crate) struct WalkStats {
+    /// Forgets by trigger: a vertex entering the graph, a new edge into a
+    /// vertex at least COMMITTING, a garbage collection that dropped
+    /// vertices, a vertex removed on replay.
+    pub unclear_entry: u64,
+    pub unclear_edge: u64,
+    pub unclear_collect: u64,
+    pub unclear_remove: u64,
+    /// Shortcut walks, the vertices they walked behind, and the vertices
+    /// they passed as known clear.
+    pub walks: u64,
+    pub walked: u64,
+    pub clear_hits: u64,
+    /// Vertices a shortcut walk met with a clear mark made before the
+    /// last forget (a mark that would have been a skip).
+    pub clear_stale: u64,
+    /// Walks without shortcuts (a shortcut walk redone in full, or a
+    /// resumed settle with no blocker left) and the vertices they walked.
+    pub full_walks: u64,
+    pub full_walked: u64,
+}
+
 /// What [`DepGraph::decide`] found.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Decision {
@@ -100,6 +129,16 @@ pub(crate) struct DepGraph {
     numbers: Numbers,
     /// How many times every clear mark was forgotten ([`Self::unclear`]).
     unclears: u64,
+    /// Transactions not in the graph that a vertex in it may name as a
+    /// parent: every such one is here (a superset; see [`Self::vertex`]).
+    /// Parents named while missing, and vertices dropped; trimmed to the
+    /// ones still named when it outgrows the graph ([`Self::collect`]).
+    named_missing: FastSet<TxnId>,
+    /// Every entry forgets, named or not ([`Self::forgetting_on_every_entry`]).
+    every_entry_forgets: bool,
+    /// [`WalkStats`] since the last [`Self::take_stats`]; in cells since the
+    /// walks borrow the graph shared.
+    stats: Cell<WalkStats>,
 }
 
 /// What a blocked COMMITTING vertex's new settle found behind the blockers
@@ -135,6 +174,22 @@ fn cut_off_node(v: TxnId, n: &Node, t: TxnId) -> bool {
 }
 
 impl DepGraph {
+    /// A graph where every vertex entering forgets every clear mark and
+    /// kept answer, as before `named_missing` (Rococo). The shortcut walks
+    /// are not all exact: on Rococo's TPC-C run of the *Correction*
+    /// (`docs/results/janus.md`) 812 of them named STARTED vertices a full
+    /// walk of the same vertex did not (759 with `named_missing`), so
+    /// which marks survive changes Rococo's waits and inquiries (that run
+    /// changed in 73 fields with `named_missing`); this keeps its runs as
+    /// they were. Janus's runs checked were identical with `named_missing`
+    /// (*Issue 6, 2026-11-29 late morning*).
+    pub fn forgetting_on_every_entry() -> Self {
+        DepGraph {
+            every_entry_forgets: true,
+            ..DepGraph::default()
+        }
+    }
+
     pub fn get(&self, t: TxnId) -> Option<&Node> {
         self.nodes.get(&t)
     }
@@ -184,10 +239,27 @@ impl DepGraph {
     }
 
     /// `t`'s vertex, created STARTED with `shards` when new.
+    ///
+    /// A new vertex can be a parent a walk found missing and passed over
+    /// (see [`Self::walk_from`]): then every clear mark and kept answer is
+    /// forgotten. Only then, which is exact: a vertex no vertex names as a
+    /// parent is behind no vertex, so what lies behind every vertex, and
+    /// what a walk from it meets, is the same with it as without it, and a
+    /// mark or answer that held before its entry still holds; and once a
+    /// vertex names it, that is a new edge, into a vertex at least
+    /// COMMITTING (which forgets) or into a STARTED one (behind which no
+    /// mark or answer looks). `named_missing` holds every missing
+    /// transaction some vertex names, so one not in it is named by none.
+    /// Forgetting on every entry made the marks useless past ~1,500
+    /// clients over three sites: Janus TPC-C enters a vertex for nearly
+    /// every message, so a mark rarely outlived the walk that made it and
+    /// each walk went through the whole COMMITTING history behind it
+    /// (*Issue 6, 2026-11-29 late morning*, `docs/results/janus.md`).
     fn vertex(&mut self, t: TxnId, shards: &Arc<[ShardId]>, epoch: u64) -> &mut Node {
-        if !self.nodes.contains_key(&t) {
-            // A new vertex can be a parent a walk found missing and passed
-            // over (see [`Self::walk_from`]).
+        if !self.nodes.contains_key(&t)
+            && (self.named_missing.remove(&t) || self.every_entry_forgets)
+        {
+            self.count(|s| s.unclear_entry += 1);
             self.unclear();
         }
         self.nodes.entry(t).or_insert_with(|| Node {
@@ -236,7 +308,24 @@ impl DepGraph {
             }
         }
         if grew && n.status > Status::Started {
+            self.count(|s| s.unclear_edge += 1);
             self.unclear();
+        }
+        if grew {
+            self.name_missing(t, parents);
+        }
+    }
+
+    /// Keep in `named_missing` the parents of `t` among `parents` that are
+    /// not in the graph.
+    fn name_missing(&mut self, t: TxnId, parents: &[(TxnId, Edge)]) {
+        if self.every_entry_forgets {
+            return;
+        }
+        for &(p, _) in parents {
+            if p != t && !self.nodes.contains_key(&p) {
+                self.named_missing.insert(p);
+            }
         }
     }
 
@@ -297,7 +386,11 @@ impl DepGraph {
         n.epoch = epoch;
         let (undecided, started) = (n.status < Status::Decided, n.status == Status::Started);
         if grew && !started {
+            self.count(|s| s.unclear_edge += 1);
             self.unclear();
+        }
+        if grew {
+            self.name_missing(v.txn, &v.parents);
         }
         if v.status == Status::Decided && undecided {
             // A DECIDED vertex names its exact component (every server
@@ -448,6 +541,18 @@ impl DepGraph {
         self.unclears += 1;
     }
 
+    /// Add to the [`WalkStats`].
+    fn count(&self, f: impl FnOnce(&mut WalkStats)) {
+        let mut s = self.stats.get();
+        f(&mut s);
+        self.stats.set(s);
+    }
+
+    /// The [`WalkStats`] since the last call.
+    pub fn take_stats(&self) -> WalkStats {
+        self.stats.take()
+    }
+
     /// Mark `cleared` (a shortcut walk's finding) clear until
     /// [`Self::unclear`].
     fn mark_clear(&mut self, cleared: &[TxnId]) {
@@ -482,14 +587,15 @@ impl DepGraph {
     /// a new edge to a vertex at least COMMITTING (Rococo's edges from
     /// DECIDED singletons, or a protocol breaking the invariant), a vertex
     /// leaving the graph (it could come back STARTED), and a vertex
-    /// entering it (it could be a parent a walk passed over as missing:
-    /// Rococo names parents before it merges them). Forgetting on entry
-    /// only for the missing parents walks met was tried and was not enough:
-    /// a Rococo TPC-C run at 40 clients per server then waited on and
-    /// inquired other vertices than before this cache (2% more vertices
-    /// in inquiry answers; correct, since a decision is walked in full,
-    /// but not the same run), where forgetting on every entry gives the
-    /// same run to every field. The walk it saves held no shortcut either (a vertex of it with
+    /// entering it that a vertex named while it was missing (it could be a
+    /// parent a walk passed over as missing: Rococo names parents before it
+    /// merges them; an entry nothing names is behind nothing, see
+    /// [`Self::vertex`]). Forgetting on entry only for the missing parents
+    /// walks met was tried and was not enough: a Rococo TPC-C run at 40
+    /// clients per server then waited on and inquired other vertices than
+    /// before this cache (2% more vertices in inquiry answers; correct,
+    /// since a decision is walked in full, but not the same run); the
+    /// parents named while missing are a superset of those. The walk it saves held no shortcut either (a vertex of it with
     /// `blocked_on` is never marked, and a clear vertex settled later
     /// finds nothing to block it), so it named no STARTED vertex: the
     /// STARTED set is the same, and a walk that finds none is walked again
@@ -505,6 +611,7 @@ impl DepGraph {
         if !shortcuts {
             return (self.walk_full(t, start), false);
         }
+        self.count(|s| s.walks += 1);
         /// A vertex being walked: the vertices to visit for it are
         /// `stack[base..]`.
         struct Frame {
@@ -565,10 +672,16 @@ impl DepGraph {
                     Err(true)
                 }
                 Some(n) if self.is_clear(n) => {
+                    self.count(|s| s.clear_hits += 1);
                     took = true;
                     Err(false)
                 }
-                Some(n) => Ok(n),
+                Some(n) => {
+                    if n.clear != 0 {
+                        self.count(|s| s.clear_stale += 1);
+                    }
+                    Ok(n)
+                }
             };
             let n = match walked {
                 Ok(n) => n,
@@ -582,6 +695,7 @@ impl DepGraph {
                 }
             };
             sub.push(v);
+            self.count(|s| s.walked += 1);
             let i = entry.insert(tarjan.push(v)).index;
             let base = stack.len();
             // A kept answer with every blocker risen would only make a
@@ -623,6 +737,7 @@ impl DepGraph {
         let mut stack = start;
         let mut sub: Vec<TxnId> = Vec::new();
         let mut blocked = Vec::new();
+        self.count(|s| s.full_walks += 1);
         while let Some(v) = stack.pop() {
             if self.cut_off(v, t) {
                 continue;
@@ -633,6 +748,7 @@ impl DepGraph {
                 continue;
             }
             sub.push(v);
+            self.count(|s| s.full_walked += 1);
             for &(p, _) in &n.parents {
                 if seen.insert(p) {
                     stack.push(p);
@@ -852,7 +968,9 @@ impl DepGraph {
     pub fn remove(&mut self, t: TxnId) {
         self.changed();
         if let Some(n) = self.nodes.remove(&t) {
+            self.count(|s| s.unclear_remove += 1);
             self.unclear();
+            self.named_missing.insert(t);
             self.drop_node(n);
         }
     }
@@ -920,12 +1038,15 @@ impl DepGraph {
             .collect();
         self.spare_parents(&mut doomed);
         if !doomed.is_empty() {
+            self.count(|s| s.unclear_collect += 1);
             self.unclear();
         }
-        doomed
+        let dropped = doomed
             .into_iter()
             .map(|t| {
                 let mut n = self.nodes.remove(&t).expect("listed");
+                // A vertex still here may name it.
+                self.named_missing.insert(t);
                 let dropped = Dropped {
                     txn: t,
                     local: n.local,
@@ -934,7 +1055,24 @@ impl DepGraph {
                 self.drop_node(n);
                 dropped
             })
-            .collect()
+            .collect();
+        if self.named_missing.len() > self.nodes.len() {
+            self.trim_named_missing();
+        }
+        dropped
+    }
+
+    /// Keep in `named_missing` only the missing transactions a vertex names
+    /// now: one pass over the parents, once the set outgrew the graph, so
+    /// its memory stays below the graph's and its cost is shared by as many
+    /// drops as the set held.
+    fn trim_named_missing(&mut self) {
+        let nodes = &self.nodes;
+        self.named_missing = nodes
+            .values()
+            .flat_map(|n| n.parents.iter().map(|&(p, _)| p))
+            .filter(|p| !nodes.contains_key(p))
+            .collect();
     }
 }
 
@@ -1098,6 +1236,69 @@ mod tests {
             g.settle(t(d), 0, &mut rose),
             Decision::Blocked(vec![t(s), t(m)])
         );
+    }
+
+    /// A vertex that no vertex names enters without forgetting the marks
+    /// (it is behind nothing), as a STARTED one or as a COMMITTING one
+    /// naming a clear vertex; one a vertex named while it was missing
+    /// forgets them ([`DepGraph::vertex`]).
+    #[test]
+    fn only_a_named_vertex_entering_forgets_the_clear_marks() {
+        let (u, s, c, n, k, m, d) = (1, 2, 3, 4, 5, 6, 7);
+        let mut g = graph(&[
+            vertex(u, Status::Committing, &[]),
+            vertex(s, Status::Started, &[]),
+            vertex(c, Status::Committing, &[(u, Edge::D), (s, Edge::D)]),
+        ]);
+        let mut rose = Vec::new();
+        assert_eq!(g.settle(t(c), 0, &mut rose), Decision::Blocked(vec![t(s)]));
+        g.merge(&vertex(n, Status::Started, &[]), 0, &mut rose);
+        g.merge(
+            &vertex(k, Status::Committing, &[(u, Edge::D), (m, Edge::D)]),
+            0,
+            &mut rose,
+        );
+        assert!(
+            g.is_clear(&g.nodes[&t(u)]),
+            "unnamed entries keep the marks"
+        );
+        let (found, took) = g.walk_from(t(k), vec![t(k)], true, &mut Vec::new());
+        assert_eq!(found, Ok(vec![t(k)]));
+        assert!(took, "the walk passes the clear vertex");
+        g.merge(&vertex(m, Status::Started, &[]), 0, &mut rose);
+        assert!(
+            !g.is_clear(&g.nodes[&t(u)]),
+            "k named m while it was missing"
+        );
+        g.merge(
+            &vertex(d, Status::Committing, &[(k, Edge::D)]),
+            0,
+            &mut rose,
+        );
+        assert_eq!(g.settle(t(d), 0, &mut rose), Decision::Blocked(vec![t(m)]));
+    }
+
+    /// A vertex dropped by [`DepGraph::collect`] while a vertex still names
+    /// it forgets the marks when it comes back; the set of such names
+    /// stays within the graph's size.
+    #[test]
+    fn a_collected_vertex_coming_back_forgets_the_clear_marks() {
+        let (p, u, s, c) = (1, 2, 3, 4);
+        let mut g = graph(&[
+            vertex(p, Status::Decided, &[]),
+            vertex(u, Status::Committing, &[(p, Edge::D)]),
+            vertex(s, Status::Started, &[]),
+            vertex(c, Status::Committing, &[(u, Edge::D), (s, Edge::D)]),
+        ]);
+        let mut rose = Vec::new();
+        let dropped = g.collect(2, |v, _| v == t(p));
+        assert_eq!(dropped.len(), 1);
+        assert!(g.named_missing.contains(&t(p)));
+        assert_eq!(g.settle(t(c), 2, &mut rose), Decision::Blocked(vec![t(s)]));
+        assert!(g.is_clear(&g.nodes[&t(u)]));
+        g.merge(&vertex(p, Status::Started, &[]), 2, &mut rose);
+        assert!(!g.is_clear(&g.nodes[&t(u)]));
+        assert!(g.named_missing.len() <= g.len());
     }
 
     /// Clear marks survive what cannot put a STARTED vertex behind a

@@ -2192,6 +2192,9 @@ impl JanusServer {
             committed_cap = self.committed.capacity(),
         );
         let s = std::mem::take(&mut self.stats.msgs);
+        // The dependency graph's walks ([`crate::depgraph::DepGraph`]'s
+        // `WalkStats`): what the settles behind these messages cost.
+        let w = self.graph.take_stats();
         tracing::debug!(
             target: "tessera_protocols::janus::stats",
             me = self.me.0,
@@ -2208,6 +2211,16 @@ impl JanusServer {
             inquire_ok_deps = s.inquire_ok_deps,
             blocked = s.blocked,
             blocked_ancestors = s.blocked_ancestors,
+            unclear_entry = w.unclear_entry,
+            unclear_edge = w.unclear_edge,
+            unclear_collect = w.unclear_collect,
+            unclear_remove = w.unclear_remove,
+            walks = w.walks,
+            walked = w.walked,
+            clear_hits = w.clear_hits,
+            clear_stale = w.clear_stale,
+            full_walks = w.full_walks,
+            full_walked = w.full_walked,
             "messages"
         );
     }
