@@ -547,9 +547,8 @@ pub fn experiments() -> Vec<Experiment> {
                           Janus stabilizes and its baselines collapse: the janus-tpcc spec at \
                           250 and 500 clients per partition (1,500 and 3,000 in all). Separate \
                           from janus-tpcc because it costs more than that whole sweep: Janus \
-                          at 1,500 clients alone takes 136 CPU-s and 9 GB (since the \
-                          2026-11-29 Inquire fix; 3,000 clients not measured since, likely \
-                          more memory than a 24 GB machine spares beside other work)",
+                          at 1,500 clients alone takes 136 CPU-s and 9 GB, at 3,000 126 \
+                          CPU-s and 7 GB (2026-11-29, after the Inquire fix)",
             protocols: &["janus", "tapir", "2pl-paxos", "occ-paxos"],
             base: janus_tpcc,
             vary: Vary {
