@@ -496,6 +496,7 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
                 history,
             }),
             counters,
+            gauges: coord.gauges,
             samples: coord.samples,
         }
     }

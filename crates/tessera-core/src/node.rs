@@ -192,11 +192,31 @@ pub struct NodeReport {
     /// A protocol's own counters (e.g. aborts at a switch), summed over
     /// nodes and incarnations into the results row.
     pub counters: Vec<(&'static str, u64)>,
+    /// A protocol's gauges: the node's state when it reports (e.g.
+    /// transactions still undecided here), summed over nodes into the
+    /// results row like the counters, but only from each node's last
+    /// incarnation: a crashed incarnation's state died with it, so what
+    /// it held at the crash says nothing about the end of the run.
+    pub gauges: Vec<(&'static str, u64)>,
     /// A protocol's own values over time, `(name, time, value)` at each
     /// change (e.g. OOCC's lease at each adjustment), at the runtime's
     /// reference time ([`Ctx::observed_now`]); the results row lists them
     /// per name in time order.
     pub samples: Vec<(&'static str, Time, u64)>,
+}
+
+impl NodeReport {
+    /// The counters, then the gauges: every value the row sums.
+    pub fn values(&self) -> impl Iterator<Item = &(&'static str, u64)> {
+        self.counters.iter().chain(&self.gauges)
+    }
+
+    /// The report of an incarnation that crashed: its counters still
+    /// count (work it did), its gauges do not (see [`Self::gauges`]).
+    pub fn at_crash(mut self) -> Self {
+        self.gauges.clear();
+        self
+    }
 }
 
 /// Size of a message on the wire, for bytes-per-transaction accounting. The
@@ -208,5 +228,23 @@ pub trait WireSize {
     /// out of the traffic counters, so measuring does not disturb the run.
     fn instrumentation(&self) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NodeReport;
+
+    #[test]
+    fn a_crashed_incarnation_reports_its_counters_but_not_its_gauges() {
+        let report = NodeReport {
+            counters: vec![("executed", 7)],
+            gauges: vec![("undecided", 3)],
+            ..NodeReport::default()
+        };
+        let all: Vec<_> = report.values().copied().collect();
+        assert_eq!(all, [("executed", 7), ("undecided", 3)]);
+        let crashed: Vec<_> = report.at_crash().values().copied().collect();
+        assert_eq!(crashed, [("executed", 7)]);
     }
 }

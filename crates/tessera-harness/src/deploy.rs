@@ -342,7 +342,7 @@ fn run_protocol_with<P: Protocol>(
         counters.insert("local_messages", out.net.local_messages);
     }
     for r in &out.reports {
-        for (name, n) in &r.counters {
+        for (name, n) in r.values() {
             *counters.entry(*name).or_insert(0) += n;
         }
     }

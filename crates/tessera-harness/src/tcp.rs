@@ -111,7 +111,7 @@ where
     let counters: Vec<String> = out
         .reports
         .iter()
-        .flat_map(|(_, r)| r.counters.iter().map(|(k, v)| format!("{k}={v}")))
+        .flat_map(|(_, r)| r.values().map(|(k, v)| format!("{k}={v}")))
         .collect();
     tracing::info!(
         node = name,
@@ -189,7 +189,7 @@ where
         (fetch_stores(&c)?, Vec::new())
     };
     for (_, r) in &out.reports {
-        for (name, n) in &r.counters {
+        for (name, n) in r.values() {
             *counters.entry(*name).or_insert(0) += n;
         }
     }

@@ -449,7 +449,7 @@ fn step<M: Clone + WireSize>(
         Kind::Crash { restart_after } => {
             if let Some(mut n) = s.node.take() {
                 s.inbox.clear();
-                w.reports.push(n.take_report());
+                w.reports.push(n.take_report().at_crash());
                 tracing::debug!(node = id.0, at = ev.at, "crash");
                 if let Some(d) = restart_after {
                     w.push(ev.at + d, id, None, Kind::Restart);

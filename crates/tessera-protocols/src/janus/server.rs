@@ -2367,15 +2367,17 @@ impl Node<Msg> for JanusServer {
                 ("janus_fetched", std::mem::take(&mut self.fetched)),
                 ("janus_recoveries", std::mem::take(&mut self.recovering)),
                 ("janus_abandoned", std::mem::take(&mut self.abandoned)),
-                ("janus_committed_unexecuted", waiting),
-                ("janus_preaccepted_uncommitted", uncommitted),
                 ("janus_forgotten", std::mem::take(&mut self.gc.forgotten)),
-                ("janus_graph_vertices", self.graph.len() as u64),
-                ("janus_tombstones", self.gc.tombstones() as u64),
-                ("janus_inquiries_parked", self.inquiries.len() as u64),
                 ("janus_replayed", std::mem::take(&mut self.replayed)),
                 ("janus_caught_up", std::mem::take(&mut self.caught_up)),
                 ("janus_catch_up_us", std::mem::take(&mut self.catch_up_us)),
+            ],
+            gauges: vec![
+                ("janus_committed_unexecuted", waiting),
+                ("janus_preaccepted_uncommitted", uncommitted),
+                ("janus_graph_vertices", self.graph.len() as u64),
+                ("janus_tombstones", self.gc.tombstones() as u64),
+                ("janus_inquiries_parked", self.inquiries.len() as u64),
             ],
             ..NodeReport::default()
         }

@@ -862,10 +862,9 @@ impl Cluster {
             .iter_mut()
             .map(|s| {
                 s.take_report()
-                    .counters
-                    .into_iter()
+                    .values()
                     .find(|(n, _)| *n == name)
-                    .map_or(0, |(_, v)| v)
+                    .map_or(0, |&(_, v)| v)
             })
             .collect()
     }

@@ -1022,6 +1022,7 @@ impl Node<Msg> for OoccCoordinator {
             .into_iter()
             .chain(self.by_type.take())
             .collect(),
+            gauges: Vec::new(),
             samples: std::mem::take(&mut self.samples),
         }
     }
