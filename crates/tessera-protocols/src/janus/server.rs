@@ -606,6 +606,8 @@ impl JanusServer {
         self.wakeups.wake(t);
         if self.stats.on() {
             self.count_commit_known(ctx.now(), t, mine);
+            let info = self.committed[&t].clone();
+            self.count_two_cycles(&info);
         }
         if let Some(askers) = self.inquiries.remove(&t) {
             let info = self.committed[&t].clone();
@@ -2237,6 +2239,7 @@ impl JanusServer {
             parked_same_site_us = ?DepStats::spread(&mut s.parked_us[0]),
             parked_other_site_us = ?DepStats::spread(&mut s.parked_us[1]),
             commit_to_exec_us = ?DepStats::spread(&mut s.commit_to_exec_us),
+            two_cycles = ?s.two_cycles,
             unclear_entry = w.unclear_entry,
             unclear_edge = w.unclear_edge,
             unclear_collect = w.unclear_collect,
@@ -2312,6 +2315,33 @@ impl JanusServer {
         }
         if mine {
             self.stats.committed_at.insert(t, now);
+        }
+    }
+
+    /// Debug counts of the two-cycles `info`'s commit closes here (each
+    /// pair once per replica that learns both committed): a
+    /// dependency committed here already that depends on `info.txn`, by
+    /// the two coordinators' sites (issue 6: components over three sites).
+    fn count_two_cycles(&mut self, info: &CommitInfo) {
+        let t = info.txn;
+        let site = |n: NodeId| self.site(n).min(2) as usize;
+        let mine = site(t.node());
+        let mut found = [0u64; 3];
+        for d in &info.deps {
+            let Some(other) = self.committed.get(&d.txn) else {
+                continue;
+            };
+            let back = if other.deps.is_sorted_by_key(|e| e.txn) {
+                other.deps.binary_search_by_key(&t, |e| e.txn).is_ok()
+            } else {
+                other.deps.iter().any(|e| e.txn == t)
+            };
+            if back {
+                found[site(d.txn.node())] += 1;
+            }
+        }
+        for (to, n) in found.into_iter().enumerate() {
+            self.stats.msgs.two_cycles[mine][to] += n;
         }
     }
 

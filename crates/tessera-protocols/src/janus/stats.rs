@@ -90,6 +90,11 @@ pub(super) struct MsgStats {
     /// µs from knowing a transaction with pieces here committing to
     /// executing it (Algorithm 4's wait & inquire, then Algorithm 5).
     pub commit_to_exec_us: Vec<u32>,
+    /// Two-cycles met when a transaction becomes known committed here: a
+    /// dependency committed here already that has it as a dependency, by
+    /// the site of the committing one's coordinator and of the other's
+    /// (`[a][b]`, sites 0–2; others counted as 2).
+    pub two_cycles: [[u64; 3]; 3],
 }
 
 impl DepStats {
