@@ -16,10 +16,11 @@
 
 use super::driver::{Driver, Progress};
 use super::msg::Msg;
+use super::stats::DepStats;
 use super::JanusConfig;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use tessera_core::ids::{NodeId, TimerId, TxnId};
+use tessera_core::ids::{NodeId, Time, TimerId, TxnId, US};
 use tessera_core::node::{Ctx, Node, NodeReport};
 use tessera_core::protocol::{Coordinator, CoordinatorEnv};
 use tessera_core::topology::Topology;
@@ -37,12 +38,32 @@ pub struct JanusCoordinator {
     /// last report.
     fast: u64,
     slow: u64,
+    /// Debug timings (issue 6, three sites), only with the
+    /// `tessera_protocols::janus::stats` target at debug level: when each
+    /// open transaction started and was known committing, and, since the
+    /// last line, µs from start to the path's choice, from start to
+    /// committing, and from committing to the client's answer.
+    timing: Option<Timing>,
+}
+
+#[derive(Default)]
+struct Timing {
+    site: u32,
+    started: FastMap<TxnId, (Time, Option<Time>)>,
+    pre_accept_us: Vec<u32>,
+    to_commit_us: Vec<u32>,
+    commit_to_answer_us: Vec<u32>,
 }
 
 const TICK: TimerId = TimerId(1);
 
 impl JanusCoordinator {
     pub fn new(cfg: JanusConfig, env: CoordinatorEnv) -> Self {
+        let site = env
+            .topology
+            .nodes
+            .get(env.me.0 as usize)
+            .map_or(0, |n| n.site);
         JanusCoordinator {
             cfg,
             topology: env.topology,
@@ -50,11 +71,40 @@ impl JanusCoordinator {
             open: BTreeSet::new(),
             fast: 0,
             slow: 0,
+            timing: DepStats::new().on().then(|| Timing {
+                site,
+                ..Timing::default()
+            }),
+        }
+    }
+
+    /// Debug timings of `txn`'s step ([`Timing`]).
+    fn time(&mut self, now: Time, txn: TxnId, p: &Progress) {
+        let Some(tm) = self.timing.as_mut() else {
+            return;
+        };
+        let micros = |d: Time| u32::try_from(d / US).unwrap_or(u32::MAX);
+        let committing = self.txns.get(&txn).is_some_and(|d| d.committing());
+        let Some((start, decided)) = tm.started.get_mut(&txn) else {
+            return;
+        };
+        if p.path.is_some() {
+            tm.pre_accept_us.push(micros(now.saturating_sub(*start)));
+        }
+        if committing && decided.is_none() {
+            *decided = Some(now);
+            tm.to_commit_us.push(micros(now.saturating_sub(*start)));
+        }
+        if p.outcome.is_some() {
+            let at = decided.unwrap_or(now);
+            tm.commit_to_answer_us.push(micros(now.saturating_sub(at)));
+            tm.started.remove(&txn);
         }
     }
 
     /// Count the path taken, answer the client, forget a finished driver.
     fn absorb(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, p: Progress) {
+        self.time(ctx.now(), txn, &p);
         match p.path {
             Some(true) => self.fast += 1,
             Some(false) => self.slow += 1,
@@ -100,6 +150,18 @@ impl JanusCoordinator {
                 .tick(ctx, self.cfg.retransmit);
             self.absorb(ctx, t, p);
         }
+        if let Some(tm) = self.timing.as_mut() {
+            tracing::debug!(
+                target: "tessera_protocols::janus::stats",
+                me = ctx.me().0,
+                at = ctx.now(),
+                site = tm.site,
+                pre_accept_us = ?DepStats::spread(&mut tm.pre_accept_us),
+                to_commit_us = ?DepStats::spread(&mut tm.to_commit_us),
+                commit_to_answer_us = ?DepStats::spread(&mut tm.commit_to_answer_us),
+                "coordinator"
+            );
+        }
         ctx.set_timer(self.cfg.retransmit / 2, TICK);
     }
 }
@@ -117,6 +179,9 @@ impl Coordinator<Msg> for JanusCoordinator {
         let floor = self.open.first().copied().unwrap_or(txn);
         let d = Driver::start(ctx, txn, proc, &self.topology, self.cfg.retransmit, floor);
         self.txns.insert(txn, d);
+        if let Some(tm) = self.timing.as_mut() {
+            tm.started.insert(txn, (ctx.now(), None));
+        }
     }
 }
 

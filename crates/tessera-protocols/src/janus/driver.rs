@@ -154,6 +154,11 @@ impl Driver {
         d
     }
 
+    /// The decision is known and being spread (Algorithm 1, l. 14 on).
+    pub fn committing(&self) -> bool {
+        self.phase == Phase::Commit
+    }
+
     pub fn abandoned(&self) -> bool {
         self.abandon
     }

@@ -22,7 +22,7 @@
 use super::driver::{Driver, Progress};
 use super::gc::Gc;
 use super::msg::{Announce, Ballot, CommitInfo, Dep, Msg, Prepared};
-use super::stats::DepStats;
+use super::stats::{DepStats, Sent};
 use super::tracker::Tracker;
 use super::wal::{Component, Components, Record};
 use super::JanusConfig;
@@ -604,6 +604,11 @@ impl JanusServer {
             d.learned(ctx, info, self.cfg.retransmit);
         }
         self.wakeups.wake(t);
+        if self.stats.on() {
+            self.count_commit_known(ctx.now(), t, mine);
+            let info = self.committed[&t].clone();
+            self.count_two_cycles(&info);
+        }
         if let Some(askers) = self.inquiries.remove(&t) {
             let info = self.committed[&t].clone();
             for a in askers {
@@ -999,6 +1004,12 @@ impl JanusServer {
             let run = std::mem::take(&mut self.locals.get_mut(&t).expect("local").run);
             (run.replies, run.written)
         };
+        if self.stats.on() {
+            if let Some(at) = self.stats.committed_at.remove(&t) {
+                let us = micros(ctx.now().saturating_sub(at));
+                self.stats.msgs.commit_to_exec_us.push(us);
+            }
+        }
         let (reads, writes) = self.keys(&proc);
         self.tracker.finished(t, &reads, &writes, !abandon);
         for (j, p) in proc.pieces().iter().enumerate() {
@@ -1209,7 +1220,7 @@ impl JanusServer {
         }
         if now {
             for to in self.inquirees(a, false, None) {
-                ctx.send(to, Msg::Inquire { txn: a });
+                self.inquire(ctx, to, a, Sent::First);
             }
         }
         self.asking.insert(
@@ -1288,6 +1299,10 @@ impl JanusServer {
         } else {
             if self.stats.on() {
                 self.stats.msgs.inquire_parked += 1;
+                let parked = self.stats.parked_at.entry(txn).or_default();
+                if !parked.iter().any(|(a, _)| *a == from) {
+                    parked.push((from, ctx.now()));
+                }
             }
             let askers = self.inquiries.entry(txn).or_default();
             if !askers.contains(&from) {
@@ -1475,6 +1490,7 @@ impl JanusServer {
         }
         for t in done {
             self.inquiries.remove(&t);
+            self.stats.parked_at.remove(&t);
         }
     }
 
@@ -1507,6 +1523,7 @@ impl JanusServer {
         scc: Option<Arc<[TxnId]>>,
     ) {
         self.asking.remove(&txn);
+        self.stats.asked_at.remove(&txn);
         if self.gc.is_gone(txn) || self.committed.contains_key(&txn) {
             return;
         }
@@ -1538,7 +1555,7 @@ impl JanusServer {
                 || self.gc.is_gone(m)
                 || self.graph.get(m).is_some_and(|n| n.finished);
             if !known && !self.asking.contains_key(&m) {
-                ctx.send(from, Msg::Inquire { txn: m });
+                self.inquire(ctx, from, m, Sent::Via);
                 self.asking.insert(
                     m,
                     Asking {
@@ -1573,7 +1590,7 @@ impl JanusServer {
             {
                 continue;
             }
-            ctx.send(from, Msg::Inquire { txn: t });
+            self.inquire(ctx, from, t, Sent::Via);
             self.asking.insert(
                 t,
                 Asking {
@@ -1687,8 +1704,9 @@ impl JanusServer {
         }
         resend.sort_unstable();
         for (a, retry, via) in resend {
+            let why = if retry { Sent::Retry } else { Sent::First };
             for to in self.inquirees(a, retry, via) {
-                ctx.send(to, Msg::Inquire { txn: a });
+                self.inquire(ctx, to, a, why);
             }
         }
         let mut refetch = Vec::new();
@@ -2191,7 +2209,7 @@ impl JanusServer {
             locals_cap = self.locals.capacity(),
             committed_cap = self.committed.capacity(),
         );
-        let s = std::mem::take(&mut self.stats.msgs);
+        let mut s = std::mem::take(&mut self.stats.msgs);
         // The dependency graph's walks ([`crate::depgraph::DepGraph`]'s
         // `WalkStats`): what the settles behind these messages cost.
         let w = self.graph.take_stats();
@@ -2211,6 +2229,17 @@ impl JanusServer {
             inquire_ok_deps = s.inquire_ok_deps,
             blocked = s.blocked,
             blocked_ancestors = s.blocked_ancestors,
+            site = self.site(self.me),
+            inquire_sent = ?s.inquire_sent,
+            inquire_ok_new = ?s.inquire_ok_new,
+            inquire_ok_redundant_by_site = ?s.inquire_ok_redundant_by_site,
+            ask_ended_otherwise = s.ask_ended_otherwise,
+            ask_wait_us = ?DepStats::spread(&mut s.ask_wait_us[0]),
+            ask_wait_retried_us = ?DepStats::spread(&mut s.ask_wait_us[1]),
+            parked_same_site_us = ?DepStats::spread(&mut s.parked_us[0]),
+            parked_other_site_us = ?DepStats::spread(&mut s.parked_us[1]),
+            commit_to_exec_us = ?DepStats::spread(&mut s.commit_to_exec_us),
+            two_cycles = ?s.two_cycles,
             unclear_entry = w.unclear_entry,
             unclear_edge = w.unclear_edge,
             unclear_collect = w.unclear_collect,
@@ -2226,7 +2255,96 @@ impl JanusServer {
     }
 }
 
+/// `d` in whole µs, saturating (debug counts only).
+fn micros(d: Time) -> u32 {
+    u32::try_from(d / US).unwrap_or(u32::MAX)
+}
+
 impl JanusServer {
+    /// The site `n` sits on (0 without sites).
+    fn site(&self, n: NodeId) -> u32 {
+        self.topology.nodes.get(n.0 as usize).map_or(0, |i| i.site)
+    }
+
+    /// Send an Inquire about `txn` to `to`, counted ([`DepStats`]) by why
+    /// and by where `to` sits.
+    fn inquire(&mut self, ctx: &mut Ctx<Msg>, to: NodeId, txn: TxnId, why: Sent) {
+        if self.stats.on() {
+            let far = usize::from(self.site(to) != self.site(self.me));
+            self.stats.msgs.inquire_sent[why as usize][far] += 1;
+            let now = ctx.now();
+            let asked = self.stats.asked_at.entry(txn).or_insert((now, false));
+            if why == Sent::Retry {
+                asked.1 = true;
+            }
+        }
+        ctx.send(to, Msg::Inquire { txn });
+    }
+
+    /// Debug counts of an InquireOk from `from`: new or redundant, by the
+    /// answerer's site, and how long the ask waited for it.
+    fn count_inquire_ok(&mut self, now: Time, from: NodeId, info: &CommitInfo) {
+        let far = usize::from(self.site(from) != self.site(self.me));
+        let m = &mut self.stats.msgs;
+        m.inquire_ok_deps += info.deps.len() as u64;
+        if self.committed.contains_key(&info.txn) {
+            m.inquire_ok_redundant += 1;
+            m.inquire_ok_redundant_by_site[far] += 1;
+            return;
+        }
+        let (at, retried) = self
+            .stats
+            .asked_at
+            .remove(&info.txn)
+            .unwrap_or((now, false));
+        m.inquire_ok_new[far][usize::from(retried)] += 1;
+        m.ask_wait_us[usize::from(retried)].push(micros(now.saturating_sub(at)));
+    }
+
+    /// Debug counts when `t` becomes known committing here: an ask that
+    /// ended without an InquireOk, the Inquires parked here it answers,
+    /// and (`mine`) the start of its wait & inquire.
+    fn count_commit_known(&mut self, now: Time, t: TxnId, mine: bool) {
+        if self.stats.asked_at.remove(&t).is_some() {
+            self.stats.msgs.ask_ended_otherwise += 1;
+        }
+        let here = self.site(self.me);
+        for (a, at) in self.stats.parked_at.remove(&t).unwrap_or_default() {
+            let far = usize::from(self.site(a) != here);
+            self.stats.msgs.parked_us[far].push(micros(now.saturating_sub(at)));
+        }
+        if mine {
+            self.stats.committed_at.insert(t, now);
+        }
+    }
+
+    /// Debug counts of the two-cycles `info`'s commit closes here (each
+    /// pair once per replica that learns both committed): a
+    /// dependency committed here already that depends on `info.txn`, by
+    /// the two coordinators' sites (issue 6: components over three sites).
+    fn count_two_cycles(&mut self, info: &CommitInfo) {
+        let t = info.txn;
+        let site = |n: NodeId| self.site(n).min(2) as usize;
+        let mine = site(t.node());
+        let mut found = [0u64; 3];
+        for d in &info.deps {
+            let Some(other) = self.committed.get(&d.txn) else {
+                continue;
+            };
+            let back = if other.deps.is_sorted_by_key(|e| e.txn) {
+                other.deps.binary_search_by_key(&t, |e| e.txn).is_ok()
+            } else {
+                other.deps.iter().any(|e| e.txn == t)
+            };
+            if back {
+                found[site(d.txn.node())] += 1;
+            }
+        }
+        for (to, n) in found.into_iter().enumerate() {
+            self.stats.msgs.two_cycles[mine][to] += n;
+        }
+    }
+
     /// Debug counts ([`DepStats`]) of the messages this step sends.
     fn count_sent(&mut self, ctx: &mut Ctx<Msg>) {
         if !self.stats.on() {
@@ -2260,10 +2378,7 @@ impl JanusServer {
             Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
             Msg::InquireOk(info) => {
                 if self.stats.on() {
-                    self.stats.msgs.inquire_ok_deps += info.deps.len() as u64;
-                    if self.committed.contains_key(&info.txn) {
-                        self.stats.msgs.inquire_ok_redundant += 1;
-                    }
+                    self.count_inquire_ok(ctx.now(), from, &info);
                 }
                 self.apply_commit(ctx, info)
             }

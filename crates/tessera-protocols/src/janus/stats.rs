@@ -4,6 +4,8 @@
 //! and never touching the run (no time, no randomness, no messages): rows
 //! stay byte-identical with it on or off.
 
+use tessera_core::ids::{NodeId, Time, TxnId};
+use tessera_core::FastMap;
 use tracing::Level;
 
 /// Sizes seen since the last line, by what carried them.
@@ -19,6 +21,25 @@ pub(super) struct DepStats {
     /// Log bytes written, by record kind ([`super::wal`]'s tags 1–6).
     pub log_bytes: [u64; 7],
     pub msgs: MsgStats,
+    /// Inquires (issue 6, three sites): when this replica first sent an
+    /// Inquire about each transaction it asks about, and whether it has
+    /// retried since; when each Inquire parked here came, by asker; when
+    /// each transaction with pieces here was first known committing here.
+    pub asked_at: FastMap<TxnId, (Time, bool)>,
+    pub parked_at: FastMap<TxnId, Vec<(NodeId, Time)>>,
+    pub committed_at: FastMap<TxnId, Time>,
+}
+
+/// Why an Inquire went ([`MsgStats::inquire_sent`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sent {
+    /// The first Inquire about a transaction (Algorithm 4, l. 45).
+    First = 0,
+    /// A resend after a retransmit period without an answer.
+    Retry = 1,
+    /// To the replica that announced the transaction or named it in a
+    /// forgotten component (`via`).
+    Via = 2,
 }
 
 /// Counts since the last line of what costs a replica CPU (issue 6:
@@ -49,6 +70,31 @@ pub(super) struct MsgStats {
     /// Settles that blocked, and the STARTED ancestors they named.
     pub blocked: u64,
     pub blocked_ancestors: u64,
+    /// Inquire messages sent, by [`Sent`] and by where the receiver sits:
+    /// `[why][0]` on this replica's site, `[why][1]` on another.
+    pub inquire_sent: [[u64; 2]; 3],
+    /// InquireOks that brought a commit not known here, by the answerer's
+    /// site (0 same, 1 other) and whether the Inquire had been retried;
+    /// and redundant ones (commit already known) by the answerer's site.
+    pub inquire_ok_new: [[u64; 2]; 2],
+    pub inquire_ok_redundant_by_site: [u64; 2],
+    /// Asks ended by the transaction's own Commit (or an announcement)
+    /// before any InquireOk.
+    pub ask_ended_otherwise: u64,
+    /// µs from the first Inquire sent to the answer that brought the
+    /// commit, by whether it was retried (0 no, 1 yes).
+    pub ask_wait_us: [Vec<u32>; 2],
+    /// µs an Inquire parked here waited for the commit, by the asker's
+    /// site (0 same, 1 other).
+    pub parked_us: [Vec<u32>; 2],
+    /// µs from knowing a transaction with pieces here committing to
+    /// executing it (Algorithm 4's wait & inquire, then Algorithm 5).
+    pub commit_to_exec_us: Vec<u32>,
+    /// Two-cycles met when a transaction becomes known committed here: a
+    /// dependency committed here already that has it as a dependency, by
+    /// the site of the committing one's coordinator and of the other's
+    /// (`[a][b]`, sites 0–2; others counted as 2).
+    pub two_cycles: [[u64; 3]; 3],
 }
 
 impl DepStats {
@@ -61,6 +107,26 @@ impl DepStats {
 
     pub fn on(&self) -> bool {
         self.on
+    }
+
+    /// `(count, mean, p50, p90, p99, max)` of `v`, which is emptied.
+    pub fn spread(v: &mut Vec<u32>) -> (usize, u64, u32, u32, u32, u32) {
+        if v.is_empty() {
+            return (0, 0, 0, 0, 0, 0);
+        }
+        v.sort_unstable();
+        let q = |f: f64| v[((v.len() - 1) as f64 * f) as usize];
+        let sum: u64 = v.iter().map(|&x| u64::from(x)).sum();
+        let r = (
+            v.len(),
+            sum / v.len() as u64,
+            q(0.5),
+            q(0.9),
+            q(0.99),
+            v[v.len() - 1],
+        );
+        v.clear();
+        r
     }
 
     /// `(p50, p99, max, count)` of `v`, which is emptied.
