@@ -2244,6 +2244,7 @@ impl JanusServer {
             unclear_edge = w.unclear_edge,
             unclear_collect = w.unclear_collect,
             unclear_remove = w.unclear_remove,
+            cuts = w.cuts,
             walks = w.walks,
             walked = w.walked,
             clear_hits = w.clear_hits,

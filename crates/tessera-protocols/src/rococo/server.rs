@@ -246,7 +246,7 @@ impl RococoServer {
             shard: env.shard,
             topology: env.topology,
             store: env.store,
-            graph: DepGraph::forgetting_on_every_entry(),
+            graph: DepGraph::default(),
             tracker: Tracker::default(),
             locals: tessera_core::fast_map(),
             started: tessera_core::fast_set(),
