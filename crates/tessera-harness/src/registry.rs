@@ -1040,7 +1040,7 @@ pub fn find(name: &str) -> Result<ProtocolEntry, crate::spec::SpecError> {
 /// Janus replicates every shard itself (§3.1): groups of three unless the
 /// spec says otherwise.
 fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
-    only_knobs(spec, "janus", &[])?;
+    only_knobs(spec, "janus", &["--forget-epochs"])?;
     let mut spec = spec.clone();
     spec.replicas = Some(spec.replicas.unwrap_or(3));
     // Timeouts cover the slowest round trip of the world, as the layered
@@ -1065,6 +1065,17 @@ fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
         // so some late message the floor does not cover (another server's)
         // still ran a forgotten transaction again. Not yet found.
         cfg.forget_epochs = cfg.forget_epochs.max(20_000 * MS / cfg.epoch);
+    }
+    match spec.knobs.forget_epochs {
+        Some(0) => {
+            return Err(SpecError::Invalid {
+                flag: "--forget-epochs",
+                value: "0".into(),
+                allowed: "1 or more (epochs a tombstone answers late messages)".into(),
+            })
+        }
+        Some(n) => cfg.forget_epochs = n,
+        None => {}
     }
     Ok((cfg, spec))
 }
