@@ -1063,7 +1063,11 @@ fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
         // copies, but do not make this unnecessary: without it the tcp
         // test janus_cluster ended with 3 divergent keys in its first run,
         // so some late message the floor does not cover (another server's)
-        // still ran a forgotten transaction again. Not yet found.
+        // still ran a forgotten transaction again. Found on the simulator
+        // 2026-11-29 (janus/gc.rs, *late answers*): a late InquireOk and a
+        // peer's late announcement, no longer acted on; a late dependency
+        // on the forgotten transaction and a peer's nudge still are, so
+        // the 20 s stay.
         cfg.forget_epochs = cfg.forget_epochs.max(20_000 * MS / cfg.epoch);
     }
     match spec.knobs.forget_epochs {
