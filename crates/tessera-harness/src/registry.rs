@@ -1115,7 +1115,7 @@ mod tests {
         });
         let wl = crate::run::workload(&wl_spec).unwrap();
         // s2pl reads --isolation but refuses snapshot, naming the flag.
-        let cases: [(&str, Knobs); 5] = [
+        let cases: [(&str, Knobs); 6] = [
             (
                 "--epoch-ms",
                 Knobs {
@@ -1152,6 +1152,15 @@ mod tests {
                     ..Knobs::default()
                 },
             ),
+            // Janus reads it, and refuses 0 (a tombstone must outlive the
+            // epoch that buried it).
+            (
+                "--forget-epochs",
+                Knobs {
+                    forget_epochs: Some(0),
+                    ..Knobs::default()
+                },
+            ),
         ];
         for e in registry() {
             for (flag, knobs) in &cases {
@@ -1160,7 +1169,7 @@ mod tests {
                     // s2pl's default commit is 2pc, which refuses it.
                     "--prepare-deadline-ms" => ["pt-occ", "lt-occ"].contains(&e.name),
                     "--isolation" => ["pt-occ", "lt-occ"].contains(&e.name),
-                    "--ro-rounds" => false,
+                    "--ro-rounds" | "--forget-epochs" => false,
                     _ => e.name.starts_with("nocc"),
                 };
                 if reads {
