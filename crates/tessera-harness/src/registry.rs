@@ -1066,8 +1066,9 @@ fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
         // still ran a forgotten transaction again. Found on the simulator
         // 2026-11-29 (janus/gc.rs, *late answers*): a late InquireOk and a
         // peer's late announcement, no longer acted on; a late dependency
-        // on the forgotten transaction and a peer's nudge still are, so
-        // the 20 s stay.
+        // on the forgotten transaction and a peer's nudge still are:
+        // without the 20 s, janus_cluster failed both tests again on
+        // 2026-11-29 (divergent keys, and once a lost update), so they stay.
         cfg.forget_epochs = cfg.forget_epochs.max(20_000 * MS / cfg.epoch);
     }
     match spec.knobs.forget_epochs {
