@@ -389,6 +389,7 @@ fn knobs_of(a: &RunArgs) -> Knobs {
         oocc_sync_us: a.oocc_sync_us,
         region_slots_per_record: a.region_slots_per_record,
         ro_rounds: a.ro_rounds,
+        forget_epochs: a.forget_epochs,
     }
 }
 
@@ -862,6 +863,7 @@ pub fn default_comparison() -> Result<()> {
         oocc_sync_us: None,
         region_slots_per_record: None,
         ro_rounds: None,
+        forget_epochs: None,
         client_cpu_ns: None,
         byte_cpu_ps: None,
         local_cpu_ns: None,

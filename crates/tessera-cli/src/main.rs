@@ -455,6 +455,10 @@ pub struct RunArgs {
     /// unbounded retries).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     ro_rounds: Option<u32>,
+    /// janus: epochs of 50 ms a forgotten transaction's tombstone answers
+    /// late messages (default 40; the tcp runtime keeps at least 20 s).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000), allow_negative_numbers = true)]
+    forget_epochs: Option<u64>,
     /// sim: CPU time a client host spends on each event, ns (the rdma
     /// preset's 300; dc's 1000): a client host runs its clients' events one
     /// at a time, as a thread runs its coroutines.

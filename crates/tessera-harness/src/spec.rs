@@ -251,13 +251,18 @@ pub struct Knobs {
     /// through the dependency graph (`--ro-rounds`, at least 1; default 4,
     /// [`tessera_protocols::rococo::RococoConfig::ro_rounds`]).
     pub ro_rounds: Option<u32>,
+    /// Janus: epochs a forgotten transaction's tombstone is kept
+    /// (`--forget-epochs`, at least 1; default 40 of 50 ms,
+    /// [`tessera_protocols::janus::JanusConfig::forget_epochs`]); small
+    /// values let tombstones expire under the simulator's faults.
+    pub forget_epochs: Option<u64>,
 }
 
 impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 27] = [
+        let flags: [(&'static str, bool); 28] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
@@ -291,6 +296,7 @@ impl Knobs {
                 self.region_slots_per_record.is_some(),
             ),
             ("--ro-rounds", self.ro_rounds.is_some()),
+            ("--forget-epochs", self.forget_epochs.is_some()),
         ];
         for (f, set) in flags {
             if set {

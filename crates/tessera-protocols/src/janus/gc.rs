@@ -74,6 +74,40 @@
 //!   timing assumption, as Rococo's own two-epoch one. It is never worse
 //!   than before floors (tombstones lived exactly that long).
 //!
+//! **Late answers** (2026-11-29, found with `--forget-epochs 4` and
+//! messages held back up to 300 ms, `janus_seeds`'s
+//! `janus_never_runs_a_forgotten_transaction_again`): two kinds of other
+//! servers' messages about T made a replica that executed and forgot T,
+//! its tombstone gone, put T back into its graph as committed and run it
+//! again, and no longer can, whatever their delay:
+//!
+//! * **an InquireOk** answering a question closed since (the replica asked
+//!   about T while T's Commit was late, the Commit came, T executed
+//!   everywhere and was forgotten; another replica's answer or a delayed
+//!   copy came after). An answer is acted on only while its question is
+//!   open: a replica asks about T until T commits there (or a `Forgotten`
+//!   answer comes), and a late answer after that is dropped.
+//! * **a peer's routine announcement** of T ([`super::msg::Announce::Lately`])
+//!   arriving after the tombstone: the replica inquired about T and the
+//!   peer, which had not forgotten T yet, answered. Such an announcement
+//!   of a T unknown here and below its coordinator's floor is not
+//!   inquired about: either this replica executed and forgot T, or it
+//!   never had T, and then no peer forgets T before this replica executes
+//!   it (condition 2) and they nudge it ([`super::msg::Announce::Lagging`])
+//!   until then (§3's "a server that misses a Commit inquires", with the
+//!   nudge as the trigger).
+//!
+//! Left, and still bounded only by `forget_epochs` (so the `tcp` runtime
+//! keeps its 20 s): a *dependency* on T in a Commit or InquireOk of a later
+//! transaction arriving after T's tombstone expired here makes the replica
+//! inquire about T as an unknown ancestor — if a server still holds T the
+//! answer runs T again, if none does the dependent waits forever (both
+//! seen with 1–2 epochs); a peer's nudge about T after this replica's two
+//! announcements of T were lost and its tombstone expired; a stale
+//! recovery coordinator's messages. Telling "executed and forgot T" from
+//! "never had T" at a replica with no tombstone needs more than the
+//! paper's state (§5 does not say when the graph may be truncated).
+//!
 //! A replica cut off (or down) while the others announced T learns that
 //! they executed it from their echo of its own announcement of T. A
 //! replica that executed T a while ago and has not heard a peer of its

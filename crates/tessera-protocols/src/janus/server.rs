@@ -1464,6 +1464,15 @@ impl JanusServer {
             && self.gc.stale(txn)
     }
 
+    /// An InquireOk about `t` is acted on only while this replica asks
+    /// about `t` (it asks until `t` commits here, [`Self::ask`]): a late
+    /// copy, or another replica's answer to the same question, arriving
+    /// after `t` committed here, executed, was forgotten and its tombstone
+    /// expired would run `t` a second time ([`super::gc`], *late answers*).
+    fn answers_an_open_question(&self, t: TxnId) -> bool {
+        self.asking.contains_key(&t)
+    }
+
     /// An Inquire about `txn` this replica would park is moot when `txn`
     /// is unknown here and below its coordinator's floor: it either
     /// executed and forgot `txn` (its tombstone gone too), or never had it
@@ -1583,10 +1592,18 @@ impl JanusServer {
     }
 
     /// Ask the announcer for every transaction announced that this replica
-    /// has not seen committed.
-    fn on_committed(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txns: &[TxnId]) {
+    /// has not seen committed — except, in a routine announcement
+    /// ([`Announce::Lately`]), one unknown here below its coordinator's
+    /// floor ([`Self::moot`]): this replica may have executed and forgotten
+    /// it, its tombstone expired, and the answer would run it again. If it
+    /// never had it, the announcer cannot forget it before this replica
+    /// executes it, and nudges ([`Announce::Lagging`]) until then.
+    fn on_committed(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txns: &[TxnId], why: Announce) {
         for &t in txns {
-            if self.committed.contains_key(&t) || self.asking.contains_key(&t) || self.gc.is_gone(t)
+            if self.committed.contains_key(&t)
+                || self.asking.contains_key(&t)
+                || self.gc.is_gone(t)
+                || (why == Announce::Lately && self.moot(t))
             {
                 continue;
             }
@@ -2381,7 +2398,9 @@ impl JanusServer {
                 if self.stats.on() {
                     self.count_inquire_ok(ctx.now(), from, &info);
                 }
-                self.apply_commit(ctx, info)
+                if self.answers_an_open_question(info.txn) {
+                    self.apply_commit(ctx, info)
+                }
             }
             Msg::Committed { txns, why } => {
                 match why {
@@ -2389,7 +2408,7 @@ impl JanusServer {
                     Announce::CatchUp => self.on_caught_up(ctx.now(), &txns),
                     Announce::Lagging => self.echo_executed(ctx, from, &txns),
                 }
-                self.on_committed(ctx, from, &txns)
+                self.on_committed(ctx, from, &txns, why)
             }
             Msg::CatchUp => self.on_catch_up(ctx, from),
             Msg::Executed { txns, echo } => self.on_executed(ctx, from, &txns, echo),
