@@ -230,22 +230,6 @@ pub struct JanusServer {
     stats: DepStats,
 }
 
-/// SCRATCH (janus22d): per-column conflicts. An access to named columns
-/// becomes one tracker key per column (the table id tagged with the column
-/// in its upper bits); an access to every column stays the row key.
-fn column_keys(a: &tessera_core::txn::Access) -> Vec<Key> {
-    if a.columns == tessera_core::txn::Columns::ALL {
-        return vec![a.key];
-    }
-    (0..64u32)
-        .filter(|c| a.columns.0 & (1u64 << c) != 0)
-        .map(|c| Key {
-            table: tessera_core::ids::TableId(a.key.table.0 | ((c + 1) << 20)),
-            row: a.key.row,
-        })
-        .collect()
-}
-
 impl JanusServer {
     /// A replica, rebuilt from `env.recovered` after a crash: the records
     /// are applied in the order they were written ([`Self::restore`]).
@@ -328,8 +312,8 @@ impl JanusServer {
         let mut reads = Vec::new();
         let mut writes = Vec::new();
         for p in proc.pieces().iter().filter(|p| p.shard == self.shard) {
-            reads.extend(p.reads.iter().flat_map(column_keys));
-            writes.extend(p.writes.iter().flat_map(column_keys));
+            reads.extend(p.reads.iter().map(|a| a.key));
+            writes.extend(p.writes.iter().map(|a| a.key));
         }
         (reads, writes)
     }
