@@ -66,6 +66,9 @@ pub fn run_bench(spec: &BenchSpec) -> anyhow::Result<BenchOutcome> {
         tessera_checker::write_elle(h, BufWriter::new(f))?;
     }
     let check = match (&history, spec.check) {
+        (Some(h), true) if entry.checks_per_column() => {
+            Some(tessera_checker::check_columns(h, entry.level(spec)))
+        }
         (Some(h), true) => Some(tessera_checker::check(h, entry.level(spec))),
         _ => None,
     };
@@ -279,6 +282,7 @@ mod tests {
             end,
             reads: Vec::new(),
             writes: writes.to_vec(),
+            write_columns: Vec::new(),
             outcome,
         }
     }
