@@ -326,6 +326,12 @@ impl JanusServer {
         (reads, writes)
     }
 
+    /// Track conflicts per column or per row (hand-stepped tests).
+    #[cfg(test)]
+    pub(crate) fn set_per_column(&mut self, on: bool) {
+        self.cfg.per_column = on;
+    }
+
     /// What the store's versions are of: columns when conflicts are
     /// tracked per column, so that the history shows the order the
     /// replicas kept (see [`super::tracker`]).
