@@ -221,6 +221,21 @@ impl Store {
         }
     }
 
+    /// Who wrote `key` last, as the replicas of a shard must agree on it:
+    /// `[(ALL, version)]` for a row whose last write was of the whole row
+    /// (or loaded); per column, the last writers sorted by column set
+    /// otherwise. Replicas that order conflicts per column may execute
+    /// writers of disjoint columns of a row in either order, so they agree
+    /// on this, not on `meta.version`. Empty when there is no record.
+    pub fn writers(&self, key: Key) -> Vec<(Columns, Version)> {
+        if self.get(key).is_none() {
+            return Vec::new();
+        }
+        let mut w = self.column_versions(key, Columns::ALL);
+        w.sort_unstable_by_key(|(c, _)| c.0);
+        w
+    }
+
     fn put(&mut self, key: Key, value: Value, version: Version) {
         let rows = &mut self.table_mut(key.table).rows;
         match rows.get_mut(&key.row) {
@@ -356,7 +371,17 @@ mod tests {
         );
         assert_eq!(s.columns_written_by(k, v(6)), Columns(0b010));
         assert_eq!(s.columns_written_by(k, v(9)), Columns(0));
+        assert_eq!(
+            s.writers(k),
+            vec![
+                (Columns(0b001), v(5)),
+                (Columns(0b010), v(6)),
+                (Columns(0b100), v(7)),
+                (Columns(!0b111), Version::INITIAL)
+            ]
+        );
         s.install(k, Value::from_static(b"d"), v(8));
+        assert_eq!(s.writers(k), vec![(Columns::ALL, v(8))]);
         assert_eq!(
             s.column_versions(k, Columns(0b11)),
             vec![(Columns(0b11), v(8))]

@@ -16,8 +16,7 @@ use tessera_core::protocol::{Coordinator, CoordinatorEnv, ServerEnv};
 use tessera_core::storage::Store;
 use tessera_core::topology::Topology;
 use tessera_core::txn::{
-    Access, Attempt, Columns, PieceKind, PieceResult, PieceSpec, Procedure, Txn, TxnOutcome,
-    Value,
+    Access, Attempt, Columns, PieceKind, PieceResult, PieceSpec, Procedure, Txn, TxnOutcome, Value,
 };
 use tessera_core::workload::{ClientSlot, TxnGenerator, Workload};
 
@@ -1528,15 +1527,16 @@ fn disjoint_columns_of_a_row_do_not_conflict_a_common_column_does() {
     for (r, s) in c.servers.iter().enumerate() {
         let store = s.store().unwrap();
         let v = store.get(Y).map(|rec| &rec.value);
-        assert_eq!((ColIncr::counter(v, 0), ColIncr::counter(v, 1)), (2, 1), "replica {r}");
+        assert_eq!(
+            (ColIncr::counter(v, 0), ColIncr::counter(v, 1)),
+            (2, 1),
+            "replica {r}"
+        );
         let mut last = store.column_versions(Y, Columns(0b11));
         last.sort_unstable_by_key(|(c, _)| c.0);
         assert_eq!(
             last,
-            [
-                (Columns(0b01), t3.version()),
-                (Columns(0b10), t2.version())
-            ],
+            [(Columns(0b01), t3.version()), (Columns(0b10), t2.version())],
             "replica {r}"
         );
     }
