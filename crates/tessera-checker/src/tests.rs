@@ -755,7 +755,7 @@ mod per_column {
             let at = 100 * Time::from(n);
             let mut c = txn(n, at, at + 10, &[], &[]);
             let mut r = c.clone();
-            for &(row, read, write) in &s.rows {
+            for &(row, read, _) in &s.rows {
                 let k = key(row);
                 for (columns, v) in store.column_versions(k, Columns(read)) {
                     c.reads.push(ReadObs {
