@@ -1,3 +1,7 @@
+# janus23a step 1: classify the lost updates of a --check stderr (argv[1]) by
+# transaction kind, from the run's Elle export written with --history to
+# /tmp/j23a-hist.edn (a Payment writes HISTORY, table 3; a NewOrder ORDER or
+# the delivery cursor). usage: python3 janus23a-classify.py RUN.err
 import json,re,sys
 def tid(s):
     m=re.match(r'T(\d+)\.(\d+)\.(\d+)',s); n,i,q=map(int,m.groups()); return (n<<40)|(i<<32)|q
