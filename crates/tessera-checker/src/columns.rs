@@ -29,16 +29,6 @@ use tessera_core::history::{History, HistoryTxn};
 use tessera_core::txn::{Columns, ReadObs};
 use tessera_core::{fast_map, FastMap, Key};
 
-/// A column set, with the empty set read as "every column" (an access
-/// that declares no column is taken to cover the row, never nothing).
-fn mask(c: Columns) -> u64 {
-    if c.0 == 0 {
-        u64::MAX
-    } else {
-        c.0
-    }
-}
-
 /// The objects of a history checked per column: `(row, Some(column))`, or
 /// `(row, None)` for the columns no access names one by one.
 pub(crate) struct Objects {
@@ -59,7 +49,7 @@ impl Objects {
                 .enumerate()
                 .map(|(i, &k)| (k, write_columns(t, i)));
             for (k, c) in reads.chain(writes) {
-                let m = mask(c);
+                let m = c.bits();
                 if m != u64::MAX {
                     *named.entry(k).or_default() |= m;
                 }
@@ -84,7 +74,7 @@ impl Objects {
     /// The object keys an access of `columns` of `key` touches, appended
     /// to `out`.
     fn expand(&mut self, key: Key, columns: Columns, out: &mut Vec<Key>) {
-        let m = mask(columns);
+        let m = columns.bits();
         let (cols, rest) = if m == u64::MAX {
             (self.named.get(&key).copied().unwrap_or(0), true)
         } else {

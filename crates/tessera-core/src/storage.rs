@@ -57,16 +57,6 @@ struct ColumnVersions {
     groups: Vec<(u64, Version)>,
 }
 
-/// A column set, with the empty set read as every column (an access that
-/// declares no column covers the row).
-fn mask(c: Columns) -> u64 {
-    if c.0 == 0 {
-        u64::MAX
-    } else {
-        c.0
-    }
-}
-
 /// The data of one shard replica.
 #[derive(Default, Debug, Clone)]
 pub struct Store {
@@ -164,7 +154,7 @@ impl Store {
     /// histories are checked per column (`tessera_checker::check_columns`).
     /// The record's `meta.version` is still the row's last writer.
     pub fn install_columns(&mut self, key: Key, value: Value, version: Version, columns: Columns) {
-        let m = mask(columns);
+        let m = columns.bits();
         if m == u64::MAX {
             return self.install(key, value, version);
         }
@@ -192,7 +182,7 @@ impl Store {
         let Some(cv) = self.columns.get(&key) else {
             return vec![(columns, r.meta.version)];
         };
-        let m = mask(columns);
+        let m = columns.bits();
         let mut out = Vec::with_capacity(2);
         let mut rest = m;
         for &(g, v) in &cv.groups {

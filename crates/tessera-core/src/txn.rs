@@ -25,6 +25,16 @@ impl Columns {
     pub const fn one(col: u32) -> Self {
         Columns(1 << col)
     }
+
+    /// The bits, with the empty set read as every column: an access that
+    /// declares no column covers the whole row, never nothing.
+    pub const fn bits(self) -> u64 {
+        if self.0 == 0 {
+            u64::MAX
+        } else {
+            self.0
+        }
+    }
 }
 
 /// One key a piece reads or writes, with the columns it touches.

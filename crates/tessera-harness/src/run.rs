@@ -234,10 +234,7 @@ pub fn lost_writes(history: &History, stores: &[tessera_core::storage::Store]) -
                 t.write_columns.get(i).copied().unwrap_or(Columns::ALL)
             })
     };
-    let meet = |a: Columns, b: Columns| {
-        let m = |c: Columns| if c.0 == 0 { u64::MAX } else { c.0 };
-        m(a) & m(b) != 0
-    };
+    let meet = |a: Columns, b: Columns| a.bits() & b.bits() != 0;
     let mut lost = Vec::new();
     for (key, ws) in writers {
         let last_writers = stores.iter().find(|s| s.get(key).is_some()).map_or_else(

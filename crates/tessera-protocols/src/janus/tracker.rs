@@ -30,7 +30,7 @@
 //! tracked per [`Item`] `(row, column)`, as the authors' code does, so that
 //! TPC-C's NewOrder (`D_NEXT_O_ID`) and Payment (`D_YTD`) do not depend on
 //! each other through the district row. A whole-row access (no declared
-//! columns, or [`Columns::ALL`]) is an item of its own that conflicts with
+//! columns, or `Columns::ALL`) is an item of its own that conflicts with
 //! every column of the row: the per-row bookkeeping of each row holds the
 //! whole-row entry beside one entry per column in use. Ordering per column
 //! is only correct because the store then keeps each column's last writer
@@ -39,7 +39,7 @@
 //! disjoint columns of a row in either order.
 
 use tessera_core::ids::{Key, TxnId};
-use tessera_core::txn::{Access, Columns};
+use tessera_core::txn::Access;
 use tessera_core::FastMap;
 
 /// What a conflict is tracked on: one column of a row, or (`column`
@@ -58,7 +58,7 @@ impl Item {
             key: a.key,
             column: None,
         };
-        if !per_column || a.columns == Columns::ALL || a.columns.0 == 0 {
+        if !per_column || a.columns.bits() == u64::MAX {
             out.push(whole);
             return;
         }
