@@ -120,7 +120,77 @@
 use crate::tombstones::Tombstones;
 use std::sync::Arc;
 use tessera_core::ids::{NodeId, TxnId};
-use tessera_core::FastMap;
+use tessera_core::{FastMap, FastSet};
+
+/// A set of sequence numbers of one coordinator incarnation, one bit each
+/// from the lowest word inserted to the highest: ids of an incarnation are
+/// dense (its client numbers every attempt), so this is about one bit per
+/// transaction that incarnation issued, here or not.
+#[derive(Default)]
+struct SeqSet {
+    /// The index of `words[0]` (sequence number / 64).
+    base: u32,
+    words: Vec<u64>,
+}
+
+impl SeqSet {
+    fn insert(&mut self, seq: u32) {
+        let w = seq / 64;
+        if self.words.is_empty() {
+            self.base = w;
+        } else if w < self.base {
+            let grow = (self.base - w) as usize;
+            self.words.splice(0..0, std::iter::repeat_n(0, grow));
+            self.base = w;
+        }
+        let i = (w - self.base) as usize;
+        if i >= self.words.len() {
+            self.words.resize(i + 1, 0);
+        }
+        self.words[i] |= 1 << (seq % 64);
+    }
+
+    fn contains(&self, seq: u32) -> bool {
+        let w = seq / 64;
+        w.checked_sub(self.base)
+            .and_then(|i| self.words.get(i as usize))
+            .is_some_and(|word| word & (1 << (seq % 64)) != 0)
+    }
+
+    fn bytes(&self) -> usize {
+        self.words.capacity() * 8
+    }
+}
+
+/// The exact record of which transactions a replica forgot, by coordinator
+/// incarnation (see the module docs, *what a replica forgot*).
+#[derive(Default)]
+struct Forgot {
+    by_incarnation: FastMap<u64, SeqSet>,
+}
+
+impl Forgot {
+    fn insert(&mut self, t: TxnId) {
+        self.by_incarnation
+            .entry(t.0 >> 32)
+            .or_default()
+            .insert(t.0 as u32);
+    }
+
+    fn contains(&self, t: TxnId) -> bool {
+        self.by_incarnation
+            .get(&(t.0 >> 32))
+            .is_some_and(|s| s.contains(t.0 as u32))
+    }
+
+    fn bytes(&self) -> usize {
+        self.by_incarnation
+            .values()
+            .map(SeqSet::bytes)
+            .sum::<usize>()
+            + self.by_incarnation.capacity() * (8 + std::mem::size_of::<SeqSet>())
+    }
+}
 
 /// What is kept of a forgotten transaction (ids only).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,6 +212,17 @@ pub(super) struct Gc {
     announced: Arc<[TxnId]>,
     /// Forgotten since the last report.
     pub forgotten: u64,
+    /// Every transaction with pieces here this replica forgot, for as long
+    /// as it lives, rebuilt from its log after a crash; and those of them
+    /// that were abandoned (§3.3: rare, a recovery's decision).
+    mine: Forgot,
+    abandoned: FastSet<TxnId>,
+    /// The components of two or more members those of them were decided
+    /// in: a server for which one is an unknown ancestor needs it.
+    components: FastMap<TxnId, Arc<[TxnId]>>,
+    /// Every ancestor without pieces here it forgot (not logged: after a
+    /// restart these are asked about again, as before).
+    ancestors: Forgot,
 }
 
 impl Gc {
@@ -155,6 +236,10 @@ impl Gc {
             fresh: Vec::new(),
             announced: Arc::from([]),
             forgotten: 0,
+            mine: Forgot::default(),
+            abandoned: tessera_core::fast_set(),
+            components: tessera_core::fast_map(),
+            ancestors: Forgot::default(),
         }
     }
 
@@ -173,17 +258,44 @@ impl Gc {
         !self.gone.contains(t) && self.gone.below_floor(t)
     }
 
+    /// `t`'s tombstone, while it lives.
     pub fn gone(&self, t: TxnId) -> Option<&Tombstone> {
         self.gone.get(t)
     }
 
+    /// This replica forgot `t`, tombstone or not: a message about it is
+    /// late, and `t` is DECIDED and done here (see the module docs).
     pub fn is_gone(&self, t: TxnId) -> bool {
-        self.gone.contains(t)
+        self.gone.contains(t) || self.recorded(t)
+    }
+
+    fn recorded(&self, t: TxnId) -> bool {
+        self.mine.contains(t) || self.ancestors.contains(t)
+    }
+
+    /// `t` had pieces here and was forgotten here.
+    pub fn forgot_mine(&self, t: TxnId) -> bool {
+        self.mine.contains(t)
+    }
+
+    /// `t` had pieces here and was forgotten here: what its tombstone
+    /// said, rebuilt from the record.
+    pub fn recorded_tombstone(&self, t: TxnId) -> Option<Tombstone> {
+        self.mine.contains(t).then(|| Tombstone {
+            abandon: self.abandoned.contains(&t),
+            scc: self.components.get(&t).cloned(),
+        })
+    }
+
+    /// `t` is forgotten here and its tombstone is gone: only the record
+    /// knows (counted, [`super::server::JanusServer`]'s `late` counters).
+    pub fn only_recorded(&self, t: TxnId) -> bool {
+        !self.gone.contains(t) && self.recorded(t)
     }
 
     /// `from` announced that it executed `t`. True the first time.
     pub fn heard(&mut self, t: TxnId, from: NodeId) -> bool {
-        if self.gone.contains(t) {
+        if self.is_gone(t) {
             return false;
         }
         let by = self.executed_by.entry(t).or_default();
@@ -220,11 +332,23 @@ impl Gc {
         txns
     }
 
-    /// `t` is forgotten now.
-    pub fn bury(&mut self, t: TxnId, abandon: bool, scc: Option<Arc<[TxnId]>>) {
+    /// `t` is forgotten now; `mine`: it has pieces here.
+    pub fn bury(&mut self, t: TxnId, abandon: bool, scc: Option<Arc<[TxnId]>>, mine: bool) {
         self.executed_by.remove(&t);
         self.forgotten += 1;
+        if mine {
+            self.mine.insert(t);
+            if abandon {
+                self.abandoned.insert(t);
+            }
+            if let Some(c) = &scc {
+                self.components.insert(t, c.clone());
+            }
+        }
         self.gone.insert(t, Tombstone { abandon, scc }, self.epoch);
+        if !mine {
+            self.ancestors.insert(t);
+        }
     }
 
     /// Drop the tombstones nothing can ask about any more (see above).
@@ -234,6 +358,23 @@ impl Gc {
 
     pub fn tombstones(&self) -> usize {
         self.gone.len()
+    }
+
+    /// Bytes the record of what was forgotten takes (bitmaps, their
+    /// maps, the abandoned ids).
+    pub fn record_bytes(&self) -> usize {
+        let mut listed: FastSet<*const TxnId> = tessera_core::fast_set();
+        let members: usize = self
+            .components
+            .values()
+            .filter(|c| listed.insert(c.as_ptr()))
+            .map(|c| 16 + 8 * c.len())
+            .sum();
+        self.mine.bytes()
+            + self.ancestors.bytes()
+            + self.abandoned.capacity() * 9
+            + self.components.capacity() * 17
+            + members
     }
 }
 
@@ -271,7 +412,7 @@ mod tests {
         assert!(gc.announcement().is_empty());
 
         gc.epoch = 3;
-        gc.bury(t(1), true, None);
+        gc.bury(t(1), true, None, true);
         assert_eq!(gc.gone(t(1)).map(|g| g.abandon), Some(true));
         // A late announcement of a forgotten one is not recorded again.
         gc.heard(t(1), NodeId(1));
@@ -279,11 +420,57 @@ mod tests {
         // Its coordinator sent no floor: it lives `keep` epochs.
         gc.epoch = 12;
         gc.expire();
-        assert!(gc.is_gone(t(1)));
+        assert!(gc.gone(t(1)).is_some());
+        assert!(!gc.only_recorded(t(1)));
         gc.epoch = 13;
         gc.expire();
-        assert!(!gc.is_gone(t(1)));
+        assert!(gc.gone(t(1)).is_none());
         assert!(!gc.stale(t(1)), "no floor known: not known to be over");
+        // The record still knows it, and what the tombstone said.
+        assert!(gc.is_gone(t(1)) && gc.only_recorded(t(1)));
+        gc.heard(t(1), NodeId(1));
+        assert!(gc.executed_by.is_empty());
+        assert_eq!(
+            gc.recorded_tombstone(t(1)),
+            Some(Tombstone {
+                abandon: true,
+                scc: None
+            })
+        );
+    }
+
+    /// The record of what a replica forgot is exact: every id buried, no
+    /// other, whatever the order, across words and incarnations; a
+    /// component and the abandon flag of a transaction with pieces here
+    /// are kept, an ancestor without pieces here is only known forgotten.
+    #[test]
+    fn the_record_of_forgotten_transactions_is_exact() {
+        let mut gc = Gc::new(1);
+        let other = |i| TxnId::new(NodeId(9), 1, i);
+        let buried = [700, 3, 64, 63, 5_000, 1, 128];
+        for &i in &buried {
+            gc.bury(t(i), false, None, true);
+        }
+        let scc: Arc<[TxnId]> = Arc::from([other(2), t(9_000)]);
+        gc.bury(other(2), false, Some(scc.clone()), true);
+        gc.bury(t(9_000), false, Some(scc.clone()), false);
+        gc.epoch = 10;
+        gc.expire();
+        assert_eq!(gc.tombstones(), 0);
+        for i in 0..10_000 {
+            let forgotten = buried.contains(&i) || i == 9_000;
+            assert_eq!(gc.is_gone(t(i)), forgotten, "{i}");
+            assert_eq!(gc.forgot_mine(t(i)), buried.contains(&i), "{i}");
+            assert!(!gc.is_gone(other(i)) || i == 2, "{i}");
+        }
+        assert_eq!(
+            gc.recorded_tombstone(other(2)).and_then(|g| g.scc),
+            Some(scc)
+        );
+        assert!(gc.is_gone(t(9_000)));
+        assert_eq!(gc.recorded_tombstone(t(9_000)), None, "no pieces here");
+        // About one bit per id of each span (here 1..5,000: 79 words).
+        assert!(gc.record_bytes() < 141 * 8 + 4_096, "{}", gc.record_bytes());
     }
 
     /// Above its coordinator's floor a tombstone outlives any age; below
@@ -292,23 +479,29 @@ mod tests {
     #[test]
     fn tombstones_follow_their_coordinators_floor() {
         let mut gc = Gc::new(10);
-        gc.bury(t(1), false, None);
-        gc.bury(t(2), false, None);
+        gc.bury(t(1), false, None, true);
+        gc.bury(t(2), false, None, true);
         gc.raise_floor(t(2));
         gc.epoch = 1_000;
         gc.expire();
-        assert!(!gc.is_gone(t(1)), "below the floor and older than keep");
-        assert!(gc.is_gone(t(2)), "its coordinator may still resend");
+        assert!(
+            gc.gone(t(1)).is_none(),
+            "below the floor and older than keep"
+        );
+        assert!(gc.gone(t(2)).is_some(), "its coordinator may still resend");
         assert!(gc.stale(t(1)));
         assert!(!gc.stale(t(2)), "a tombstone answers it");
         assert!(!gc.stale(t(3)), "above the floor: not over");
-        gc.bury(t(3), false, None);
+        gc.bury(t(3), false, None, true);
         gc.raise_floor(t(4));
         gc.expire();
-        assert!(!gc.is_gone(t(2)), "below the floor now, and old");
-        assert!(gc.is_gone(t(3)), "lingers for other servers' questions");
+        assert!(gc.gone(t(2)).is_none(), "below the floor now, and old");
+        assert!(
+            gc.gone(t(3)).is_some(),
+            "lingers for other servers' questions"
+        );
         gc.epoch = 1_010;
         gc.expire();
-        assert!(!gc.is_gone(t(3)));
+        assert!(gc.gone(t(3)).is_none());
     }
 }
