@@ -58,8 +58,9 @@
 //!   that finds no state here is a stale copy and is ignored
 //!   ([`Gc::stale`]): without that, a Commit delayed past the tombstone
 //!   would execute T a second time (the suspected cause of replicas ahead
-//!   of their peers over `tcp` with 2 s tombstones; not the only one: the
-//!   `tcp` runtime still keeps them 20 s, see `registry.rs`). Above its coordinator's floor a tombstone never expires
+//!   of their peers over `tcp` with 2 s tombstones; not the only one, see
+//!   *what a replica forgot*). Above its coordinator's floor a tombstone
+//!   never expires
 //!   by age while that coordinator incarnation is the newest one heard of,
 //!   whatever the delays; after a newer incarnation of its node appears
 //!   (the old one crashed) or if no floor of its coordinator is known (a
@@ -67,12 +68,13 @@
 //!   `forget_epochs` epochs.
 //! * From **other servers**: an Inquire about T (a server whose
 //!   transaction depends on T), a replica's nudge about T, a stale
-//!   recovery coordinator's message. No coordinator's floor bounds these;
-//!   below its floor a tombstone still lingers
-//!   [`super::JanusConfig::forget_epochs`] epochs for them. A message of
-//!   this kind later than that would find T unknown: that bound remains a
-//!   timing assumption, as Rococo's own two-epoch one. It is never worse
-//!   than before floors (tombstones lived exactly that long).
+//!   recovery coordinator's message, a dependency on T in a later
+//!   transaction. No coordinator's floor bounds these; below its floor a
+//!   tombstone still lingers [`super::JanusConfig::forget_epochs`] epochs
+//!   for them, and after that the record of what this replica forgot
+//!   answers them (*what a replica forgot*, below): how long a tombstone
+//!   lives is no longer a timing assumption, only how long the answer
+//!   comes from the tombstone rather than the record.
 //!
 //! **Late answers** (2026-11-29, found with `--forget-epochs 4` and
 //! messages held back up to 300 ms, `janus_seeds`'s
@@ -97,16 +99,75 @@
 //!   until then (§3's "a server that misses a Commit inquires", with the
 //!   nudge as the trigger).
 //!
-//! Left, and still bounded only by `forget_epochs` (so the `tcp` runtime
-//! keeps its 20 s): a *dependency* on T in a Commit or InquireOk of a later
-//! transaction arriving after T's tombstone expired here makes the replica
-//! inquire about T as an unknown ancestor — if a server still holds T the
-//! answer runs T again, if none does the dependent waits forever (both
-//! seen with 1–2 epochs); a peer's nudge about T after this replica's two
-//! announcements of T were lost and its tombstone expired; a stale
-//! recovery coordinator's messages. Telling "executed and forgot T" from
-//! "never had T" at a replica with no tombstone needs more than the
-//! paper's state (§5 does not say when the graph may be truncated).
+//! **What a replica forgot** (2026-11-29, session 23). Other servers'
+//! late messages left a timing assumption: a dependency on T in a later
+//! transaction's Commit or InquireOk arriving after T's tombstone expired
+//! made the replica inquire about T as an unknown ancestor — a server
+//! still holding T answered and T ran a second time, and if none did the
+//! dependent waited forever; a peer's nudge about T after this replica's
+//! announcements of T were lost did the same, and so did a stale recovery
+//! coordinator's Accept (it registered T again). With tombstones of 1–2
+//! epochs and messages held back 300 ms, 107 and 15 of 200 `janus_seeds`
+//! runs failed so; over `tcp`, `janus_cluster` needed tombstones of 20 s.
+//!
+//! The paper's state cannot tell "executed and forgot T" from "never had
+//! T" (§5 truncates the graph without saying when), but condition 2 makes
+//! the difference small: a replica forgets T only after executing it, and
+//! never before every replica of every shard T involves announced
+//! executing it. So a replica keeps an **exact record of what it forgot**
+//! for as long as it lives: per coordinator incarnation, a bitmap of the
+//! sequence numbers forgotten (the ids of an incarnation are dense, so it
+//! is about one bit per transaction the incarnation issued, here or not);
+//! for a transaction with pieces here also its abandon flag (the rare
+//! abandoned ones, in a set) and its component when of two or more
+//! members, ids only — what its tombstone held. Every rule that asked
+//! whether a tombstone exists asks whether the transaction was forgotten
+//! ([`Gc::is_gone`]), and the record answers where the tombstone expired.
+//! It is exact both ways: a bit is set only when T is forgotten, and T is
+//! never put back afterwards, since every path that would add it again
+//! (its Commit or InquireOk, a PreAccept or an Accept with its procedure,
+//! a dependency on it, an announcement, nudge or catch-up list naming it)
+//! asks first. So, whatever the delay:
+//!
+//! * **a dependency on T** is a cut-off, as with a tombstone: T is
+//!   DECIDED in a component done here (an ancestor without pieces here
+//!   too: it was forgotten only once DECIDED with nothing unexecuted
+//!   behind it here);
+//! * **a peer's nudge or catch-up list** naming T gets the echo that T
+//!   executed here, never an Inquire;
+//! * **a recovery coordinator's** Prepare, PreAccept or Accept gets
+//!   `Forgotten`: never a promise (a Prepare-OK without T could make it
+//!   decide an abandon, §3.3) nor a registration; T's own coordinator's
+//!   stale copy below its floor is ignored as before;
+//! * **an Inquire** gets `Forgotten` with T's component: a server for
+//!   which T is an unknown ancestor needs it, since a member of T's
+//!   component with pieces there must come before the dependent there too
+//!   (seen without it: `janus_seeds`' expiring seed 145 at 1 epoch, a
+//!   replica waiting to the end for a transaction of another shard whose
+//!   replicas had all forgotten it).
+//!
+//! The record of transactions with pieces here is rebuilt from the log's
+//! Forgotten records ([`super::wal`]), as the tombstones are: a restarted
+//! replica still refuses to run again what it forgot. Ancestors without
+//! pieces here are not logged, as before: after a restart a late
+//! dependency on one is inquired about, and its shards' replicas answer
+//! from their records.
+//!
+//! **Its memory is not bounded yet.** Coordinator floors do not bound it:
+//! below a floor the coordinator is done (it stops resending after a few
+//! late tries), not every replica of T's shards, and a dependency on T
+//! may travel in any later transaction. Nor do superseded incarnations:
+//! their transactions can still be named late. A sound bound would drop
+//! T's entry once every transaction that named T as a dependency is
+//! forgotten here (its own late messages are then dropped first): that
+//! needs each replica to remember whom its PreAccept answers named T to,
+//! and the union over the replicas — not built. Measured (one-site TPC-C,
+//! 6 shards × 3 replicas, 400 ms): 6.5 bytes per forgotten transaction
+//! per replica at 60 clients, 10.2 at 600 (components grow with the
+//! clients; the bitmaps are the small part), i.e. 6.5–10 MB per million
+//! transactions forgotten at a replica, for as long as it lives
+//! (`docs/results/janus.md`, *session 23*). The tombstones of those runs
+//! took more (about 40 bytes each) but expire.
 //!
 //! A replica cut off (or down) while the others announced T learns that
 //! they executed it from their echo of its own announcement of T. A
