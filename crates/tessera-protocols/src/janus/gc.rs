@@ -349,7 +349,7 @@ impl Gc {
     }
 
     /// `t` is forgotten here and its tombstone is gone: only the record
-    /// knows (counted, [`super::server::JanusServer`]'s `late` counters).
+    /// knows (the server counts these late messages).
     pub fn only_recorded(&self, t: TxnId) -> bool {
         !self.gone.contains(t) && self.recorded(t)
     }
