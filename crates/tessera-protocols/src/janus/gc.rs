@@ -105,14 +105,15 @@
 //! made the replica inquire about T as an unknown ancestor — a server
 //! still holding T answered and T ran a second time, and if none did the
 //! dependent waited forever; a peer's nudge about T after this replica's
-//! announcements of T were lost did the same, and so did a stale recovery
-//! coordinator's Accept (it registered T again). With tombstones of 1–2
+//! announcements of T were lost did the same, and a stale recovery
+//! coordinator's Accept would register T again (read in the code, not
+//! seen in the runs). With tombstones of 1–2
 //! epochs and messages held back 300 ms, 107 and 15 of 200 `janus_seeds`
 //! runs failed so; over `tcp`, `janus_cluster` needed tombstones of 20 s.
 //!
 //! The paper's state cannot tell "executed and forgot T" from "never had
 //! T" (§5 truncates the graph without saying when), but condition 2 makes
-//! the difference small: a replica forgets T only after executing it, and
+//! one bit enough: a replica forgets T only after executing it, and
 //! never before every replica of every shard T involves announced
 //! executing it. So a replica keeps an **exact record of what it forgot**
 //! for as long as it lives: per coordinator incarnation, a bitmap of the
