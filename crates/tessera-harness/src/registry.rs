@@ -508,9 +508,9 @@ fn rococo(
         // A server forgets a transaction its recovery driver finished
         // after `forget_after` without a request, and takes a request
         // that comes later as new (rococo module docs): a timing
-        // assumption, as Janus's tombstones are (see `janus` below).
-        // Real processes on a loaded machine deliver some messages
-        // seconds late, so on `tcp` the window is Janus's 20 s, not 1 s.
+        // assumption, as Janus's tombstones were until 2026-11-29 (see
+        // `janus` below). Real processes on a loaded machine deliver some
+        // messages seconds late, so on `tcp` the window is 20 s, not 1 s.
         config.forget_after = config.forget_after.max(20_000 * MS);
     }
     Ok((config, spec.clone()))
@@ -1075,26 +1075,13 @@ fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
     cfg.retransmit = cfg.retransmit.max(2 * rtt);
     cfg.inquire_after = cfg.inquire_after.max(4 * rtt);
     cfg.recover_after = cfg.recover_after.max(20 * rtt);
-    if spec.runtime == crate::RuntimeKind::Tcp {
-        // Tombstones answer messages about forgotten transactions for
-        // `forget_epochs` epochs, a timing assumption (janus/gc.rs); real
-        // processes on a loaded machine deliver some messages seconds
-        // late. Measured 2026-11-25 with examples/janus-3x3.toml on two
-        // busy cores: with the 2 s default, 4 of 13 runs ended with a
-        // replica that had executed one or two transactions more than
-        // its peers (replica_divergent_keys > 0); with 20 s, none of 12.
-        // Coordinator floors (2026-11-27) ignore a coordinator's stale
-        // copies, but do not make this unnecessary: without it the tcp
-        // test janus_cluster ended with 3 divergent keys in its first run,
-        // so some late message the floor does not cover (another server's)
-        // still ran a forgotten transaction again. Found on the simulator
-        // 2026-11-29 (janus/gc.rs, *late answers*): a late InquireOk and a
-        // peer's late announcement, no longer acted on; a late dependency
-        // on the forgotten transaction and a peer's nudge still are:
-        // without the 20 s, janus_cluster failed both tests again on
-        // 2026-11-29 (divergent keys, and once a lost update), so they stay.
-        cfg.forget_epochs = cfg.forget_epochs.max(20_000 * MS / cfg.epoch);
-    }
+    // The `tcp` runtime no longer keeps tombstones 20 s (it did from
+    // 2026-11-25 to 2026-11-29: late messages about a forgotten
+    // transaction ran it again once its tombstone expired, and without the
+    // 20 s janus_cluster failed). A replica now keeps an exact record of
+    // what it forgot (janus/gc.rs, *what a replica forgot*), so a
+    // tombstone's age is no longer a timing assumption; janus_cluster
+    // passed 10 of 10 runs with the 2 s default (2026-11-29, janus23b).
     match spec.knobs.forget_epochs {
         Some(0) => {
             return Err(SpecError::Invalid {

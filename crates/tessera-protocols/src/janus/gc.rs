@@ -58,8 +58,9 @@
 //!   that finds no state here is a stale copy and is ignored
 //!   ([`Gc::stale`]): without that, a Commit delayed past the tombstone
 //!   would execute T a second time (the suspected cause of replicas ahead
-//!   of their peers over `tcp` with 2 s tombstones; not the only one: the
-//!   `tcp` runtime still keeps them 20 s, see `registry.rs`). Above its coordinator's floor a tombstone never expires
+//!   of their peers over `tcp` with 2 s tombstones; not the only one, see
+//!   *what a replica forgot*). Above its coordinator's floor a tombstone
+//!   never expires
 //!   by age while that coordinator incarnation is the newest one heard of,
 //!   whatever the delays; after a newer incarnation of its node appears
 //!   (the old one crashed) or if no floor of its coordinator is known (a
@@ -67,12 +68,13 @@
 //!   `forget_epochs` epochs.
 //! * From **other servers**: an Inquire about T (a server whose
 //!   transaction depends on T), a replica's nudge about T, a stale
-//!   recovery coordinator's message. No coordinator's floor bounds these;
-//!   below its floor a tombstone still lingers
-//!   [`super::JanusConfig::forget_epochs`] epochs for them. A message of
-//!   this kind later than that would find T unknown: that bound remains a
-//!   timing assumption, as Rococo's own two-epoch one. It is never worse
-//!   than before floors (tombstones lived exactly that long).
+//!   recovery coordinator's message, a dependency on T in a later
+//!   transaction. No coordinator's floor bounds these; below its floor a
+//!   tombstone still lingers [`super::JanusConfig::forget_epochs`] epochs
+//!   for them, and after that the record of what this replica forgot
+//!   answers them (*what a replica forgot*, below): how long a tombstone
+//!   lives is no longer a timing assumption, only how long the answer
+//!   comes from the tombstone rather than the record.
 //!
 //! **Late answers** (2026-11-29, found with `--forget-epochs 4` and
 //! messages held back up to 300 ms, `janus_seeds`'s
@@ -97,16 +99,76 @@
 //!   until then (§3's "a server that misses a Commit inquires", with the
 //!   nudge as the trigger).
 //!
-//! Left, and still bounded only by `forget_epochs` (so the `tcp` runtime
-//! keeps its 20 s): a *dependency* on T in a Commit or InquireOk of a later
-//! transaction arriving after T's tombstone expired here makes the replica
-//! inquire about T as an unknown ancestor — if a server still holds T the
-//! answer runs T again, if none does the dependent waits forever (both
-//! seen with 1–2 epochs); a peer's nudge about T after this replica's two
-//! announcements of T were lost and its tombstone expired; a stale
-//! recovery coordinator's messages. Telling "executed and forgot T" from
-//! "never had T" at a replica with no tombstone needs more than the
-//! paper's state (§5 does not say when the graph may be truncated).
+//! **What a replica forgot** (2026-11-29, session 23). Other servers'
+//! late messages left a timing assumption: a dependency on T in a later
+//! transaction's Commit or InquireOk arriving after T's tombstone expired
+//! made the replica inquire about T as an unknown ancestor — a server
+//! still holding T answered and T ran a second time, and if none did the
+//! dependent waited forever; a peer's nudge about T after this replica's
+//! announcements of T were lost did the same, and a stale recovery
+//! coordinator's Accept would register T again (read in the code, not
+//! seen in the runs). With tombstones of 1–2
+//! epochs and messages held back 300 ms, 107 and 15 of 200 `janus_seeds`
+//! runs failed so; over `tcp`, `janus_cluster` needed tombstones of 20 s.
+//!
+//! The paper's state cannot tell "executed and forgot T" from "never had
+//! T" (§5 truncates the graph without saying when), but condition 2 makes
+//! one bit enough: a replica forgets T only after executing it, and
+//! never before every replica of every shard T involves announced
+//! executing it. So a replica keeps an **exact record of what it forgot**
+//! for as long as it lives: per coordinator incarnation, a bitmap of the
+//! sequence numbers forgotten (the ids of an incarnation are dense, so it
+//! is about one bit per transaction the incarnation issued, here or not);
+//! for a transaction with pieces here also its abandon flag (the rare
+//! abandoned ones, in a set) and its component when of two or more
+//! members, ids only — what its tombstone held. Every rule that asked
+//! whether a tombstone exists asks whether the transaction was forgotten
+//! ([`Gc::is_gone`]), and the record answers where the tombstone expired.
+//! It is exact both ways: a bit is set only when T is forgotten, and T is
+//! never put back afterwards, since every path that would add it again
+//! (its Commit or InquireOk, a PreAccept or an Accept with its procedure,
+//! a dependency on it, an announcement, nudge or catch-up list naming it)
+//! asks first. So, whatever the delay:
+//!
+//! * **a dependency on T** is a cut-off, as with a tombstone: T is
+//!   DECIDED in a component done here (an ancestor without pieces here
+//!   too: it was forgotten only once DECIDED with nothing unexecuted
+//!   behind it here);
+//! * **a peer's nudge or catch-up list** naming T gets the echo that T
+//!   executed here, never an Inquire;
+//! * **a recovery coordinator's** Prepare, PreAccept or Accept gets
+//!   `Forgotten`: never a promise (a Prepare-OK without T could make it
+//!   decide an abandon, §3.3) nor a registration; T's own coordinator's
+//!   stale copy below its floor is ignored as before;
+//! * **an Inquire** gets `Forgotten` with T's component: a server for
+//!   which T is an unknown ancestor needs it, since a member of T's
+//!   component with pieces there must come before the dependent there too
+//!   (seen without it: `janus_seeds`' expiring seed 145 at 1 epoch, a
+//!   replica waiting to the end for a transaction of another shard whose
+//!   replicas had all forgotten it).
+//!
+//! The record of transactions with pieces here is rebuilt from the log's
+//! Forgotten records ([`super::wal`]), as the tombstones are: a restarted
+//! replica still refuses to run again what it forgot. Ancestors without
+//! pieces here are not logged, as before: after a restart a late
+//! dependency on one is inquired about, and its shards' replicas answer
+//! from their records.
+//!
+//! **Its memory is not bounded yet.** Coordinator floors do not bound it:
+//! below a floor the coordinator is done (it stops resending after a few
+//! late tries), not every replica of T's shards, and a dependency on T
+//! may travel in any later transaction. Nor do superseded incarnations:
+//! their transactions can still be named late. A sound bound would drop
+//! T's entry once every transaction that named T as a dependency is
+//! forgotten here (its own late messages are then dropped first): that
+//! needs each replica to remember whom its PreAccept answers named T to,
+//! and the union over the replicas — not built. Measured (one-site TPC-C,
+//! 6 shards × 3 replicas, 400 ms): 6.5 bytes per forgotten transaction
+//! per replica at 60 clients, 10.2 at 600 (components grow with the
+//! clients; the bitmaps are the small part), i.e. 6.5–10 MB per million
+//! transactions forgotten at a replica, for as long as it lives
+//! (`docs/results/janus.md`, *session 23*). The tombstones of those runs
+//! took more (about 40 bytes each) but expire.
 //!
 //! A replica cut off (or down) while the others announced T learns that
 //! they executed it from their echo of its own announcement of T. A
@@ -120,7 +182,77 @@
 use crate::tombstones::Tombstones;
 use std::sync::Arc;
 use tessera_core::ids::{NodeId, TxnId};
-use tessera_core::FastMap;
+use tessera_core::{FastMap, FastSet};
+
+/// A set of sequence numbers of one coordinator incarnation, one bit each
+/// from the lowest word inserted to the highest: ids of an incarnation are
+/// dense (its client numbers every attempt), so this is about one bit per
+/// transaction that incarnation issued, here or not.
+#[derive(Default)]
+struct SeqSet {
+    /// The index of `words[0]` (sequence number / 64).
+    base: u32,
+    words: Vec<u64>,
+}
+
+impl SeqSet {
+    fn insert(&mut self, seq: u32) {
+        let w = seq / 64;
+        if self.words.is_empty() {
+            self.base = w;
+        } else if w < self.base {
+            let grow = (self.base - w) as usize;
+            self.words.splice(0..0, std::iter::repeat_n(0, grow));
+            self.base = w;
+        }
+        let i = (w - self.base) as usize;
+        if i >= self.words.len() {
+            self.words.resize(i + 1, 0);
+        }
+        self.words[i] |= 1 << (seq % 64);
+    }
+
+    fn contains(&self, seq: u32) -> bool {
+        let w = seq / 64;
+        w.checked_sub(self.base)
+            .and_then(|i| self.words.get(i as usize))
+            .is_some_and(|word| word & (1 << (seq % 64)) != 0)
+    }
+
+    fn bytes(&self) -> usize {
+        self.words.capacity() * 8
+    }
+}
+
+/// The exact record of which transactions a replica forgot, by coordinator
+/// incarnation (see the module docs, *what a replica forgot*).
+#[derive(Default)]
+struct Forgot {
+    by_incarnation: FastMap<u64, SeqSet>,
+}
+
+impl Forgot {
+    fn insert(&mut self, t: TxnId) {
+        self.by_incarnation
+            .entry(t.0 >> 32)
+            .or_default()
+            .insert(t.0 as u32);
+    }
+
+    fn contains(&self, t: TxnId) -> bool {
+        self.by_incarnation
+            .get(&(t.0 >> 32))
+            .is_some_and(|s| s.contains(t.0 as u32))
+    }
+
+    fn bytes(&self) -> usize {
+        self.by_incarnation
+            .values()
+            .map(SeqSet::bytes)
+            .sum::<usize>()
+            + self.by_incarnation.capacity() * (8 + std::mem::size_of::<SeqSet>())
+    }
+}
 
 /// What is kept of a forgotten transaction (ids only).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,6 +274,17 @@ pub(super) struct Gc {
     announced: Arc<[TxnId]>,
     /// Forgotten since the last report.
     pub forgotten: u64,
+    /// Every transaction with pieces here this replica forgot, for as long
+    /// as it lives, rebuilt from its log after a crash; and those of them
+    /// that were abandoned (§3.3: rare, a recovery's decision).
+    mine: Forgot,
+    abandoned: FastSet<TxnId>,
+    /// The components of two or more members those of them were decided
+    /// in: a server for which one is an unknown ancestor needs it.
+    components: FastMap<TxnId, Arc<[TxnId]>>,
+    /// Every ancestor without pieces here it forgot (not logged: after a
+    /// restart these are asked about again, as before).
+    ancestors: Forgot,
 }
 
 impl Gc {
@@ -155,6 +298,10 @@ impl Gc {
             fresh: Vec::new(),
             announced: Arc::from([]),
             forgotten: 0,
+            mine: Forgot::default(),
+            abandoned: tessera_core::fast_set(),
+            components: tessera_core::fast_map(),
+            ancestors: Forgot::default(),
         }
     }
 
@@ -173,17 +320,44 @@ impl Gc {
         !self.gone.contains(t) && self.gone.below_floor(t)
     }
 
+    /// `t`'s tombstone, while it lives.
     pub fn gone(&self, t: TxnId) -> Option<&Tombstone> {
         self.gone.get(t)
     }
 
+    /// This replica forgot `t`, tombstone or not: a message about it is
+    /// late, and `t` is DECIDED and done here (see the module docs).
     pub fn is_gone(&self, t: TxnId) -> bool {
-        self.gone.contains(t)
+        self.gone.contains(t) || self.recorded(t)
+    }
+
+    fn recorded(&self, t: TxnId) -> bool {
+        self.mine.contains(t) || self.ancestors.contains(t)
+    }
+
+    /// `t` had pieces here and was forgotten here.
+    pub fn forgot_mine(&self, t: TxnId) -> bool {
+        self.mine.contains(t)
+    }
+
+    /// `t` had pieces here and was forgotten here: what its tombstone
+    /// said, rebuilt from the record.
+    pub fn recorded_tombstone(&self, t: TxnId) -> Option<Tombstone> {
+        self.mine.contains(t).then(|| Tombstone {
+            abandon: self.abandoned.contains(&t),
+            scc: self.components.get(&t).cloned(),
+        })
+    }
+
+    /// `t` is forgotten here and its tombstone is gone: only the record
+    /// knows (the server counts these late messages).
+    pub fn only_recorded(&self, t: TxnId) -> bool {
+        !self.gone.contains(t) && self.recorded(t)
     }
 
     /// `from` announced that it executed `t`. True the first time.
     pub fn heard(&mut self, t: TxnId, from: NodeId) -> bool {
-        if self.gone.contains(t) {
+        if self.is_gone(t) {
             return false;
         }
         let by = self.executed_by.entry(t).or_default();
@@ -220,11 +394,23 @@ impl Gc {
         txns
     }
 
-    /// `t` is forgotten now.
-    pub fn bury(&mut self, t: TxnId, abandon: bool, scc: Option<Arc<[TxnId]>>) {
+    /// `t` is forgotten now; `mine`: it has pieces here.
+    pub fn bury(&mut self, t: TxnId, abandon: bool, scc: Option<Arc<[TxnId]>>, mine: bool) {
         self.executed_by.remove(&t);
         self.forgotten += 1;
+        if mine {
+            self.mine.insert(t);
+            if abandon {
+                self.abandoned.insert(t);
+            }
+            if let Some(c) = &scc {
+                self.components.insert(t, c.clone());
+            }
+        }
         self.gone.insert(t, Tombstone { abandon, scc }, self.epoch);
+        if !mine {
+            self.ancestors.insert(t);
+        }
     }
 
     /// Drop the tombstones nothing can ask about any more (see above).
@@ -234,6 +420,23 @@ impl Gc {
 
     pub fn tombstones(&self) -> usize {
         self.gone.len()
+    }
+
+    /// Bytes the record of what was forgotten takes (bitmaps, their
+    /// maps, the abandoned ids).
+    pub fn record_bytes(&self) -> usize {
+        let mut listed: FastSet<*const TxnId> = tessera_core::fast_set();
+        let members: usize = self
+            .components
+            .values()
+            .filter(|c| listed.insert(c.as_ptr()))
+            .map(|c| 16 + 8 * c.len())
+            .sum();
+        self.mine.bytes()
+            + self.ancestors.bytes()
+            + self.abandoned.capacity() * 9
+            + self.components.capacity() * 17
+            + members
     }
 }
 
@@ -271,7 +474,7 @@ mod tests {
         assert!(gc.announcement().is_empty());
 
         gc.epoch = 3;
-        gc.bury(t(1), true, None);
+        gc.bury(t(1), true, None, true);
         assert_eq!(gc.gone(t(1)).map(|g| g.abandon), Some(true));
         // A late announcement of a forgotten one is not recorded again.
         gc.heard(t(1), NodeId(1));
@@ -279,11 +482,57 @@ mod tests {
         // Its coordinator sent no floor: it lives `keep` epochs.
         gc.epoch = 12;
         gc.expire();
-        assert!(gc.is_gone(t(1)));
+        assert!(gc.gone(t(1)).is_some());
+        assert!(!gc.only_recorded(t(1)));
         gc.epoch = 13;
         gc.expire();
-        assert!(!gc.is_gone(t(1)));
+        assert!(gc.gone(t(1)).is_none());
         assert!(!gc.stale(t(1)), "no floor known: not known to be over");
+        // The record still knows it, and what the tombstone said.
+        assert!(gc.is_gone(t(1)) && gc.only_recorded(t(1)));
+        gc.heard(t(1), NodeId(1));
+        assert!(gc.executed_by.is_empty());
+        assert_eq!(
+            gc.recorded_tombstone(t(1)),
+            Some(Tombstone {
+                abandon: true,
+                scc: None
+            })
+        );
+    }
+
+    /// The record of what a replica forgot is exact: every id buried, no
+    /// other, whatever the order, across words and incarnations; a
+    /// component and the abandon flag of a transaction with pieces here
+    /// are kept, an ancestor without pieces here is only known forgotten.
+    #[test]
+    fn the_record_of_forgotten_transactions_is_exact() {
+        let mut gc = Gc::new(1);
+        let other = |i| TxnId::new(NodeId(9), 1, i);
+        let buried = [700, 3, 64, 63, 5_000, 1, 128];
+        for &i in &buried {
+            gc.bury(t(i), false, None, true);
+        }
+        let scc: Arc<[TxnId]> = Arc::from([other(2), t(9_000)]);
+        gc.bury(other(2), false, Some(scc.clone()), true);
+        gc.bury(t(9_000), false, Some(scc.clone()), false);
+        gc.epoch = 10;
+        gc.expire();
+        assert_eq!(gc.tombstones(), 0);
+        for i in 0..10_000 {
+            let forgotten = buried.contains(&i) || i == 9_000;
+            assert_eq!(gc.is_gone(t(i)), forgotten, "{i}");
+            assert_eq!(gc.forgot_mine(t(i)), buried.contains(&i), "{i}");
+            assert!(!gc.is_gone(other(i)) || i == 2, "{i}");
+        }
+        assert_eq!(
+            gc.recorded_tombstone(other(2)).and_then(|g| g.scc),
+            Some(scc)
+        );
+        assert!(gc.is_gone(t(9_000)));
+        assert_eq!(gc.recorded_tombstone(t(9_000)), None, "no pieces here");
+        // About one bit per id of each span (here 1..5,000: 79 words).
+        assert!(gc.record_bytes() < 141 * 8 + 4_096, "{}", gc.record_bytes());
     }
 
     /// Above its coordinator's floor a tombstone outlives any age; below
@@ -292,23 +541,29 @@ mod tests {
     #[test]
     fn tombstones_follow_their_coordinators_floor() {
         let mut gc = Gc::new(10);
-        gc.bury(t(1), false, None);
-        gc.bury(t(2), false, None);
+        gc.bury(t(1), false, None, true);
+        gc.bury(t(2), false, None, true);
         gc.raise_floor(t(2));
         gc.epoch = 1_000;
         gc.expire();
-        assert!(!gc.is_gone(t(1)), "below the floor and older than keep");
-        assert!(gc.is_gone(t(2)), "its coordinator may still resend");
+        assert!(
+            gc.gone(t(1)).is_none(),
+            "below the floor and older than keep"
+        );
+        assert!(gc.gone(t(2)).is_some(), "its coordinator may still resend");
         assert!(gc.stale(t(1)));
         assert!(!gc.stale(t(2)), "a tombstone answers it");
         assert!(!gc.stale(t(3)), "above the floor: not over");
-        gc.bury(t(3), false, None);
+        gc.bury(t(3), false, None, true);
         gc.raise_floor(t(4));
         gc.expire();
-        assert!(!gc.is_gone(t(2)), "below the floor now, and old");
-        assert!(gc.is_gone(t(3)), "lingers for other servers' questions");
+        assert!(gc.gone(t(2)).is_none(), "below the floor now, and old");
+        assert!(
+            gc.gone(t(3)).is_some(),
+            "lingers for other servers' questions"
+        );
         gc.epoch = 1_010;
         gc.expire();
-        assert!(!gc.is_gone(t(3)));
+        assert!(gc.gone(t(3)).is_none());
     }
 }

@@ -90,6 +90,33 @@ struct Asking {
 
 const SWEEP: TimerId = TimerId(1);
 
+/// Messages about a transaction forgotten here that came after its
+/// tombstone expired, by what the record of forgotten transactions
+/// ([`super::gc`], *what a replica forgot*) did with them; reported as
+/// counters when not zero.
+#[derive(Clone, Copy)]
+enum Late {
+    /// A dependency on it in a later transaction's Commit or InquireOk:
+    /// a cut-off, not an ancestor to inquire about.
+    Dependency,
+    /// A PreAccept, Accept, Prepare, Commit or Inquire about it: answered
+    /// `Forgotten` from the record (a stale copy from its own coordinator
+    /// is ignored, as with no record).
+    Answered,
+    /// A peer's announcement of it (routine, nudge or catch-up): not
+    /// inquired about.
+    Announced,
+    /// It was executed again here: never, unless the record is wrong.
+    RunAgain,
+}
+
+const LATE: [&str; 4] = [
+    "janus_late_dependency",
+    "janus_late_answered",
+    "janus_late_announced",
+    "janus_forgotten_run_again",
+];
+
 /// What waits for every record issued so far to be durable.
 enum AfterSync {
     /// An answer that promises (PreAccept-, Accept-, Prepare-OK).
@@ -228,6 +255,9 @@ pub struct JanusServer {
     /// The last component listed in this replica's log ([`super::wal`]).
     components: Components,
     stats: DepStats,
+    /// Late messages about forgotten transactions, by [`Late`], since the
+    /// last report.
+    late: [u64; 4],
 }
 
 impl JanusServer {
@@ -275,6 +305,7 @@ impl JanusServer {
             catch_up_us: 0,
             components: Components::default(),
             stats: DepStats::new(),
+            late: [0; 4],
         };
         for write in &env.recovered {
             let recs = super::wal::records(write)
@@ -658,7 +689,10 @@ impl JanusServer {
         let mine = shards.contains(&self.shard);
         let mut rose = Vec::new();
         // A forgotten dependency stays out of the graph: it is DECIDED in a
-        // component done here, a cut-off (see [`super::gc`]).
+        // component done here, a cut-off (see [`super::gc`]), also once
+        // its tombstone is gone.
+        let late = info.deps.iter().filter(|d| self.gc.only_recorded(d.txn));
+        self.late[Late::Dependency as usize] += late.count() as u64;
         for d in info.deps.iter().filter(|d| !self.gc.is_gone(d.txn)) {
             let v = Vertex {
                 txn: d.txn,
@@ -1012,6 +1046,10 @@ impl JanusServer {
     /// another shard's output (§4): it has been asked for, and `t` is
     /// woken when it comes.
     fn execute(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) -> bool {
+        if self.gc.forgot_mine(t) {
+            tracing::error!(me = ?self.me, txn = ?t, "a forgotten transaction runs again");
+            self.late[Late::RunAgain as usize] += 1;
+        }
         let proc = self.locals[&t].proc.clone();
         let abandon = self.locals[&t].abandon;
         let (results, written) = if abandon {
@@ -1519,37 +1557,46 @@ impl JanusServer {
     /// transaction forgotten since (answered with its tombstone) or moot
     /// ([`Self::moot`], dropped).
     fn release_inquiries(&mut self, ctx: &mut Ctx<Msg>) {
-        let mut done = Vec::new();
-        for (&t, askers) in &self.inquiries {
+        let done: Vec<TxnId> = self
+            .inquiries
+            .keys()
+            .copied()
+            .filter(|&t| self.gc.is_gone(t) || self.moot(t))
+            .collect();
+        for t in done {
+            let askers = self.inquiries.remove(&t).unwrap_or_default();
             if self.gc.is_gone(t) {
-                for &a in askers {
+                for a in askers {
                     self.answer_forgotten(ctx, a, t);
                 }
-                done.push(t);
-            } else if self.moot(t) {
-                done.push(t);
             }
-        }
-        for t in done {
-            self.inquiries.remove(&t);
             self.stats.parked_at.remove(&t);
         }
     }
 
     /// Answer a message about a forgotten transaction with its tombstone
-    /// ([`Msg::Forgotten`]); false if it is not forgotten.
-    fn answer_forgotten(&self, ctx: &mut Ctx<Msg>, to: NodeId, txn: TxnId) -> bool {
-        let Some(g) = self.gc.gone(txn) else {
-            return false;
-        };
-        ctx.send(
-            to,
-            Msg::Forgotten {
-                txn,
-                abandon: g.abandon,
-                scc: g.scc.clone(),
+    /// ([`Msg::Forgotten`]), or once that is gone with what the record of
+    /// forgotten transactions keeps of it ([`super::gc`], *what a replica
+    /// forgot*) — unless it is a stale copy from its own coordinator
+    /// ([`Self::stale`]), ignored as before; false if it is not forgotten.
+    fn answer_forgotten(&mut self, ctx: &mut Ctx<Msg>, to: NodeId, txn: TxnId) -> bool {
+        let g = match self.gc.gone(txn) {
+            Some(g) => g.clone(),
+            None => match self.gc.recorded_tombstone(txn) {
+                Some(_) if self.stale(to, txn) => return true,
+                Some(g) => {
+                    self.late[Late::Answered as usize] += 1;
+                    g
+                }
+                None => return false,
             },
-        );
+        };
+        let msg = Msg::Forgotten {
+            txn,
+            abandon: g.abandon,
+            scc: g.scc,
+        };
+        ctx.send(to, msg);
         true
     }
 
@@ -1633,6 +1680,9 @@ impl JanusServer {
     /// executes it, and nudges ([`Announce::Lagging`]) until then.
     fn on_committed(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txns: &[TxnId], why: Announce) {
         for &t in txns {
+            if self.gc.only_recorded(t) {
+                self.late[Late::Announced as usize] += 1;
+            }
             if self.committed.contains_key(&t)
                 || self.asking.contains_key(&t)
                 || self.gc.is_gone(t)
@@ -2105,11 +2155,12 @@ impl JanusServer {
     /// Drop `t` (committed, as `abandon`, in component `scc`), leaving its
     /// tombstone.
     fn forget(&mut self, t: TxnId, abandon: bool, scc: Option<Arc<[TxnId]>>) {
-        if let Some(l) = self.locals.remove(&t) {
+        let mine = self.locals.remove(&t).map(|l| {
             let (reads, writes) = self.keys(&l.proc);
             self.tracker.forget(t, &reads, &writes);
-        }
-        self.gc.bury(t, abandon, scc);
+        });
+        let mine = mine.is_some();
+        self.gc.bury(t, abandon, scc, mine);
     }
 
     /// Graph garbage collection ([`super::gc`]): forget what every replica
@@ -2528,23 +2579,30 @@ impl Node<Msg> for JanusServer {
             .keys()
             .filter(|t| !self.committed.contains_key(t))
             .count() as u64;
+        let mut counters = vec![
+            ("janus_executed", std::mem::take(&mut self.executed)),
+            ("janus_fetched", std::mem::take(&mut self.fetched)),
+            ("janus_recoveries", std::mem::take(&mut self.recovering)),
+            ("janus_abandoned", std::mem::take(&mut self.abandoned)),
+            ("janus_forgotten", std::mem::take(&mut self.gc.forgotten)),
+            ("janus_replayed", std::mem::take(&mut self.replayed)),
+            ("janus_caught_up", std::mem::take(&mut self.caught_up)),
+            ("janus_catch_up_us", std::mem::take(&mut self.catch_up_us)),
+        ];
+        for (name, n) in LATE.into_iter().zip(std::mem::take(&mut self.late)) {
+            if n > 0 {
+                counters.push((name, n));
+            }
+        }
         NodeReport {
             client: None,
-            counters: vec![
-                ("janus_executed", std::mem::take(&mut self.executed)),
-                ("janus_fetched", std::mem::take(&mut self.fetched)),
-                ("janus_recoveries", std::mem::take(&mut self.recovering)),
-                ("janus_abandoned", std::mem::take(&mut self.abandoned)),
-                ("janus_forgotten", std::mem::take(&mut self.gc.forgotten)),
-                ("janus_replayed", std::mem::take(&mut self.replayed)),
-                ("janus_caught_up", std::mem::take(&mut self.caught_up)),
-                ("janus_catch_up_us", std::mem::take(&mut self.catch_up_us)),
-            ],
+            counters,
             gauges: vec![
                 ("janus_committed_unexecuted", waiting),
                 ("janus_preaccepted_uncommitted", uncommitted),
                 ("janus_graph_vertices", self.graph.len() as u64),
                 ("janus_tombstones", self.gc.tombstones() as u64),
+                ("janus_forgot_record_bytes", self.gc.record_bytes() as u64),
                 ("janus_inquiries_parked", self.inquiries.len() as u64),
             ],
             ..NodeReport::default()

@@ -1026,6 +1026,89 @@ fn a_coordinators_floor_drops_tombstones_and_its_stale_commit_is_ignored() {
     c.assert_replicas_hold(12, t2);
 }
 
+/// Issue 6 (`gc`, *what a replica forgot*): T executed everywhere and was
+/// forgotten, and its tombstone expired (its coordinator's floor passed it
+/// `forget_epochs` epochs ago). A later transaction's Commit naming T as a
+/// dependency then executes at once, without asking about T: before, the
+/// replica inquired about T as an unknown ancestor, and waited forever (as
+/// here, where nobody holds T) or ran T a second time when a server still
+/// held it (`janus_seeds`, `--forget-epochs 1`). A stale recovery
+/// coordinator's Commit of T gets `Forgotten`, and a peer's nudge about T
+/// an echo that it executed here; neither runs or asks anything. The
+/// record is rebuilt from the log: the same holds after a restart, once
+/// the replayed tombstones expired too.
+#[test]
+fn a_dependency_on_a_forgotten_transaction_after_its_tombstone_expired_does_not_run_it_again() {
+    use super::msg::{Announce, Dep};
+    let mut c = Cluster::new();
+    let t = c.submit(0);
+    c.rounds(20, None);
+    let t2 = c.submit(0);
+    c.rounds(20, None);
+    assert_eq!(c.saw(t2), 11);
+    let cfg = JanusConfig::default();
+    for _ in 0..cfg.forget_epochs {
+        c.advance(cfg.epoch, &[]);
+    }
+    assert_eq!(c.per_server("janus_forgotten"), [2, 2, 2]);
+    assert_eq!(c.per_server("janus_tombstones"), [1, 1, 1], "T2's only");
+    let on_t = || Dep {
+        txn: t,
+        shards: Arc::from([ShardId(0)]),
+    };
+    let asked = |c: &Cluster| {
+        c.queue
+            .iter()
+            .any(|(_, _, m)| matches!(m, Msg::Inquire { .. }))
+    };
+    let output = |replies: &[Msg], txn: TxnId| match replies {
+        [Msg::CommitOk {
+            txn: x, results, ..
+        }] if *x == txn => dec(results.first().map(|r| &r.output)),
+        other => panic!("{txn:?}: {other:?}"),
+    };
+
+    let t3 = TxnId::new(NodeId(RECOVERY), 0, 1);
+    let replies = c.ask_server(0, commit_of(t3, vec![on_t()]));
+    assert_eq!(output(&replies, t3), 12, "T3 runs once, after T and T2");
+    assert!(!asked(&c), "{:?}", c.queue);
+    let replies = c.ask_server(0, commit_of(t, Vec::new()));
+    assert!(
+        matches!(replies[..], [Msg::Forgotten { txn, abandon: false, .. }] if txn == t),
+        "{replies:?}"
+    );
+    c.queue.push((
+        NodeId(1),
+        NodeId(0),
+        Msg::Committed {
+            txns: Arc::from([t]),
+            why: Announce::Lagging,
+        },
+    ));
+    c.step(c.queue.len() - 1);
+    assert!(
+        matches!(&c.queue[..], [(_, to, Msg::Executed { txns, echo: true })] if *to == NodeId(1) && txns[..] == [t]),
+        "{:?}",
+        c.queue
+    );
+    c.queue.clear();
+    let late = c.per_server("janus_late_dependency");
+    assert_eq!(late, [1, 0, 0]);
+    assert_eq!(c.per_server("janus_forgotten_run_again"), [0, 0, 0]);
+
+    c.restart(0);
+    c.queue.clear();
+    c.advance(cfg.epoch, &[]);
+    c.queue.clear();
+    assert_eq!(c.per_server("janus_tombstones")[0], 0, "all expired");
+    let t4 = TxnId::new(NodeId(RECOVERY), 0, 2);
+    let replies = c.ask_server(0, commit_of(t4, vec![on_t()]));
+    assert_eq!(output(&replies, t4), 13, "after T3, replayed");
+    assert!(!asked(&c), "{:?}", c.queue);
+    assert_eq!(c.per_server("janus_late_dependency"), [1, 0, 0]);
+    assert_eq!(c.per_server("janus_committed_unexecuted"), [0, 0, 0]);
+}
+
 /// A replica asked about a transaction it never learns no longer keeps the
 /// request forever: once the transaction's coordinator's floor passes it,
 /// the parked Inquire is dropped (the asker's retries go to every replica
