@@ -115,6 +115,7 @@ pub(crate) fn label(idx: &TxnIndex<'_>, cycle: &[(u32, EdgeKind, u32)]) -> Vec<C
                 from: ta.id,
                 kind,
                 key,
+                column: None,
                 to: tb.id,
             }
         })

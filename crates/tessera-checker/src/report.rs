@@ -92,6 +92,10 @@ pub struct CycleEdge {
     pub kind: EdgeKind,
     /// A key that witnesses a data edge; `None` for real-time edges.
     pub key: Option<Key>,
+    /// The key's column, when the history is checked per column and the
+    /// witness is a column the history's accesses name one by one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<u32>,
     pub to: TxnId,
 }
 
@@ -109,6 +113,9 @@ pub enum Violation {
     /// rule included).
     LostUpdate {
         key: Key,
+        /// The column, when checked per column (see [`CycleEdge::column`]).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        column: Option<u32>,
         version: Version,
         first: TxnId,
         second: TxnId,
@@ -118,6 +125,9 @@ pub enum Violation {
     AbortedRead {
         reader: TxnId,
         key: Key,
+        /// The column, when checked per column (see [`CycleEdge::column`]).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        column: Option<u32>,
         version: Version,
         writer: TxnId,
     },
@@ -128,6 +138,9 @@ pub enum Violation {
     GarbageRead {
         reader: TxnId,
         key: Key,
+        /// The column, when checked per column (see [`CycleEdge::column`]).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        column: Option<u32>,
         version: Version,
     },
     /// Two attempts in the history share an id; the later ones are ignored.
@@ -193,6 +206,18 @@ impl fmt::Display for ShowVersion {
     }
 }
 
+/// A key, with its column when checked per column: `1:8` or `1:8.c10`.
+struct Obj(Key, Option<u32>);
+
+impl fmt::Display for Obj {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.1 {
+            Some(c) => write!(f, "{}.c{c}", self.0),
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -203,7 +228,7 @@ impl fmt::Display for Violation {
                 }
                 for e in edges {
                     match e.key {
-                        Some(k) => write!(f, " -{}({k})-> {:?}", e.kind, e.to)?,
+                        Some(k) => write!(f, " -{}({})-> {:?}", e.kind, Obj(k, e.column), e.to)?,
                         None => write!(f, " -{}-> {:?}", e.kind, e.to)?,
                     }
                 }
@@ -211,31 +236,37 @@ impl fmt::Display for Violation {
             }
             Violation::LostUpdate {
                 key,
+                column,
                 version,
                 first,
                 second,
             } => write!(
                 f,
-                "lost update: {first:?} and {second:?} both read {key} at version {} and overwrote it",
+                "lost update: {first:?} and {second:?} both read {} at version {} and overwrote it",
+                Obj(*key, *column),
                 ShowVersion(*version)
             ),
             Violation::AbortedRead {
                 reader,
                 key,
+                column,
                 version,
                 writer,
             } => write!(
                 f,
-                "G1a aborted read: {reader:?} read {key} at version {}, written by aborted {writer:?}",
+                "G1a aborted read: {reader:?} read {} at version {}, written by aborted {writer:?}",
+                Obj(*key, *column),
                 ShowVersion(*version)
             ),
             Violation::GarbageRead {
                 reader,
                 key,
+                column,
                 version,
             } => write!(
                 f,
-                "G1a garbage read: {reader:?} read {key} at version {}, which no committed or in-doubt transaction wrote",
+                "G1a garbage read: {reader:?} read {} at version {}, which no committed or in-doubt transaction wrote",
+                Obj(*key, *column),
                 ShowVersion(*version)
             ),
             Violation::DuplicateTxn { txn } => {

@@ -40,12 +40,10 @@ pub fn txn(n: u32, start: Time, end: Time, reads: &[(u64, u32)], writes: &[u64])
         end,
         reads: reads
             .iter()
-            .map(|&(row, w)| ReadObs {
-                key: key(row),
-                version: ver(w),
-            })
+            .map(|&(row, w)| ReadObs::row(key(row), ver(w)))
             .collect(),
         writes: writes.iter().map(|&r| key(r)).collect(),
+        write_columns: Vec::new(),
         outcome: Outcome::Committed,
     }
 }

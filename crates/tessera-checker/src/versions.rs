@@ -112,6 +112,7 @@ impl Versions {
                         },
                         Writer::Aborted(w) => {
                             violations.push(Violation::AbortedRead {
+                                column: None,
                                 reader: t.id,
                                 key: r.key,
                                 version: r.version,
@@ -121,6 +122,7 @@ impl Versions {
                         }
                         Writer::Node { .. } | Writer::Missing => {
                             violations.push(Violation::GarbageRead {
+                                column: None,
                                 reader: t.id,
                                 key: r.key,
                                 version: r.version,
@@ -175,6 +177,7 @@ impl Versions {
                         }
                         others.push(node);
                         violations.push(Violation::LostUpdate {
+                            column: None,
                             key: k,
                             version: t.reads[i].version,
                             first: txns[s as usize].id,

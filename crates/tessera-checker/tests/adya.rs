@@ -34,12 +34,10 @@ fn txn(n: u32, start: Time, end: Time, reads: &[(u64, u32)], writes: &[u64]) -> 
         end,
         reads: reads
             .iter()
-            .map(|&(row, w)| ReadObs {
-                key: Key::new(1, row),
-                version: ver(w),
-            })
+            .map(|&(row, w)| ReadObs::row(Key::new(1, row), ver(w)))
             .collect(),
         writes: writes.iter().map(|&r| Key::new(1, r)).collect(),
+        write_columns: Vec::new(),
         outcome: Outcome::Committed,
     }
 }

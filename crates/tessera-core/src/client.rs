@@ -73,6 +73,11 @@ pub struct ClientConfig {
     pub backoff_base: Time,
     pub backoff_cap: Time,
     pub record_history: bool,
+    /// Record, with each write, the columns it covers
+    /// ([`HistoryTxn::write_columns`], from the pieces' declarations): for
+    /// a history checked per column, of a protocol that orders conflicts
+    /// per column.
+    pub record_columns: bool,
     /// Attempts a slot may have finished executing but not yet released
     /// before it waits for a release (at least 1; see the module doc).
     pub max_unreleased: u32,
@@ -314,6 +319,15 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
                 TxnOutcome::Aborted(_) => (Vec::new(), Vec::new(), Outcome::Aborted),
                 TxnOutcome::InDoubt => (Vec::new(), declared_writes(&r.txn), Outcome::Unknown),
             };
+            let write_columns = match &outcome {
+                TxnOutcome::Committed { outputs, .. } if self.cfg.record_columns => {
+                    crate::txn::written_columns(&*r.txn, outputs, &writes)
+                }
+                TxnOutcome::InDoubt if self.cfg.record_columns => {
+                    crate::txn::written_columns(&*r.txn, &[], &writes)
+                }
+                _ => Vec::new(),
+            };
             self.history.push(HistoryTxn {
                 id,
                 process: self.process(slot, r.lane),
@@ -321,6 +335,7 @@ impl<M, C: Coordinator<M>> ClientHost<M, C> {
                 end: now,
                 reads,
                 writes,
+                write_columns,
                 outcome: out,
             });
         }
@@ -470,6 +485,10 @@ impl<M, C: Coordinator<M>> Node<M> for ClientHost<M, C> {
                     start: r.attempt_start,
                     end: Time::MAX,
                     reads: Vec::new(),
+                    write_columns: match self.cfg.record_columns {
+                        true => crate::txn::written_columns(&*r.txn, &[], &declared_writes(&r.txn)),
+                        false => Vec::new(),
+                    },
                     writes: declared_writes(&r.txn),
                     outcome: Outcome::Unknown,
                 });
@@ -652,6 +671,7 @@ mod tests {
             backoff_base,
             backoff_cap: backoff_base.max(1),
             record_history: true,
+            record_columns: false,
             max_unreleased,
             timeline: None,
         };

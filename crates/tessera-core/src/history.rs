@@ -6,7 +6,7 @@
 //! version is the attempt's [`TxnId`], unique per key by construction.
 
 use crate::ids::{Key, Time, TxnId};
-use crate::txn::ReadObs;
+use crate::txn::{Columns, ReadObs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -27,6 +27,10 @@ pub struct HistoryTxn {
     pub end: Time,
     pub reads: Vec<ReadObs>,
     pub writes: Vec<Key>,
+    /// The columns each of `writes` covers, for a history checked per
+    /// column (`tessera_checker::check_columns`): empty when every write
+    /// is of the whole row, else one entry per entry of `writes`.
+    pub write_columns: Vec<Columns>,
     pub outcome: Outcome,
 }
 

@@ -7,7 +7,7 @@
 //! OOCC keeps its lease there).
 
 use crate::ids::{Key, TableId, Version};
-use crate::txn::Value;
+use crate::txn::{Columns, Value};
 use crate::FastMap;
 
 /// Protocol metadata kept beside a record's value.
@@ -47,12 +47,26 @@ impl Table {
 /// its rows: a dense vector up to id 2^32 - 1 would be 137 GB.
 const DENSE_TABLES: usize = 64;
 
+/// The last writer of each column of a row written with declared columns
+/// ([`Store::install_columns`]): `groups` are disjoint column sets with
+/// their last writer, `base` the writer of every other column (the row's
+/// version before its first write of declared columns).
+#[derive(Debug, Clone)]
+struct ColumnVersions {
+    base: Version,
+    groups: Vec<(u64, Version)>,
+}
+
 /// The data of one shard replica.
 #[derive(Default, Debug, Clone)]
 pub struct Store {
     tables: Vec<Table>,
     /// Tables with ids of [`DENSE_TABLES`] or more.
     sparse: FastMap<u32, Table>,
+    /// Per-column last writers, only for rows whose last writes declared
+    /// columns: empty, and free, for every protocol that orders conflicts
+    /// per row.
+    columns: FastMap<Key, ColumnVersions>,
 }
 
 impl Store {
@@ -100,6 +114,9 @@ impl Store {
 
     /// Insert or replace a record with the initial version (loading).
     pub fn load(&mut self, key: Key, value: Value) {
+        if !self.columns.is_empty() {
+            self.columns.remove(&key);
+        }
         self.table_mut(key.table).rows.insert(
             key.row,
             Record {
@@ -120,8 +137,96 @@ impl Store {
     }
 
     /// Install `value` as version `version` of `key`, creating the record
-    /// when missing. Metadata other than the version is kept.
+    /// when missing. Metadata other than the version is kept. A write of
+    /// the whole row: `version` is the last writer of every column.
     pub fn install(&mut self, key: Key, value: Value, version: Version) {
+        if !self.columns.is_empty() {
+            self.columns.remove(&key);
+        }
+        self.put(key, value, version);
+    }
+
+    /// Install `value` as version `version` of `key`, a write of `columns`
+    /// only: the value's other columns are the current ones (the piece
+    /// computed it from the row as it is now), and keep their last
+    /// writers, which [`Self::column_versions`] reports. For protocols
+    /// that order conflicts per column (Janus, see `janus::tracker`), whose
+    /// histories are checked per column (`tessera_checker::check_columns`).
+    /// The record's `meta.version` is still the row's last writer.
+    pub fn install_columns(&mut self, key: Key, value: Value, version: Version, columns: Columns) {
+        let m = columns.bits();
+        if m == u64::MAX {
+            return self.install(key, value, version);
+        }
+        let base = self.get(key).map_or(Version::INITIAL, |r| r.meta.version);
+        let cv = self.columns.entry(key).or_insert_with(|| ColumnVersions {
+            base,
+            groups: Vec::new(),
+        });
+        cv.groups.retain_mut(|(g, _)| {
+            *g &= !m;
+            *g != 0
+        });
+        cv.groups.push((m, version));
+        self.put(key, value, version);
+    }
+
+    /// The last writers of `columns` of `key`: one `(columns, version)` per
+    /// distinct last writer, covering `columns` (the row's version for
+    /// every column when the row's last write was of the whole row;
+    /// [`Version::INITIAL`] when there is no record).
+    pub fn column_versions(&self, key: Key, columns: Columns) -> Vec<(Columns, Version)> {
+        let Some(r) = self.get(key) else {
+            return vec![(columns, Version::INITIAL)];
+        };
+        let Some(cv) = self.columns.get(&key) else {
+            return vec![(columns, r.meta.version)];
+        };
+        let m = columns.bits();
+        let mut out = Vec::with_capacity(2);
+        let mut rest = m;
+        for &(g, v) in &cv.groups {
+            rest &= !g;
+            if g & m != 0 {
+                out.push((Columns(g & m), v));
+            }
+        }
+        if rest != 0 {
+            out.push((Columns(rest), cv.base));
+        }
+        out
+    }
+
+    /// The columns of `key` whose last writer is `version`
+    /// ([`Columns::ALL`] when the row's last write was of the whole row).
+    pub fn columns_written_by(&self, key: Key, version: Version) -> Columns {
+        match self.columns.get(&key) {
+            None => Columns::ALL,
+            Some(cv) => Columns(
+                cv.groups
+                    .iter()
+                    .filter(|(_, v)| *v == version)
+                    .fold(0, |a, (g, _)| a | g),
+            ),
+        }
+    }
+
+    /// Who wrote `key` last, as the replicas of a shard must agree on it:
+    /// `[(ALL, version)]` for a row whose last write was of the whole row
+    /// (or loaded); per column, the last writers sorted by column set
+    /// otherwise. Replicas that order conflicts per column may execute
+    /// writers of disjoint columns of a row in either order, so they agree
+    /// on this, not on `meta.version`. Empty when there is no record.
+    pub fn writers(&self, key: Key) -> Vec<(Columns, Version)> {
+        if self.get(key).is_none() {
+            return Vec::new();
+        }
+        let mut w = self.column_versions(key, Columns::ALL);
+        w.sort_unstable_by_key(|(c, _)| c.0);
+        w
+    }
+
+    fn put(&mut self, key: Key, value: Value, version: Version) {
         let rows = &mut self.table_mut(key.table).rows;
         match rows.get_mut(&key.row) {
             Some(r) => {
@@ -146,6 +251,7 @@ impl Store {
     /// Remove `key`'s record and return it (garbage collection of deleted
     /// records and insert placeholders; COCO §6.3).
     pub fn remove(&mut self, key: Key) -> Option<Record> {
+        self.columns.remove(&key);
         self.existing_table_mut(key.table)?.rows.remove(&key.row)
     }
 
@@ -218,6 +324,66 @@ mod tests {
         assert_eq!(&s.remove(k).unwrap().value[..], b"b");
         assert!(s.get(k).is_none() && s.is_empty());
         assert!(s.remove(k).is_none() && s.remove(Key::new(40, 1)).is_none());
+    }
+
+    /// A write of declared columns keeps the other columns' last writers;
+    /// a write of the whole row, or a removal, forgets them.
+    #[test]
+    fn column_writes_keep_the_other_columns_last_writers() {
+        let mut s = Store::new();
+        let k = Key::new(1, 3);
+        let v = |n| Version(n);
+        assert_eq!(
+            s.column_versions(k, Columns(0b11)),
+            vec![(Columns(0b11), Version::INITIAL)]
+        );
+        s.load(k, Value::from_static(b"x"));
+        s.install_columns(k, Value::from_static(b"a"), v(5), Columns(0b001));
+        s.install_columns(k, Value::from_static(b"b"), v(6), Columns(0b110));
+        s.install_columns(k, Value::from_static(b"c"), v(7), Columns(0b100));
+        assert_eq!(
+            s.get(k).unwrap().meta.version,
+            v(7),
+            "the row's last writer"
+        );
+        assert_eq!(
+            s.column_versions(k, Columns(0b1111)),
+            vec![
+                (Columns(0b001), v(5)),
+                (Columns(0b010), v(6)),
+                (Columns(0b100), v(7)),
+                (Columns(0b1000), Version::INITIAL)
+            ]
+        );
+        assert_eq!(
+            s.column_versions(k, Columns(0b10)),
+            vec![(Columns(0b10), v(6))]
+        );
+        assert_eq!(s.columns_written_by(k, v(6)), Columns(0b010));
+        assert_eq!(s.columns_written_by(k, v(9)), Columns(0));
+        assert_eq!(
+            s.writers(k),
+            vec![
+                (Columns(0b001), v(5)),
+                (Columns(0b010), v(6)),
+                (Columns(0b100), v(7)),
+                (Columns(!0b111), Version::INITIAL)
+            ]
+        );
+        s.install(k, Value::from_static(b"d"), v(8));
+        assert_eq!(s.writers(k), vec![(Columns::ALL, v(8))]);
+        assert_eq!(
+            s.column_versions(k, Columns(0b11)),
+            vec![(Columns(0b11), v(8))]
+        );
+        assert_eq!(s.columns_written_by(k, v(8)), Columns::ALL);
+        s.install_columns(k, Value::from_static(b"e"), v(9), Columns::one(0));
+        assert!(s.remove(k).is_some());
+        s.load(k, Value::from_static(b"f"));
+        assert_eq!(
+            s.column_versions(k, Columns(1)),
+            vec![(Columns(1), Version::INITIAL)]
+        );
     }
 
     /// A key of any table id (a peer's bytes may carry any) is stored

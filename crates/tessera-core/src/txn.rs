@@ -25,6 +25,16 @@ impl Columns {
     pub const fn one(col: u32) -> Self {
         Columns(1 << col)
     }
+
+    /// The bits, with the empty set read as every column: an access that
+    /// declares no column covers the whole row, never nothing.
+    pub const fn bits(self) -> u64 {
+        if self.0 == 0 {
+            u64::MAX
+        } else {
+            self.0
+        }
+    }
 }
 
 /// One key a piece reads or writes, with the columns it touches.
@@ -75,6 +85,19 @@ pub struct PieceSpec {
 }
 
 impl PieceSpec {
+    /// The columns of `key` this piece declares it writes: the union of
+    /// its write accesses of `key` ([`Columns::ALL`] if none names it).
+    /// What a store that keeps per-column last writers installs, and what
+    /// the history records ([`written_columns`]): the two must agree.
+    pub fn write_columns(&self, key: Key) -> Columns {
+        self.writes
+            .iter()
+            .filter(|a| a.key == key)
+            .map(|a| a.columns)
+            .reduce(|a, b| Columns(a.0 | b.0))
+            .unwrap_or(Columns::ALL)
+    }
+
     /// This piece's inputs, once every input piece has produced its output
     /// (`output(j)` is piece `j`'s, if it ran): what every coordinator needs
     /// to dispatch pieces as their inputs become ready.
@@ -170,6 +193,23 @@ pub type Txn = Arc<dyn Procedure>;
 pub struct ReadObs {
     pub key: Key,
     pub version: Version,
+    /// The columns of `key` whose last writer is `version`:
+    /// [`Columns::ALL`] where versions are per row (every protocol but
+    /// those that order conflicts per column, which report one
+    /// observation per distinct last writer of the columns read; see
+    /// [`crate::storage::Store::column_versions`]).
+    pub columns: Columns,
+}
+
+impl ReadObs {
+    /// A read of the whole row `key` at `version`.
+    pub const fn row(key: Key, version: Version) -> Self {
+        ReadObs {
+            key,
+            version,
+            columns: Columns::ALL,
+        }
+    }
 }
 
 /// Why an attempt did not commit.
@@ -210,6 +250,37 @@ pub enum TxnOutcome {
     /// retried, since a retry could apply it twice; the history records it
     /// as [`crate::history::Outcome::Unknown`] with its declared writes.
     InDoubt,
+}
+
+/// The columns each of `writes` covers, for a history checked per column:
+/// per key, the union of [`PieceSpec::write_columns`] over the pieces,
+/// each resolved ([`Procedure::resolve`]) on the inputs `outputs` give
+/// (`outputs[i]`: piece `i`'s output; a piece whose inputs are not all
+/// there keeps its static spec). A key no piece declares is written whole.
+pub fn written_columns(txn: &dyn Procedure, outputs: &[Value], writes: &[Key]) -> Vec<Columns> {
+    let specs: Vec<Cow<'_, PieceSpec>> = txn
+        .pieces()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match p.dynamic {
+            false => Cow::Borrowed(p),
+            true => match p.gather_inputs(|j| outputs.get(j)) {
+                Some(inputs) => txn.resolve(i, &inputs),
+                None => Cow::Borrowed(p),
+            },
+        })
+        .collect();
+    writes
+        .iter()
+        .map(|&k| {
+            specs
+                .iter()
+                .filter(|p| p.writes.iter().any(|a| a.key == k))
+                .map(|p| p.write_columns(k))
+                .reduce(|a, b| Columns(a.0 | b.0))
+                .unwrap_or(Columns::ALL)
+        })
+        .collect()
 }
 
 /// Helper for protocols: the shards a transaction touches, sorted, unique.

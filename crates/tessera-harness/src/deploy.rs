@@ -22,6 +22,7 @@ use tessera_core::protocol::{CoordinatorEnv, Protocol, ServerEnv, SwitchEnv};
 use tessera_core::runtime::{Deployment, NetCounters, NodeFactory, RunOutput};
 use tessera_core::storage::Store;
 use tessera_core::topology::{Role, Topology};
+use tessera_core::txn::Columns;
 use tessera_core::workload::{ClientSlot, Workload};
 
 /// What a run produced, independent of the protocol's types.
@@ -128,6 +129,7 @@ pub fn client_config(spec: &BenchSpec) -> ClientConfig {
         backoff_base: spec.backoff_base,
         backoff_cap: 5_000 * US,
         record_history: spec.check || spec.history.is_some(),
+        record_columns: crate::registry::find(&spec.protocol).is_ok_and(|e| e.checks_per_column()),
         max_unreleased: spec.max_unreleased,
         timeline: spec.timeline,
         commits_per_slot: spec
@@ -406,8 +408,9 @@ impl RawRun {
     }
 }
 
-/// A digest of a store's data: every record's key, version and value, in
-/// key order. Lock words are left out (only a leader holds locks), and so
+/// A digest of a store's data: every record's key, version (per column
+/// where the store keeps column versions: [`Store::writers`]) and value,
+/// in key order. Lock words are left out (only a leader holds locks), and so
 /// are the empty placeholders OCC locks for inserts (they read as missing).
 pub fn store_digest(store: &Store) -> u64 {
     use std::hash::{Hash, Hasher};
@@ -417,13 +420,17 @@ pub fn store_digest(store: &Store) -> u64 {
             continue;
         }
         k.hash(&mut h);
-        r.meta.version.0.hash(&mut h);
+        match store.writers(k)[..] {
+            [(Columns::ALL, v)] => v.0.hash(&mut h),
+            ref w => w.iter().for_each(|(c, v)| (c.0, v.0).hash(&mut h)),
+        }
         r.value.hash(&mut h);
     }
     h.finish()
 }
 
-/// The keys of `a` whose value or version differs in `b`. A missing
+/// The keys of `a` whose value or version (per column where the stores
+/// keep column versions: [`Store::writers`]) differs in `b`. A missing
 /// record equals an empty one: a never-written placeholder (locked by a
 /// transaction that aborted) or a deleted record one replica has collected
 /// and another not yet (COCO §6.3).
@@ -432,8 +439,7 @@ pub(crate) fn differing_keys(a: &Store, b: &Store) -> Vec<tessera_core::ids::Key
         .into_iter()
         .filter(|(k, rec)| {
             b.get(*k).map_or(!rec.value.is_empty(), |o| {
-                o.value != rec.value
-                    || (!rec.value.is_empty() && o.meta.version != rec.meta.version)
+                o.value != rec.value || (!rec.value.is_empty() && a.writers(*k) != b.writers(*k))
             })
         })
         .map(|(k, _)| k)

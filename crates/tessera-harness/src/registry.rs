@@ -102,6 +102,11 @@ pub struct ProtocolEntry {
     /// promises with the spec's knobs (strict serializability unless it
     /// says less); see [`ProtocolEntry::level`].
     level: Promise,
+    /// `--check` reasons per column ([`tessera_checker::check_columns`])
+    /// and clients record the columns of writes: for protocols that order
+    /// conflicts per column (Janus), whose stores report per-column
+    /// versions. Per row (the default) for every other protocol.
+    per_column: bool,
     run: Runner,
     accepts: Accepts,
     tcp: Option<TcpHooks>,
@@ -130,6 +135,7 @@ impl ProtocolEntry {
             summary,
             hidden: false,
             level: Box::new(|_| Level::StrictSerializable),
+            per_column: false,
             run: Box::new(move |spec, workload| {
                 let (config, spec) = configure(spec)?;
                 run_protocol::<P>(&config, &spec, workload)
@@ -250,6 +256,23 @@ impl ProtocolEntry {
         self
     }
 
+    /// Histories are recorded and checked per column (see
+    /// [`ProtocolEntry::checks_per_column`]).
+    fn checked_per_column(mut self) -> Self {
+        self.per_column = true;
+        self
+    }
+
+    /// Whether `--check` reasons per column: the object of a read or write
+    /// is one column of a row wherever the pieces declare columns, so two
+    /// transactions that wrote disjoint columns of a row in either order
+    /// pass, where per row they are a lost update. A protocol that orders
+    /// conflicts per column can only be checked this way; every other is
+    /// checked per row, as before.
+    pub fn checks_per_column(&self) -> bool {
+        self.per_column
+    }
+
     /// What the protocol promises, which may depend on its knobs (COCO's
     /// `--isolation`).
     fn guarantees_by(
@@ -327,6 +350,7 @@ pub fn registry() -> Vec<ProtocolEntry> {
             "Janus: PreAccept/Accept/Commit over replica groups (3 by default), fast path on identical dependencies, no aborts for conflicts (OSDI '16)",
             janus,
         )
+        .checked_per_column()
         .with_tcp_configured::<Janus>(janus),
         ProtocolEntry::new::<OccProtocol>(
             "occ-unsafe",

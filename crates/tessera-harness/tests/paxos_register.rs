@@ -119,10 +119,11 @@ impl KvClient {
             start: op.start,
             end,
             reads: seen
-                .map(|version| ReadObs { key, version })
+                .map(|version| ReadObs::row(key, version))
                 .into_iter()
                 .collect(),
             writes: if write { vec![key] } else { Vec::new() },
+            write_columns: Vec::new(),
             outcome: if seen.is_some() {
                 Outcome::Committed
             } else {

@@ -58,10 +58,7 @@ pub(crate) fn arb_reply() -> impl Strategy<Value = PieceReply> {
             piece,
             reads: reads
                 .into_iter()
-                .map(|(t, r, v)| ReadObs {
-                    key: Key::new(t, r),
-                    version: Version(v),
-                })
+                .map(|(t, r, v)| ReadObs::row(Key::new(t, r), Version(v)))
                 .collect(),
             writes: writes.into_iter().map(|(t, r)| Key::new(t, r)).collect(),
             output,

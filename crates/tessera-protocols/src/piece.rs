@@ -13,7 +13,7 @@ use tessera_core::codec::{
     put_key, put_varint, varint_len, DecodeError,
 };
 use tessera_core::ids::Key;
-use tessera_core::txn::{ReadObs, Value};
+use tessera_core::txn::{Columns, ReadObs, Value};
 
 /// One executed piece, as a server reports it.
 #[derive(Clone, Debug)]
@@ -38,6 +38,8 @@ pub fn put_replies(out: &mut BytesMut, results: &[PieceReply]) {
         for o in &r.reads {
             put_key(out, o.key);
             out.put_u64_le(o.version.0);
+            // Complemented: a read of the whole row (all bits) is 1 byte.
+            put_varint(out, !o.columns.0);
         }
         put_varint(out, r.writes.len() as u64);
         for &k in &r.writes {
@@ -56,7 +58,10 @@ pub fn replies_len(results: &[PieceReply]) -> usize {
             .map(|r| {
                 varint_len(r.piece.into())
                     + varint_len(r.reads.len() as u64)
-                    + r.reads.iter().map(|o| key_len(o.key) + 8).sum::<usize>()
+                    + r.reads
+                        .iter()
+                        .map(|o| key_len(o.key) + 8 + varint_len(!o.columns.0))
+                        .sum::<usize>()
                     + varint_len(r.writes.len() as u64)
                     + r.writes.iter().map(|k| key_len(*k)).sum::<usize>()
                     + bytes_len(&r.output)
@@ -73,13 +78,15 @@ pub fn get_replies(buf: &mut &[u8]) -> Result<Vec<PieceReply>, DecodeError> {
     for _ in 0..n {
         let piece = u16::try_from(get_varint(buf, "piece index")?)
             .map_err(|_| DecodeError::invalid("piece index", "> u16"))?;
-        let k = get_len(buf, 17, "reads")?;
+        let k = get_len(buf, 18, "reads")?;
         let mut reads = Vec::with_capacity(k);
         for _ in 0..k {
             let key = get_key(buf)?;
+            let version = get_version(buf)?;
+            let columns = Columns(!get_varint(buf, "read columns")?);
             reads.push(ReadObs {
-                key,
-                version: get_version(buf)?,
+                columns,
+                ..ReadObs::row(key, version)
             });
         }
         let k = get_len(buf, 9, "writes")?;

@@ -726,10 +726,7 @@ impl CocoCoordinator {
         let mut reads = Vec::new();
         let mut outputs = Vec::with_capacity(st.results.len());
         for r in st.results.iter().flatten() {
-            reads.extend(r.reads.iter().map(|o| ReadObs {
-                key: o.key,
-                version: o.version,
-            }));
+            reads.extend(r.reads.iter().map(|o| ReadObs::row(o.key, o.version)));
             outputs.push(r.output.clone());
         }
         debug_assert_eq!(outputs.len(), proc.pieces().len());

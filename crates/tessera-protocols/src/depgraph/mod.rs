@@ -90,6 +90,13 @@ pub(crate) fn replies_size(r: &[PieceReply]) -> usize {
 /// transaction has not written itself), execute, install the writes as
 /// version `txn` at once: neither Rococo nor Janus aborts a transaction
 /// that reached execution.
+///
+/// With [`Granularity::Column`] the store keeps each declared column's last
+/// writer ([`Store::install_columns`]) and a read reports one observation
+/// per distinct last writer of the columns it reads
+/// ([`Store::column_versions`]): the history of a protocol that orders
+/// conflicts per column, checked per column.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_piece(
     store: &mut Store,
     txn: TxnId,
@@ -98,8 +105,18 @@ pub(crate) fn run_piece(
     spec: &PieceSpec,
     piece: u16,
     inputs: &[Value],
+    granularity: Granularity,
 ) -> PieceReply {
-    let (res, obs) = read_and_execute(|k| store.get(k), written, proc, spec, piece, inputs);
+    let columns = (granularity == Granularity::Column).then_some(&*store);
+    let (res, obs) = read_and_execute(
+        |k| store.get(k),
+        columns,
+        written,
+        proc,
+        spec,
+        piece,
+        inputs,
+    );
     if res.user_abort && !res.writes.is_empty() {
         tracing::warn!(
             ?txn,
@@ -115,7 +132,12 @@ pub(crate) fn run_piece(
             proc.name()
         );
         let before = store.get(k).map(|r| r.meta);
-        store.install(k, v, txn.version());
+        match granularity {
+            Granularity::Row => store.install(k, v, txn.version()),
+            Granularity::Column => {
+                store.install_columns(k, v, txn.version(), spec.write_columns(k))
+            }
+        }
         if let Some(r) = store.get_mut(k) {
             let cols = spec.writes.iter().find(|a| a.key == k).map(|a| a.columns);
             columns::after_write(before, cols.unwrap_or(Columns::ALL), &mut r.meta);
@@ -136,9 +158,11 @@ pub(crate) fn run_piece(
 
 /// Read `spec`'s keys through `get` and run the piece's function on them;
 /// the observations skip the keys in `written` (the transaction's own
-/// writes).
+/// writes), and are per column when `columns` is the store
+/// ([`Granularity::Column`]).
 fn read_and_execute<'a>(
     get: impl Fn(Key) -> Option<&'a Record>,
+    columns: Option<&Store>,
     written: &[Key],
     proc: &Txn,
     spec: &PieceSpec,
@@ -153,14 +177,30 @@ fn read_and_execute<'a>(
             None => (None, Version::INITIAL),
         };
         values.push(value);
-        if !written.contains(&a.key) {
-            obs.push(ReadObs {
-                key: a.key,
-                version,
-            });
+        if written.contains(&a.key) {
+            continue;
+        }
+        match columns {
+            None => obs.push(ReadObs::row(a.key, version)),
+            Some(store) => obs.extend(store.column_versions(a.key, a.columns).into_iter().map(
+                |(columns, version)| ReadObs {
+                    columns,
+                    ..ReadObs::row(a.key, version)
+                },
+            )),
         }
     }
     (proc.execute(piece as usize, &values, inputs), obs)
+}
+
+/// What a version is of, at a store run by [`run_piece`]: a row (Rococo,
+/// whose conflicts are per row, §3.4), or each column a piece declares
+/// (Janus, whose conflicts are on the data a piece accesses, §3: the
+/// authors' code tracks them per column; see `janus::tracker`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Granularity {
+    Row,
+    Column,
 }
 
 /// Run a piece of a read-only transaction on the records `get` shows
@@ -181,7 +221,7 @@ pub(crate) fn read_piece<'a>(
         .iter()
         .map(|a| columns::column_version(get(a.key), a.columns))
         .collect();
-    let (res, reads) = read_and_execute(get, &[], proc, spec, piece, inputs);
+    let (res, reads) = read_and_execute(get, None, &[], proc, spec, piece, inputs);
     if !res.writes.is_empty() {
         tracing::error!(?txn, name = proc.name(), "a read-only transaction wrote");
     }

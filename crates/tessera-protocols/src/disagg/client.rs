@@ -652,10 +652,7 @@ impl<L: Default> Exec<L> {
         let reads = self
             .read_order
             .iter()
-            .map(|k| ReadObs {
-                key: *k,
-                version: self.recs[k].version,
-            })
+            .map(|k| ReadObs::row(*k, self.recs[k].version))
             .collect();
         TxnOutcome::Committed {
             reads,

@@ -23,12 +23,12 @@ use super::driver::{Driver, Progress};
 use super::gc::Gc;
 use super::msg::{Announce, Ballot, CommitInfo, Dep, Msg, Prepared};
 use super::stats::{DepStats, Sent};
-use super::tracker::Tracker;
+use super::tracker::{Item, Tracker};
 use super::wal::{Component, Components, Record};
 use super::JanusConfig;
 use crate::depgraph::graph::{Decision, DepGraph};
 use crate::depgraph::taint::{Mark, Tarjan, NONE};
-use crate::depgraph::{run_piece, Edge, PieceReply, Status, Vertex, Wakeups};
+use crate::depgraph::{run_piece, Edge, Granularity, PieceReply, Status, Vertex, Wakeups};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tessera_core::ids::{Key, NodeId, ShardId, Time, TimerId, TxnId, US};
@@ -339,14 +339,38 @@ impl JanusServer {
     /// The keys `proc`'s pieces at this shard read and write, as declared:
     /// known before execution (§4), placeholders standing for a dynamic
     /// piece's real keys ([`super::admit`]).
-    fn keys(&self, proc: &Txn) -> (Vec<Key>, Vec<Key>) {
+    ///
+    /// Items are per column where the pieces declare columns and
+    /// [`JanusConfig::per_column`] is on ([`Item::of`]).
+    fn keys(&self, proc: &Txn) -> (Vec<Item>, Vec<Item>) {
         let mut reads = Vec::new();
         let mut writes = Vec::new();
+        let per_column = self.cfg.per_column;
         for p in proc.pieces().iter().filter(|p| p.shard == self.shard) {
-            reads.extend(p.reads.iter().map(|a| a.key));
-            writes.extend(p.writes.iter().map(|a| a.key));
+            p.reads
+                .iter()
+                .for_each(|a| Item::of(a, per_column, &mut reads));
+            p.writes
+                .iter()
+                .for_each(|a| Item::of(a, per_column, &mut writes));
         }
         (reads, writes)
+    }
+
+    /// Track conflicts per column or per row (hand-stepped tests).
+    #[cfg(test)]
+    pub(crate) fn set_per_column(&mut self, on: bool) {
+        self.cfg.per_column = on;
+    }
+
+    /// What the store's versions are of: columns when conflicts are
+    /// tracked per column, so that the history shows the order the
+    /// replicas kept (see [`super::tracker`]).
+    fn granularity(&self) -> Granularity {
+        match self.cfg.per_column {
+            true => Granularity::Column,
+            false => Granularity::Row,
+        }
     }
 
     fn deps_of(&self, ids: Vec<TxnId>) -> Vec<Dep> {
@@ -1057,7 +1081,14 @@ impl JanusServer {
         }
         let written = written
             .into_iter()
-            .filter_map(|k| self.store.get(k).map(|r| (k, r.value.clone())))
+            .filter_map(|k| {
+                let r = self.store.get(k)?;
+                Some((
+                    k,
+                    self.store.columns_written_by(k, t.version()),
+                    r.value.clone(),
+                ))
+            })
             .collect();
         let scc = Some(self.graph.members(t)).filter(|m| m.len() > 1);
         if self.stats.on() {
@@ -1139,6 +1170,7 @@ impl JanusServer {
                 }
             } else {
                 let spec = proc.resolve(i, &inputs);
+                let granularity = self.granularity();
                 run_piece(
                     &mut self.store,
                     t,
@@ -1147,6 +1179,7 @@ impl JanusServer {
                     &spec,
                     i as u16,
                     &inputs,
+                    granularity,
                 )
             };
             run.replies.push(reply);
@@ -1962,8 +1995,8 @@ impl JanusServer {
                 written,
                 results,
             } => {
-                for (k, v) in written {
-                    self.store.install(k, v, txn.version());
+                for (k, columns, v) in written {
+                    self.store.install_columns(k, v, txn.version(), columns);
                 }
                 let l = self
                     .locals

@@ -57,7 +57,7 @@ use tessera_core::codec::{
     get_varint, put_bytes, put_key, put_txn_id, put_varint, DecodeCx, DecodeError, EncodeError,
 };
 use tessera_core::ids::{Key, TxnId};
-use tessera_core::txn::{Txn, Value};
+use tessera_core::txn::{Columns, Txn, Value};
 
 /// First byte of every Janus server record: `'J'`.
 pub const TAG: u8 = 0x4A;
@@ -170,7 +170,10 @@ pub enum Record {
     Executed {
         txn: TxnId,
         scc: Component,
-        written: Vec<(Key, Value)>,
+        /// Each key written, the columns the transaction wrote of it (to
+        /// restore the store's per-column last writers,
+        /// [`tessera_core::storage::Store::install_columns`]) and its value.
+        written: Vec<(Key, Columns, Value)>,
         results: Vec<PieceReply>,
     },
     Forgotten {
@@ -286,8 +289,10 @@ impl Record {
                 put_txn_id(&mut out, *txn);
                 put_component(&mut out, scc);
                 put_varint(&mut out, written.len() as u64);
-                for (k, v) in written {
+                for (k, c, v) in written {
                     put_key(&mut out, *k);
+                    // Complemented: a whole-row write (all bits) is 1 byte.
+                    put_varint(&mut out, !c.0);
                     put_bytes(&mut out, v);
                 }
                 put_replies(&mut out, results);
@@ -346,11 +351,12 @@ impl Record {
             EXECUTED => {
                 let txn = get_txn_id(buf)?;
                 let scc = get_component(buf)?;
-                let n = get_len(buf, 10, "written")?;
+                let n = get_len(buf, 11, "written")?;
                 let mut written = Vec::with_capacity(n);
                 for _ in 0..n {
                     let k = get_key(buf)?;
-                    written.push((k, get_value(buf, "written value")?));
+                    let c = Columns(!get_varint(buf, "written columns")?);
+                    written.push((k, c, get_value(buf, "written value")?));
                 }
                 Record::Executed {
                     txn,
@@ -432,13 +438,13 @@ mod tests {
             Record::Executed {
                 txn: t(2),
                 scc: Component::Listed(Arc::from([t(1), t(2)])),
-                written: vec![(Key::new(0, 5), Value::from_static(b"v"))],
+                written: vec![
+                    (Key::new(0, 5), Columns::ALL, Value::from_static(b"v")),
+                    (Key::new(0, 6), Columns(0b101), Value::from_static(b"w")),
+                ],
                 results: vec![PieceReply {
                     piece: 1,
-                    reads: vec![ReadObs {
-                        key: Key::new(0, 5),
-                        version: Version(11),
-                    }],
+                    reads: vec![ReadObs::row(Key::new(0, 5), Version(11))],
                     writes: vec![Key::new(0, 5)],
                     output: Value::from_static(b"out"),
                     user_abort: false,

@@ -141,18 +141,17 @@ impl NoccClient {
                 let reads = if p.plain_reads {
                     observed
                         .iter()
-                        .map(|o| ReadObs {
-                            key: o.key,
-                            version: o.version,
-                        })
+                        .map(|o| ReadObs::row(o.key, o.version))
                         .collect()
                 } else {
                     p.request
                         .compares
                         .iter()
-                        .map(|c| ReadObs {
-                            key: c.key,
-                            version: c.version.expect("a committed compare named its version"),
+                        .map(|c| {
+                            ReadObs::row(
+                                c.key,
+                                c.version.expect("a committed compare named its version"),
+                            )
                         })
                         .collect()
                 };

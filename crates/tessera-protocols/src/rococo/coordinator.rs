@@ -788,10 +788,10 @@ mod tests {
     fn reply(piece: u16, version: u64, output: &'static [u8]) -> Answer {
         let reply = PieceReply {
             piece,
-            reads: vec![ReadObs {
-                key: Key::new(0, u64::from(piece)),
-                version: Version(version),
-            }],
+            reads: vec![ReadObs::row(
+                Key::new(0, u64::from(piece)),
+                Version(version),
+            )],
             writes: Vec::new(),
             output: Value::from_static(output),
             user_abort: false,

@@ -20,7 +20,7 @@ use super::tracker::Tracker;
 use super::RococoConfig;
 use crate::by_type::ByType;
 use crate::depgraph::graph::{Decision, DepGraph};
-use crate::depgraph::{dry_run, read_piece, run_piece, Wakeups};
+use crate::depgraph::{dry_run, read_piece, run_piece, Granularity, Wakeups};
 use rand::Rng;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -485,6 +485,7 @@ impl RococoServer {
                     &spec,
                     piece,
                     &inputs,
+                    Granularity::Row,
                 );
                 self.view
                     .after_immediate(&self.store, txn, declared, &reply.writes);
@@ -906,6 +907,7 @@ impl RococoServer {
                 &spec,
                 r.piece,
                 &r.inputs,
+                Granularity::Row,
             );
             for &k in &reply.writes {
                 self.view.deferred(k);

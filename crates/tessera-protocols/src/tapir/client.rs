@@ -213,10 +213,7 @@ impl TapirClient {
                 Some((_, _, own)) => vals.push(Some(own)),
                 None => {
                     vals.push(v.as_ref());
-                    let obs = ReadObs {
-                        key: a.key,
-                        version: *version,
-                    };
+                    let obs = ReadObs::row(a.key, *version);
                     st.reads.push((spec.shard, obs));
                 }
             }

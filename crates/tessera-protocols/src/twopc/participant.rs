@@ -1023,10 +1023,7 @@ fn execute_piece(
                 None => (None, Version::INITIAL),
             };
             *slot = value;
-            obs.push(ReadObs {
-                key: a.key,
-                version,
-            });
+            obs.push(ReadObs::row(a.key, version));
         }
         proc.execute(piece as usize, values, inputs)
     };
