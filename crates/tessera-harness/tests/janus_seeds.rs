@@ -148,6 +148,15 @@ fn assert_converged(s: &BenchSpec, out: &BenchOutcome) {
     }
 }
 
+/// Run `s` (seed `seed`) and assert that its history passed the isolation
+/// check; `replay` prints the command that replays it on failure.
+fn run_checked(seed: u64, s: &BenchSpec, replay: fn(&BenchSpec) -> String) -> BenchOutcome {
+    let out = run_bench(s).unwrap_or_else(|e| panic!("seed {seed}: {e:#}\nreplay: {}", replay(s)));
+    let report = out.check.as_ref().expect("checked");
+    assert!(report.ok, "seed {seed}: {report}\nreplay: {}", replay(s));
+    out
+}
+
 /// After the cool-down every transaction any replica pre-accepted is
 /// decided there (committed or abandoned, §3.3) and every committed one is
 /// executed: nothing a crashed coordinator left behind stays in limbo,
@@ -177,10 +186,7 @@ fn janus_is_strictly_serializable_commits_everything_and_converges() {
     let (mut fast, mut slow, mut forgotten) = (0, 0, 0);
     for seed in seed_range() {
         let s = spec(seed, false);
-        let out =
-            run_bench(&s).unwrap_or_else(|e| panic!("seed {seed}: {e:#}\nreplay: {}", replay(&s)));
-        let report = out.check.as_ref().expect("checked");
-        assert!(report.ok, "seed {seed}: {report}\nreplay: {}", replay(&s));
+        let out = run_checked(seed, &s, replay);
         assert!(
             out.row.committed > 0,
             "seed {seed}: nothing committed\nreplay: {}",
@@ -242,10 +248,7 @@ fn janus_survives_crashes_of_replicas_and_coordinators() {
     let (mut recovered, mut replayed, mut caught_up) = (0, 0, 0);
     for seed in seed_range() {
         let s = spec(seed, true);
-        let out =
-            run_bench(&s).unwrap_or_else(|e| panic!("seed {seed}: {e:#}\nreplay: {}", replay(&s)));
-        let report = out.check.as_ref().expect("checked");
-        assert!(report.ok, "seed {seed}: {report}\nreplay: {}", replay(&s));
+        let out = run_checked(seed, &s, replay);
         assert!(
             out.row.committed > 0,
             "seed {seed}: nothing committed ({} attempts, {} failed, {} in the history; {:?})\nreplay: {}",
@@ -334,14 +337,7 @@ fn janus_runs_tpcc_neworder_and_payment() {
     let (mut user_aborts, mut fetched) = (0, 0);
     for seed in 0..seeds().min(40) {
         let s = tpcc_spec(seed);
-        let out = run_bench(&s)
-            .unwrap_or_else(|e| panic!("seed {seed}: {e:#}\nreplay: {}", replay_tpcc(&s)));
-        let report = out.check.as_ref().expect("checked");
-        assert!(
-            report.ok,
-            "seed {seed}: {report}\nreplay: {}",
-            replay_tpcc(&s)
-        );
+        let out = run_checked(seed, &s, replay_tpcc);
         let violations = out.consistency.as_ref().expect("tpcc has conditions");
         assert!(
             violations.is_empty(),
@@ -422,14 +418,7 @@ fn janus_never_runs_a_forgotten_transaction_again() {
     for epochs in [1, 2] {
         for seed in 0..seeds().min(40) {
             let s = expiring_spec(seed, epochs);
-            let out = run_bench(&s)
-                .unwrap_or_else(|e| panic!("seed {seed}: {e:#}\nreplay: {}", replay_expiring(&s)));
-            let report = out.check.as_ref().expect("checked");
-            assert!(
-                report.ok,
-                "seed {seed}: {report}\nreplay: {}",
-                replay_expiring(&s)
-            );
+            let out = run_checked(seed, &s, replay_expiring);
             let counter = |name: &str| out.raw.counters.get(name).copied().unwrap_or(0);
             for name in ["replica_divergent_keys", "janus_forgotten_run_again"] {
                 assert_eq!(
