@@ -11,36 +11,39 @@ use tessera_core::history::History;
 use tessera_core::ids::MS;
 use tessera_core::txn::Columns;
 use tessera_harness::run::check_history;
+use tessera_harness::spec::Knobs;
 use tessera_harness::{run_bench, BenchOutcome, BenchSpec, RuntimeKind, WorkloadSpec};
-use tessera_workloads::tpcc::{Mix, RemoteNewOrder};
+use tessera_workloads::tpcc::Mix;
 use tessera_workloads::TpccConfig;
 
-/// TPC-C NewOrder and Payment on two warehouses of two districts, eight
-/// clients on each: NewOrder and Payment meet on the district rows all the
-/// time. No faults: what differs is the granularity only.
+/// TPC-C NewOrder and Payment on two warehouses of two districts (the
+/// specification's remote shares), eight clients on each: NewOrder and
+/// Payment meet on the district rows all the time. No faults: what
+/// differs is the granularity only.
 fn spec(per_column: Option<bool>) -> BenchSpec {
     let config = TpccConfig {
         shards: 2,
-        warehouses: 2,
         districts: 2,
         customers: 30,
         items: 200,
         mix: Mix::NEWORDER_PAYMENT,
-        remote_neworder: RemoteNewOrder::PerTxn(10.0),
-        remote_payment: 15.0,
         by_name: 0,
-        ..TpccConfig::default()
+        ..TpccConfig::spec(2)
     };
-    let mut s = BenchSpec::new(RuntimeKind::Sim, "janus", WorkloadSpec::Tpcc(config));
-    s.seed = 1;
-    s.clients = 16;
-    s.replicas = Some(3);
-    s.duration = 200 * MS;
-    s.warmup = 50 * MS;
-    s.cooldown = 100 * MS;
-    s.check = true;
-    s.knobs.per_column = per_column;
-    s
+    BenchSpec {
+        seed: 1,
+        clients: 16,
+        replicas: Some(3),
+        duration: 200 * MS,
+        warmup: 50 * MS,
+        cooldown: 100 * MS,
+        check: true,
+        knobs: Knobs {
+            per_column,
+            ..Knobs::default()
+        },
+        ..BenchSpec::new(RuntimeKind::Sim, "janus", WorkloadSpec::Tpcc(config))
+    }
 }
 
 fn run(per_column: Option<bool>) -> (BenchOutcome, History) {
