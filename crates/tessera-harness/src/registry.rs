@@ -107,8 +107,8 @@ pub struct ProtocolEntry {
     /// `--check` reasons per column ([`tessera_checker::check_columns`])
     /// and clients record the columns of writes: asked of the protocol's
     /// configuration for that spec (Janus with `--per-column on`, whose
-    /// stores then report per-column versions). Per row (never) for every
-    /// other protocol. See [`ProtocolEntry::checks_per_column`].
+    /// stores then report per-column versions); never for every other
+    /// protocol. See [`ProtocolEntry::checks_per_column`].
     per_column: PerColumn,
     run: Runner,
     accepts: Accepts,
@@ -1076,7 +1076,9 @@ pub fn find(name: &str) -> Result<ProtocolEntry, crate::spec::SpecError> {
 }
 
 /// Janus replicates every shard itself (§3.1): groups of three unless the
-/// spec says otherwise.
+/// spec says otherwise. `--per-column` sets [`JanusConfig::per_column`]
+/// (conflicts per (row, column), §3, or per row), which is also what the
+/// run is checked at ([`ProtocolEntry::checks_per_column`]).
 fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
     only_knobs(spec, "janus", &["--forget-epochs", "--per-column"])?;
     let mut spec = spec.clone();
