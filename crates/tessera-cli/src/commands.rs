@@ -390,6 +390,7 @@ fn knobs_of(a: &RunArgs) -> Knobs {
         region_slots_per_record: a.region_slots_per_record,
         ro_rounds: a.ro_rounds,
         forget_epochs: a.forget_epochs,
+        per_column: a.per_column,
     }
 }
 
@@ -864,6 +865,7 @@ pub fn default_comparison() -> Result<()> {
         region_slots_per_record: None,
         ro_rounds: None,
         forget_epochs: None,
+        per_column: None,
         client_cpu_ns: None,
         byte_cpu_ps: None,
         local_cpu_ns: None,

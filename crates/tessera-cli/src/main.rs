@@ -459,6 +459,12 @@ pub struct RunArgs {
     /// late messages (default 40; the tcp runtime keeps at least 20 s).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000), allow_negative_numbers = true)]
     forget_epochs: Option<u64>,
+    /// janus: track conflicts per (row, column) where pieces declare
+    /// columns, as the authors' code does (on), or per row (off); the
+    /// history is recorded and `--check`ed at the same granularity
+    /// (on|off, default on; sim and local only).
+    #[arg(long, value_parser = parse_on_off)]
+    per_column: Option<bool>,
     /// sim: CPU time a client host spends on each event, ns (the rdma
     /// preset's 300; dc's 1000): a client host runs its clients' events one
     /// at a time, as a thread runs its coroutines.

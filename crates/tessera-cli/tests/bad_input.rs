@@ -584,3 +584,58 @@ fn tatp_and_taobench_flags_are_checked() {
         "--ro-keys",
     );
 }
+
+/// Janus's `--per-column on|off` (issue 6): either value runs Janus and
+/// its check passes at the granularity it names; another value, or
+/// another protocol, is refused naming the flag (the tcp runtime's refusal
+/// is the registry's unit test).
+#[test]
+fn per_column_is_on_or_off_and_janus_only() {
+    let janus = [
+        "bench",
+        "--runtime",
+        "sim",
+        "--protocol",
+        "janus",
+        "--workload",
+        "ycsb",
+        "--shards",
+        "2",
+        "--clients",
+        "2",
+        "--duration",
+        "20ms",
+        "--warmup",
+        "5ms",
+        "--cooldown",
+        "5ms",
+        "--check",
+    ];
+    for v in ["on", "off"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args([&janus[..], &["--per-column", v]].concat())
+            .output()
+            .expect("tessera runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "--per-column {v}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("pass"), "--per-column {v}: {stdout}");
+    }
+    rejects(
+        &[&janus[..], &["--per-column", "maybe"]].concat(),
+        "--per-column",
+    );
+    rejects(
+        &[&janus[..], &["--per-column", "1"]].concat(),
+        "--per-column",
+    );
+    let tapir = janus.map(|a| if a == "janus" { "tapir" } else { a });
+    rejects(
+        &[&tapir[..], &["--per-column", "off"]].concat(),
+        "--per-column",
+    );
+}

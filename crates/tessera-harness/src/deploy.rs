@@ -129,7 +129,8 @@ pub fn client_config(spec: &BenchSpec) -> ClientConfig {
         backoff_base: spec.backoff_base,
         backoff_cap: 5_000 * US,
         record_history: spec.check || spec.history.is_some(),
-        record_columns: crate::registry::find(&spec.protocol).is_ok_and(|e| e.checks_per_column()),
+        record_columns: crate::registry::find(&spec.protocol)
+            .is_ok_and(|e| e.checks_per_column(spec)),
         max_unreleased: spec.max_unreleased,
         timeline: spec.timeline,
         commits_per_slot: spec

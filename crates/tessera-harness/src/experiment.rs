@@ -548,7 +548,8 @@ pub fn experiments() -> Vec<Experiment> {
                           250 and 500 clients per partition (1,500 and 3,000 in all). Separate \
                           from janus-tpcc because it costs more than that whole sweep: Janus \
                           at 1,500 clients alone takes 136 CPU-s and 9 GB, at 3,000 126 \
-                          CPU-s and 7 GB (2026-11-29, after the Inquire fix)",
+                          CPU-s and 7 GB (2026-11-29, after the Inquire fix, per row; per \
+                          column it passed 4 GB at 1,500 clients)",
             protocols: &["janus", "tapir", "2pl-paxos", "occ-paxos"],
             base: janus_tpcc,
             vary: Vary {
@@ -577,9 +578,9 @@ pub fn experiments() -> Vec<Experiment> {
             description: "Janus §6.3 Fig. 6 past 100 clients per partition, towards the paper's \
                           10,000 clients: the janus-tpcc-wan spec at 250 and 500 clients per \
                           partition (1,500 and 3,000 in all). Separate from janus-tpcc-wan for \
-                          its cost: ~16 CPU-min and 4.2 GB peak (2026-11-29, before the \
-                          Inquire fix; Janus at 3,000 clients alone 895 CPU-s, at 1,500 36-48 \
-                          CPU-s, the baselines seconds); larger counts did not fit a session",
+                          its cost: 175 CPU-s and 1.8 GB peak (2026-11-29, per column; ~16 \
+                          CPU-min and 4.2 GB per row before the Inquire fix); larger counts \
+                          did not fit a session",
             protocols: &["janus", "tapir", "2pl-paxos", "occ-paxos"],
             base: janus_tpcc_wan,
             vary: Vary {

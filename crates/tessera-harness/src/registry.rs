@@ -31,6 +31,7 @@ type Runner = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>) -> anyhow::Result<RawRun
 type Server = Box<dyn Fn(&BenchSpec, Arc<dyn Workload>, &str) -> anyhow::Result<()> + Send + Sync>;
 type Accepts = Box<dyn Fn(&BenchSpec) -> Result<(), SpecError> + Send + Sync>;
 type Promise = Box<dyn Fn(&BenchSpec) -> Level + Send + Sync>;
+type PerColumn = Box<dyn Fn(&BenchSpec) -> bool + Send + Sync>;
 
 type Embedder = Box<
     dyn Fn(&BenchSpec, Arc<dyn Workload>, crate::tcp::Embedding) -> anyhow::Result<()>
@@ -102,11 +103,13 @@ pub struct ProtocolEntry {
     /// promises with the spec's knobs (strict serializability unless it
     /// says less); see [`ProtocolEntry::level`].
     level: Promise,
+    /// Whether a run of a spec orders conflicts per column, so that
     /// `--check` reasons per column ([`tessera_checker::check_columns`])
-    /// and clients record the columns of writes: for protocols that order
-    /// conflicts per column (Janus), whose stores report per-column
-    /// versions. Per row (the default) for every other protocol.
-    per_column: bool,
+    /// and clients record the columns of writes: asked of the protocol's
+    /// configuration for that spec (Janus with `--per-column on`, whose
+    /// stores then report per-column versions); never for every other
+    /// protocol. See [`ProtocolEntry::checks_per_column`].
+    per_column: PerColumn,
     run: Runner,
     accepts: Accepts,
     tcp: Option<TcpHooks>,
@@ -135,7 +138,7 @@ impl ProtocolEntry {
             summary,
             hidden: false,
             level: Box::new(|_| Level::StrictSerializable),
-            per_column: false,
+            per_column: Box::new(|_| false),
             run: Box::new(move |spec, workload| {
                 let (config, spec) = configure(spec)?;
                 run_protocol::<P>(&config, &spec, workload)
@@ -256,21 +259,32 @@ impl ProtocolEntry {
         self
     }
 
-    /// Histories are recorded and checked per column (see
-    /// [`ProtocolEntry::checks_per_column`]).
-    fn checked_per_column(mut self) -> Self {
-        self.per_column = true;
+    /// Histories of the specs for which `per_column` holds (the protocol's
+    /// configuration orders conflicts per column) are recorded and checked
+    /// per column (see [`ProtocolEntry::checks_per_column`]).
+    fn checked_per_column_by(
+        mut self,
+        per_column: impl Fn(&BenchSpec) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.per_column = Box::new(per_column);
         self
     }
 
-    /// Whether `--check` reasons per column: the object of a read or write
-    /// is one column of a row wherever the pieces declare columns, so two
-    /// transactions that wrote disjoint columns of a row in either order
-    /// pass, where per row they are a lost update. A protocol that orders
-    /// conflicts per column can only be checked this way; every other is
-    /// checked per row, as before.
-    pub fn checks_per_column(&self) -> bool {
-        self.per_column
+    /// Whether a run of `spec` is recorded and checked per column: the
+    /// object of a read or write is one column of a row wherever the
+    /// pieces declare columns, so two transactions that wrote disjoint
+    /// columns of a row in either order pass, where per row they are a
+    /// lost update. The granularity follows what the configured run
+    /// claims: a run that orders conflicts per column (Janus's default,
+    /// §3: conflicts are on the data a piece accesses) can only be checked
+    /// this way, and a run that orders them per row (Janus with
+    /// `--per-column off`, every other protocol) is held to the per-row
+    /// check, the only one that can see its row-level anomalies. The one
+    /// place that decides it: the clients' `record_columns`
+    /// ([`crate::deploy::client_config`]), from which `--check` picks its
+    /// checker ([`crate::run::run_bench`]).
+    pub fn checks_per_column(&self, spec: &BenchSpec) -> bool {
+        (self.per_column)(spec)
     }
 
     /// What the protocol promises, which may depend on its knobs (COCO's
@@ -350,7 +364,7 @@ pub fn registry() -> Vec<ProtocolEntry> {
             "Janus: PreAccept/Accept/Commit over replica groups (3 by default), fast path on identical dependencies, no aborts for conflicts (OSDI '16)",
             janus,
         )
-        .checked_per_column()
+        .checked_per_column_by(|spec| janus(spec).is_ok_and(|(config, _)| config.per_column))
         .with_tcp_configured::<Janus>(janus),
         ProtocolEntry::new::<OccProtocol>(
             "occ-unsafe",
@@ -1062,9 +1076,11 @@ pub fn find(name: &str) -> Result<ProtocolEntry, crate::spec::SpecError> {
 }
 
 /// Janus replicates every shard itself (§3.1): groups of three unless the
-/// spec says otherwise.
+/// spec says otherwise. `--per-column` sets [`JanusConfig::per_column`]
+/// (conflicts per (row, column), §3, or per row), which is also what the
+/// run is checked at ([`ProtocolEntry::checks_per_column`]).
 fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
-    only_knobs(spec, "janus", &["--forget-epochs"])?;
+    only_knobs(spec, "janus", &["--forget-epochs", "--per-column"])?;
     let mut spec = spec.clone();
     spec.replicas = Some(spec.replicas.unwrap_or(3));
     // Timeouts cover the slowest round trip of the world, as the layered
@@ -1092,6 +1108,22 @@ fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
         }
         Some(n) => cfg.forget_epochs = n,
         None => {}
+    }
+    if let Some(on) = spec.knobs.per_column {
+        // `tessera server` builds its configuration from the cluster file,
+        // without knobs: the servers track per column whatever this
+        // driver's flag says, and a per-row check of their history would
+        // report their column-disjoint orders as lost updates.
+        if spec.runtime == crate::RuntimeKind::Tcp {
+            return Err(SpecError::Invalid {
+                flag: "--per-column",
+                value: if on { "on" } else { "off" }.into(),
+                allowed: "only with --runtime sim or local (on tcp the servers track \
+                          conflicts per column)"
+                    .into(),
+            });
+        }
+        cfg.per_column = on;
     }
     Ok((cfg, spec))
 }
@@ -1127,7 +1159,7 @@ mod tests {
         });
         let wl = crate::run::workload(&wl_spec).unwrap();
         // s2pl reads --isolation but refuses snapshot, naming the flag.
-        let cases: [(&str, Knobs); 6] = [
+        let cases: [(&str, Knobs); 7] = [
             (
                 "--epoch-ms",
                 Knobs {
@@ -1173,6 +1205,13 @@ mod tests {
                     ..Knobs::default()
                 },
             ),
+            (
+                "--per-column",
+                Knobs {
+                    per_column: Some(false),
+                    ..Knobs::default()
+                },
+            ),
         ];
         for e in registry() {
             for (flag, knobs) in &cases {
@@ -1182,6 +1221,7 @@ mod tests {
                     "--prepare-deadline-ms" => ["pt-occ", "lt-occ"].contains(&e.name),
                     "--isolation" => ["pt-occ", "lt-occ"].contains(&e.name),
                     "--ro-rounds" | "--forget-epochs" => false,
+                    "--per-column" => e.name == "janus",
                     _ => e.name.starts_with("nocc"),
                 };
                 if reads {
@@ -1250,5 +1290,36 @@ mod tests {
         let config = oocc(&spec, OoccConfig::oocc()).unwrap().0;
         assert_eq!(config.sync_period, 1_000 * US);
         assert_eq!(config.calibration, OoccConfig::oocc().calibration);
+    }
+
+    /// Whether a run is recorded and checked per column is asked of the
+    /// configured run: Janus per column unless `--per-column off`, every
+    /// other protocol per row; the clients record columns exactly then.
+    /// On tcp the servers ignore the driver's knobs, so the flag is
+    /// refused there.
+    #[test]
+    fn the_check_granularity_follows_the_configured_run() {
+        let entry = find("janus").unwrap();
+        let mut spec = sim_ycsb("janus");
+        for (knob, per_column) in [(None, true), (Some(true), true), (Some(false), false)] {
+            spec.knobs.per_column = knob;
+            assert_eq!(janus(&spec).unwrap().0.per_column, per_column, "{knob:?}");
+            assert_eq!(entry.checks_per_column(&spec), per_column, "{knob:?}");
+            assert_eq!(
+                crate::deploy::client_config(&spec).record_columns,
+                per_column,
+                "{knob:?}"
+            );
+        }
+        spec.knobs.per_column = None;
+        assert_eq!(spec.knobs.set_flags(), Vec::<&str>::new());
+        spec.knobs.per_column = Some(false);
+        assert_eq!(spec.knobs.set_flags(), vec!["--per-column"]);
+        let tapir = sim_ycsb("tapir");
+        assert!(!find("tapir").unwrap().checks_per_column(&tapir));
+        assert!(!crate::deploy::client_config(&tapir).record_columns);
+        spec.runtime = crate::RuntimeKind::Tcp;
+        let err = janus(&spec).err().unwrap().to_string();
+        assert!(err.contains("--per-column") && err.contains("tcp"), "{err}");
     }
 }

@@ -66,10 +66,11 @@ pub fn run_bench(spec: &BenchSpec) -> anyhow::Result<BenchOutcome> {
         tessera_checker::write_elle(h, BufWriter::new(f))?;
     }
     let check = match (&history, spec.check) {
-        (Some(h), true) if entry.checks_per_column() => {
-            Some(tessera_checker::check_columns(h, entry.level(spec)))
-        }
-        (Some(h), true) => Some(tessera_checker::check(h, entry.level(spec))),
+        (Some(h), true) => Some(check_history(
+            h,
+            raw.client_config.record_columns,
+            entry.level(spec),
+        )),
         _ => None,
     };
     let consistency = if spec.check {
@@ -95,6 +96,17 @@ pub fn run_bench(spec: &BenchSpec) -> anyhow::Result<BenchOutcome> {
         consistency,
         raw,
     })
+}
+
+/// `--check`'s report on `history` at the granularity it was recorded
+/// at: per column where the clients recorded the columns of writes, which
+/// they do exactly when the configured run orders conflicts per column
+/// ([`registry::ProtocolEntry::checks_per_column`]), per row otherwise.
+pub fn check_history(history: &History, per_column: bool, level: tessera_checker::Level) -> Report {
+    match per_column {
+        true => tessera_checker::check_columns(history, level),
+        false => tessera_checker::check(history, level),
+    }
 }
 
 fn row(

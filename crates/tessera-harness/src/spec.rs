@@ -256,13 +256,18 @@ pub struct Knobs {
     /// [`tessera_protocols::janus::JanusConfig::forget_epochs`]); small
     /// values let tombstones expire under the simulator's faults.
     pub forget_epochs: Option<u64>,
+    /// Janus: `--per-column on|off`, conflicts tracked per (row, column)
+    /// or per row ([`tessera_protocols::janus::JanusConfig::per_column`],
+    /// on by default); the run is recorded and checked at the same
+    /// granularity (`ProtocolEntry::checks_per_column`).
+    pub per_column: Option<bool>,
 }
 
 impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 28] = [
+        let flags: [(&'static str, bool); 29] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
@@ -297,6 +302,7 @@ impl Knobs {
             ),
             ("--ro-rounds", self.ro_rounds.is_some()),
             ("--forget-epochs", self.forget_epochs.is_some()),
+            ("--per-column", self.per_column.is_some()),
         ];
         for (f, set) in flags {
             if set {

@@ -38,6 +38,7 @@ pub const PARAMS: &[&str] = &[
     "ablation",
     "home-warehouse",
     "epoch-barrier",
+    "per-column",
 ];
 
 /// OOCC's ablation steps (§VIII.D, Fig. 11), each adding one technique to
@@ -215,6 +216,7 @@ impl Vary {
             ("commit", _) => spec.knobs.commit = Some(self.label(v)?.to_string()),
             ("isolation", _) => spec.knobs.isolation = Some(self.label(v)?.to_string()),
             ("epoch-barrier", _) => spec.knobs.epoch_barrier = Some(on_off(v)?),
+            ("per-column", _) => spec.knobs.per_column = Some(on_off(v)?),
             ("home-warehouse", WorkloadSpec::Tpcc(c)) => {
                 c.home_warehouse = HomeWarehouse::parse(self.label(v)?).unwrap_or_default()
             }
