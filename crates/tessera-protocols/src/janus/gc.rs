@@ -254,6 +254,69 @@ impl Forgot {
     }
 }
 
+/// The components of forgotten transactions with pieces here, each stored
+/// once, and dropped once no server can need them (see the module docs,
+/// *what bounds the record*).
+#[derive(Default)]
+struct Components {
+    /// By its first member: every server lists a component's members in
+    /// the same order (§3.2), so all of them name it alike.
+    by_first: FastMap<TxnId, Held>,
+    /// Each member forgotten here with pieces here: its component's first
+    /// member.
+    of: FastMap<TxnId, TxnId>,
+}
+
+struct Held {
+    members: Arc<[TxnId]>,
+    /// Members not (yet) forgotten here with pieces here.
+    pending: usize,
+}
+
+impl Components {
+    /// `t` (forgotten here, with pieces here, in `scc`) was just added to
+    /// `mine`, and was not in it before.
+    fn keep(&mut self, t: TxnId, scc: &Arc<[TxnId]>, mine: &Forgot) {
+        let Some(&first) = scc.first() else { return };
+        let held = self.by_first.entry(first).or_insert_with(|| Held {
+            members: scc.clone(),
+            pending: scc.iter().filter(|m| !mine.contains(**m)).count() + 1,
+        });
+        held.pending = held.pending.saturating_sub(1);
+        if held.pending > 0 {
+            self.of.insert(t, first);
+            return;
+        }
+        if let Some(held) = self.by_first.remove(&first) {
+            for m in held.members.iter() {
+                self.of.remove(m);
+            }
+        }
+    }
+
+    fn get(&self, t: TxnId) -> Option<Arc<[TxnId]>> {
+        let first = self.of.get(&t)?;
+        self.by_first.get(first).map(|h| h.members.clone())
+    }
+
+    /// The maps' slots (key, value, a control byte) and each component's
+    /// ids behind its reference counts.
+    fn bytes(&self) -> usize {
+        let members: usize = self
+            .by_first
+            .values()
+            .map(|h| 16 + 8 * h.members.len())
+            .sum();
+        self.of.capacity() * (2 * std::mem::size_of::<TxnId>() + 1)
+            + self.by_first.capacity() * (std::mem::size_of::<(TxnId, Held)>() + 1)
+            + members
+    }
+
+    fn len(&self) -> usize {
+        self.by_first.len()
+    }
+}
+
 /// What is kept of a forgotten transaction (ids only).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Tombstone {
@@ -280,8 +343,8 @@ pub(super) struct Gc {
     mine: Forgot,
     abandoned: FastSet<TxnId>,
     /// The components of two or more members those of them were decided
-    /// in: a server for which one is an unknown ancestor needs it.
-    components: FastMap<TxnId, Arc<[TxnId]>>,
+    /// in, while a server for which one is an unknown ancestor may need it.
+    components: Components,
     /// Every ancestor without pieces here it forgot (not logged: after a
     /// restart these are asked about again, as before).
     ancestors: Forgot,
@@ -300,7 +363,7 @@ impl Gc {
             forgotten: 0,
             mine: Forgot::default(),
             abandoned: tessera_core::fast_set(),
-            components: tessera_core::fast_map(),
+            components: Components::default(),
             ancestors: Forgot::default(),
         }
     }
@@ -345,7 +408,7 @@ impl Gc {
     pub fn recorded_tombstone(&self, t: TxnId) -> Option<Tombstone> {
         self.mine.contains(t).then(|| Tombstone {
             abandon: self.abandoned.contains(&t),
-            scc: self.components.get(&t).cloned(),
+            scc: self.components.get(t),
         })
     }
 
@@ -399,12 +462,13 @@ impl Gc {
         self.executed_by.remove(&t);
         self.forgotten += 1;
         if mine {
+            let new = !self.mine.contains(t);
             self.mine.insert(t);
             if abandon {
                 self.abandoned.insert(t);
             }
-            if let Some(c) = &scc {
-                self.components.insert(t, c.clone());
+            if let Some(c) = scc.as_ref().filter(|_| new) {
+                self.components.keep(t, c, &self.mine);
             }
         }
         self.gone.insert(t, Tombstone { abandon, scc }, self.epoch);
@@ -422,21 +486,23 @@ impl Gc {
         self.gone.len()
     }
 
-    /// Bytes the record of what was forgotten takes (bitmaps, their
-    /// maps, the abandoned ids).
+    /// Bytes the record of what was forgotten takes (bitmaps, the maps'
+    /// slots, the abandoned ids, the components kept).
     pub fn record_bytes(&self) -> usize {
-        let mut listed: FastSet<*const TxnId> = tessera_core::fast_set();
-        let members: usize = self
-            .components
-            .values()
-            .filter(|c| listed.insert(c.as_ptr()))
-            .map(|c| 16 + 8 * c.len())
-            .sum();
         self.mine.bytes()
             + self.ancestors.bytes()
-            + self.abandoned.capacity() * 9
-            + self.components.capacity() * 17
-            + members
+            + self.abandoned.capacity() * (std::mem::size_of::<TxnId>() + 1)
+            + self.components.bytes()
+    }
+
+    /// Bytes of the components the record keeps.
+    pub fn component_bytes(&self) -> usize {
+        self.components.bytes()
+    }
+
+    /// Components the record keeps.
+    pub fn components_kept(&self) -> usize {
+        self.components.len()
     }
 }
 
@@ -533,6 +599,57 @@ mod tests {
         assert_eq!(gc.recorded_tombstone(t(9_000)), None, "no pieces here");
         // About one bit per id of each span (here 1..5,000: 79 words).
         assert!(gc.record_bytes() < 141 * 8 + 4_096, "{}", gc.record_bytes());
+    }
+
+    /// A component is kept while a member of it is not forgotten here
+    /// with pieces here (that member may still be unexecuted at some
+    /// replica of its shards, which then needs the component to place it),
+    /// once per component whatever its size, and dropped with the last
+    /// such member: every member then executed at every replica of its
+    /// shards, so no server that asks about one of them can need it. A
+    /// component with a member without pieces here is kept.
+    #[test]
+    fn a_component_is_kept_once_and_only_while_a_member_may_need_it() {
+        let mut gc = Gc::new(1);
+        let base = gc.record_bytes();
+        let scc: Arc<[TxnId]> = Arc::from([t(1), t(2), t(3)]);
+        gc.bury(t(2), false, Some(scc.clone()), true);
+        gc.bury(t(1), false, Some(scc.clone()), true);
+        assert_eq!(gc.components_kept(), 1, "stored once");
+        for m in [t(1), t(2)] {
+            let kept = gc.recorded_tombstone(m).and_then(|g| g.scc);
+            assert_eq!(kept, Some(scc.clone()), "t(3) is not forgotten here yet");
+        }
+        // Buried again (replayed twice): no member is counted twice.
+        gc.bury(t(1), false, Some(scc.clone()), true);
+        assert_eq!(gc.components_kept(), 1);
+        gc.bury(t(3), false, Some(scc.clone()), true);
+        assert_eq!(gc.components_kept(), 0);
+        // What is left is the maps' capacity, the most held at once: more
+        // components dropped alike take no more.
+        let slots = gc.component_bytes();
+        for i in 0..1_000 {
+            let ids: Arc<[TxnId]> = Arc::from([t(100 + 2 * i), t(101 + 2 * i)]);
+            for &m in ids.iter() {
+                gc.bury(m, false, Some(ids.clone()), true);
+            }
+        }
+        assert_eq!(gc.components_kept(), 0);
+        assert_eq!(gc.component_bytes(), slots);
+        for m in [t(1), t(2), t(3)] {
+            assert!(gc.forgot_mine(m));
+            assert_eq!(gc.recorded_tombstone(m).and_then(|g| g.scc), None);
+        }
+        // A member without pieces here is never forgotten here with pieces
+        // here: its component stays, for every member that has them.
+        let other = TxnId::new(NodeId(8), 0, 1);
+        let mixed: Arc<[TxnId]> = Arc::from([other, t(7), t(8)]);
+        gc.bury(other, false, Some(mixed.clone()), false);
+        gc.bury(t(7), false, Some(mixed.clone()), true);
+        gc.bury(t(8), false, Some(mixed.clone()), true);
+        assert_eq!(gc.components_kept(), 1);
+        assert_eq!(gc.recorded_tombstone(t(8)).and_then(|g| g.scc), Some(mixed));
+        assert!(gc.record_bytes() > base);
     }
 
     /// Above its coordinator's floor a tombstone outlives any age; below

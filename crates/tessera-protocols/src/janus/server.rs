@@ -2603,6 +2603,11 @@ impl Node<Msg> for JanusServer {
                 ("janus_graph_vertices", self.graph.len() as u64),
                 ("janus_tombstones", self.gc.tombstones() as u64),
                 ("janus_forgot_record_bytes", self.gc.record_bytes() as u64),
+                ("janus_forgot_components", self.gc.components_kept() as u64),
+                (
+                    "janus_forgot_component_bytes",
+                    self.gc.component_bytes() as u64,
+                ),
                 ("janus_inquiries_parked", self.inquiries.len() as u64),
             ],
             ..NodeReport::default()

@@ -1639,3 +1639,75 @@ fn per_row_disjoint_columns_of_a_row_conflict() {
     c.deliver_pre_accept(t2, 0);
     assert_eq!(pre_accept_deps(&c, t2, 0), [t1]);
 }
+
+/// Issue 6 (`gc`, *what bounds the record*): a replica drops a forgotten
+/// transaction's component from its record once every member was
+/// forgotten here with pieces here — each executed at every replica of
+/// each of its shards — and keeps it while a member has no pieces here.
+/// T1 (`x++`, shard 0) and T2 (`x++` at shard 0, `y += x` at shard 1)
+/// reach shard 0's replicas in opposite orders: one component {T1, T2}
+/// everywhere. Shard 0 holds both members and drops it; shard 1 holds T2
+/// only and keeps it. Long after every tombstone expired, an Inquire
+/// about T2 at shard 1 still gets the component (a server with a member
+/// unexecuted would need it), one about T1 at shard 0 gets T1 alone, and
+/// a late Commit naming T1 is a cut-off, as before.
+#[test]
+fn a_component_is_dropped_once_every_member_was_forgotten_here_and_kept_otherwise() {
+    use super::msg::Dep;
+    let mut c = Cluster::with_shards(2);
+    let t1 = c.submit(0);
+    let t2 = c.submit_proc(1, Feed::proc(100));
+    assert!(t1 < t2);
+    c.deliver_pre_accept(t1, 0);
+    c.deliver_pre_accept(t2, 0);
+    c.deliver_pre_accept(t2, 1);
+    c.deliver_pre_accept(t1, 1);
+    c.deliver_pre_accept(t2, 2);
+    c.deliver_pre_accept(t1, 2);
+    c.rounds(20, None);
+    assert_eq!(c.done.len(), 2, "both commit");
+    // Later transactions of both coordinators pass their floors over T1
+    // and T2, so that their tombstones expire.
+    let t3 = c.submit(0);
+    let t4 = c.submit_proc(1, Feed::proc(100));
+    c.rounds(20, None);
+    assert_eq!(c.done.len(), 4);
+    assert_eq!(c.held(0, X), vec![(14, t4.version()); 3], "T1, T2, T3, T4");
+    let cfg = JanusConfig::default();
+    for _ in 0..cfg.forget_epochs + 2 {
+        c.advance(cfg.epoch, &[]);
+    }
+    c.queue.clear();
+    assert_eq!(c.per_server("janus_forgotten"), [4, 4, 4, 4, 4, 4]);
+    assert_eq!(c.per_server("janus_forgot_components"), [0, 0, 0, 1, 1, 1]);
+    let tombstones = c.per_server("janus_tombstones");
+    assert!(
+        tombstones.iter().all(|&n| n <= 2),
+        "{tombstones:?}: T3's, T4's"
+    );
+    let answer =
+        |c: &mut Cluster, r: u32, txn: TxnId| match &c.ask_server(r, Msg::Inquire { txn })[..] {
+            [Msg::Forgotten { txn: x, scc, .. }] if *x == txn => scc.as_ref().map(|s| s.to_vec()),
+            other => panic!("{txn:?} at {r}: {other:?}"),
+        };
+    for r in 3..6 {
+        assert_eq!(answer(&mut c, r, t2), Some(vec![t1, t2]), "replica {r}");
+    }
+    for r in 0..3 {
+        assert_eq!(answer(&mut c, r, t1), None, "replica {r}");
+        assert_eq!(answer(&mut c, r, t2), None, "replica {r}");
+    }
+    let late = TxnId::new(NodeId(RECOVERY), 0, 1);
+    let on_t1 = Dep {
+        txn: t1,
+        shards: Arc::from([ShardId(0)]),
+    };
+    match &c.ask_server(0, commit_of(late, vec![on_t1]))[..] {
+        [Msg::CommitOk { txn, results, .. }] if *txn == late => {
+            assert_eq!(dec(results.first().map(|r| &r.output)), 14);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(c.inquired(0, t1).is_empty(), "{:?}", c.queue);
+    assert_eq!(c.per_server("janus_forgotten_run_again"), [0; 6]);
+}
