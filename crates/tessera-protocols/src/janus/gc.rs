@@ -265,26 +265,54 @@ struct Components {
     /// Each member forgotten here with pieces here: its component's first
     /// member.
     of: FastMap<TxnId, TxnId>,
+    /// Each member of a kept component not known executed at every replica
+    /// of its shards yet: its component's first member, and the epoch
+    /// from which to ask the other shards about it.
+    unsettled: FastMap<TxnId, (TxnId, u64)>,
 }
 
 struct Held {
     members: Arc<[TxnId]>,
-    /// Members not (yet) forgotten here with pieces here.
+    /// Members in `unsettled`.
     pending: usize,
 }
 
 impl Components {
     /// `t` (forgotten here, with pieces here, in `scc`) was just added to
-    /// `mine`, and was not in it before.
-    fn keep(&mut self, t: TxnId, scc: &Arc<[TxnId]>, mine: &Forgot) {
+    /// `mine`, and was not in it before; `epoch`: now.
+    fn keep(&mut self, t: TxnId, scc: &Arc<[TxnId]>, mine: &Forgot, epoch: u64) {
         let Some(&first) = scc.first() else { return };
-        let held = self.by_first.entry(first).or_insert_with(|| Held {
-            members: scc.clone(),
-            pending: scc.iter().filter(|m| !mine.contains(**m)).count() + 1,
-        });
+        if !self.by_first.contains_key(&first) {
+            let mut pending = 0;
+            for &m in scc.iter().filter(|m| !mine.contains(**m)) {
+                // Asked about from the next epoch on: a member with pieces
+                // here is normally forgotten here by then.
+                self.unsettled.insert(m, (first, epoch + 1));
+                pending += 1;
+            }
+            if pending == 0 {
+                return;
+            }
+            let members = scc.clone();
+            self.by_first.insert(first, Held { members, pending });
+        }
+        self.settle(t);
+        if self.by_first.contains_key(&first) {
+            self.of.insert(t, first);
+        }
+    }
+
+    /// `m` executed at every replica of every shard it involves: its
+    /// component goes once no member is left unsettled.
+    fn settle(&mut self, m: TxnId) {
+        let Some((first, _)) = self.unsettled.remove(&m) else {
+            return;
+        };
+        let Some(held) = self.by_first.get_mut(&first) else {
+            return;
+        };
         held.pending = held.pending.saturating_sub(1);
         if held.pending > 0 {
-            self.of.insert(t, first);
             return;
         }
         if let Some(held) = self.by_first.remove(&first) {
@@ -292,6 +320,18 @@ impl Components {
                 self.of.remove(m);
             }
         }
+    }
+
+    /// The unsettled members to ask the other shards about at `epoch`.
+    fn to_ask(&self, epoch: u64) -> Vec<TxnId> {
+        let mut ask: Vec<TxnId> = self
+            .unsettled
+            .iter()
+            .filter(|(_, &(_, from))| from <= epoch)
+            .map(|(&m, _)| m)
+            .collect();
+        ask.sort_unstable();
+        ask
     }
 
     fn get(&self, t: TxnId) -> Option<Arc<[TxnId]>> {
@@ -308,6 +348,7 @@ impl Components {
             .map(|h| 16 + 8 * h.members.len())
             .sum();
         self.of.capacity() * (2 * std::mem::size_of::<TxnId>() + 1)
+            + self.unsettled.capacity() * (std::mem::size_of::<(TxnId, (TxnId, u64))>() + 1)
             + self.by_first.capacity() * (std::mem::size_of::<(TxnId, Held)>() + 1)
             + members
     }
@@ -468,7 +509,7 @@ impl Gc {
                 self.abandoned.insert(t);
             }
             if let Some(c) = scc.as_ref().filter(|_| new) {
-                self.components.keep(t, c, &self.mine);
+                self.components.keep(t, c, &self.mine, self.epoch);
             }
         }
         self.gone.insert(t, Tombstone { abandon, scc }, self.epoch);
@@ -493,6 +534,21 @@ impl Gc {
             + self.ancestors.bytes()
             + self.abandoned.capacity() * (std::mem::size_of::<TxnId>() + 1)
             + self.components.bytes()
+    }
+
+    /// Another shard's replica forgot each of `txns` with pieces there:
+    /// each executed at every replica of every shard it involves
+    /// (condition 2 there), so no server needs a component for it.
+    pub fn settled(&mut self, txns: &[TxnId]) {
+        for &m in txns {
+            self.components.settle(m);
+        }
+    }
+
+    /// Members of kept components to ask the other shards about
+    /// ([`super::msg::Msg::Settled`]), once an epoch.
+    pub fn unsettled(&self) -> Vec<TxnId> {
+        self.components.to_ask(self.epoch)
     }
 
     /// Bytes of the components the record keeps.
@@ -641,15 +697,27 @@ mod tests {
             assert_eq!(gc.recorded_tombstone(m).and_then(|g| g.scc), None);
         }
         // A member without pieces here is never forgotten here with pieces
-        // here: its component stays, for every member that has them.
+        // here: its component stays, for every member that has them, until
+        // another shard's replica says it forgot it with pieces there.
         let other = TxnId::new(NodeId(8), 0, 1);
         let mixed: Arc<[TxnId]> = Arc::from([other, t(7), t(8)]);
         gc.bury(other, false, Some(mixed.clone()), false);
         gc.bury(t(7), false, Some(mixed.clone()), true);
+        assert!(gc.unsettled().is_empty(), "asked from the next epoch on");
+        gc.epoch = 1;
+        assert_eq!(gc.unsettled(), [other, t(8)]);
         gc.bury(t(8), false, Some(mixed.clone()), true);
+        assert_eq!(gc.unsettled(), [other]);
         assert_eq!(gc.components_kept(), 1);
         assert_eq!(gc.recorded_tombstone(t(8)).and_then(|g| g.scc), Some(mixed));
         assert!(gc.record_bytes() > base);
+        gc.settled(&[t(8), t(99)]);
+        assert_eq!(gc.components_kept(), 1, "only `other` was unsettled");
+        gc.settled(&[other]);
+        assert_eq!(gc.components_kept(), 0);
+        assert!(gc.unsettled().is_empty());
+        assert_eq!(gc.recorded_tombstone(t(7)).and_then(|g| g.scc), None);
+        assert!(gc.forgot_mine(t(7)) && gc.is_gone(other));
     }
 
     /// Above its coordinator's floor a tombstone outlives any age; below

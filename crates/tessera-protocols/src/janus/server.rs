@@ -2251,9 +2251,50 @@ impl JanusServer {
             );
         }
         self.gc.expire();
+        self.ask_settled(ctx);
         self.release_inquiries(ctx);
         if self.stats.on() {
             self.log_stats(ctx.now());
+        }
+    }
+
+    /// Ask one replica of each other shard, in turn by epoch, which members
+    /// of the components this replica's record keeps it forgot with
+    /// pieces there ([`Msg::Settled`]; [`super::gc`], *what bounds the
+    /// record*). A lost question or answer is asked again the next epoch.
+    fn ask_settled(&mut self, ctx: &mut Ctx<Msg>) {
+        let txns = self.gc.unsettled();
+        if txns.is_empty() {
+            return;
+        }
+        let txns: Arc<[TxnId]> = txns.into();
+        let turn = self.gc.epoch as u32;
+        for s in 0..self.topology.shards.len() as u32 {
+            let shard = ShardId(s);
+            if shard != self.shard {
+                let to = self.counterpart(shard, turn);
+                let ask = true;
+                let txns = txns.clone();
+                ctx.send(to, Msg::Settled { txns, ask });
+            }
+        }
+    }
+
+    /// [`Msg::Settled`]: answer a question with those of `txns` forgotten
+    /// here with pieces here; an answer settles them.
+    fn on_settled(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txns: &[TxnId], ask: bool) {
+        if !ask {
+            self.gc.settled(txns);
+            return;
+        }
+        let forgot: Vec<TxnId> = txns
+            .iter()
+            .copied()
+            .filter(|&t| self.gc.forgot_mine(t))
+            .collect();
+        if !forgot.is_empty() {
+            let txns = forgot.into();
+            ctx.send(from, Msg::Settled { txns, ask: false });
         }
     }
 
@@ -2496,6 +2537,7 @@ impl JanusServer {
             }
             Msg::CatchUp => self.on_catch_up(ctx, from),
             Msg::Executed { txns, echo } => self.on_executed(ctx, from, &txns, echo),
+            Msg::Settled { txns, ask } => self.on_settled(ctx, from, &txns, ask),
             Msg::Forgotten { txn, ref scc, .. } => {
                 let scc = scc.clone();
                 if self.recoveries.contains_key(&txn) {
