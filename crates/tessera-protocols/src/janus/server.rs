@@ -2160,7 +2160,9 @@ impl JanusServer {
             self.tracker.forget(t, &reads, &writes);
         });
         let mine = mine.is_some();
-        self.gc.bury(t, abandon, scc, mine);
+        let locals = &self.locals;
+        self.gc
+            .bury(t, abandon, scc, mine, &|m| locals.contains_key(&m));
     }
 
     /// Graph garbage collection ([`super::gc`]): forget what every replica
@@ -2350,6 +2352,10 @@ impl JanusServer {
             local_deps_cap,
             locals_cap = self.locals.capacity(),
             committed_cap = self.committed.capacity(),
+            forgot_record_bytes = self.gc.record_bytes(),
+            forgot_components = self.gc.components_kept(),
+            forgot_component_bytes = self.gc.component_bytes(),
+            tombstones = self.gc.tombstones(),
         );
         let mut s = std::mem::take(&mut self.stats.msgs);
         // The dependency graph's walks ([`crate::depgraph::DepGraph`]'s
