@@ -332,6 +332,18 @@ impl Cluster {
         self.step(i);
     }
 
+    /// §3.2 / Fig. 1b: `t1`'s and `t2`'s PreAccepts reach shard 0's
+    /// replicas in different orders (`t1` first at replica 0 only), so no
+    /// fast quorum agrees and the commits carry the cycle `t1` ↔ `t2`.
+    fn cross_pre_accepts(&mut self, t1: TxnId, t2: TxnId) {
+        self.deliver_pre_accept(t1, 0);
+        self.deliver_pre_accept(t2, 0);
+        self.deliver_pre_accept(t2, 1);
+        self.deliver_pre_accept(t1, 1);
+        self.deliver_pre_accept(t2, 2);
+        self.deliver_pre_accept(t1, 2);
+    }
+
     /// Delivers `msg` from a node outside the cluster (a recovery
     /// coordinator played by the test) to server `to`, and returns the
     /// server's replies to it.
@@ -480,12 +492,7 @@ fn opposite_arrival_orders_take_the_slow_path_and_one_order() {
     let t1 = c.submit(0);
     let t2 = c.submit(1);
     assert!(t1 < t2);
-    c.deliver_pre_accept(t1, 0);
-    c.deliver_pre_accept(t2, 0);
-    c.deliver_pre_accept(t2, 1);
-    c.deliver_pre_accept(t1, 1);
-    c.deliver_pre_accept(t2, 2);
-    c.deliver_pre_accept(t1, 2);
+    c.cross_pre_accepts(t1, t2);
     c.run();
     assert_eq!(c.done.len(), 2, "both commit");
     assert_eq!((c.saw(t1), c.saw(t2)), (10, 11));
@@ -1684,12 +1691,7 @@ fn a_component_is_kept_until_every_member_is_known_executed_everywhere() {
     let t1 = c.submit(0);
     let t2 = c.submit_proc(1, Feed::proc(100));
     assert!(t1 < t2);
-    c.deliver_pre_accept(t1, 0);
-    c.deliver_pre_accept(t2, 0);
-    c.deliver_pre_accept(t2, 1);
-    c.deliver_pre_accept(t1, 1);
-    c.deliver_pre_accept(t2, 2);
-    c.deliver_pre_accept(t1, 2);
+    c.cross_pre_accepts(t1, t2);
     let settled = |m: &Msg| matches!(m, Msg::Settled { ask: false, .. });
     c.rounds_losing(20, settled);
     assert_eq!(c.done.len(), 2, "both commit");
@@ -1775,12 +1777,7 @@ fn the_components_kept_stop_growing_in_a_long_run() {
     for i in 0..300 {
         let t1 = c.submit(0);
         let t2 = c.submit(1);
-        c.deliver_pre_accept(t1, 0);
-        c.deliver_pre_accept(t2, 0);
-        c.deliver_pre_accept(t2, 1);
-        c.deliver_pre_accept(t1, 1);
-        c.deliver_pre_accept(t2, 2);
-        c.deliver_pre_accept(t1, 2);
+        c.cross_pre_accepts(t1, t2);
         c.rounds(8, None);
         if i == 149 {
             c.rounds(20, None);
