@@ -22,7 +22,8 @@
 //!   the accepted ballot, the abandon flag, dependencies.
 //! * Inquire: txn id. CatchUp: nothing.
 //! * Committed: the reason byte ([`Announce`]), then the ids (count, 8
-//!   bytes each). Executed: the echo flag, then the ids.
+//!   bytes each). Executed: the echo flag, then the ids. Settled: the ask
+//!   flag, then the ids.
 //! * Forgotten: txn id, abandon flag, the component (presence byte, ids).
 //! * FetchOutput: txn id, piece (varint). Output: txn id, piece, a
 //!   presence byte and the length-prefixed output.
@@ -66,6 +67,7 @@ mod tag {
     pub const FORGOTTEN: u8 = 16;
     pub const FETCH_OUTPUT: u8 = 17;
     pub const OUTPUT: u8 = 18;
+    pub const SETTLED: u8 = 19;
 }
 
 fn announce_byte(a: Announce) -> u8 {
@@ -156,6 +158,7 @@ impl Msg {
             Msg::Committed { .. } => tag::COMMITTED,
             Msg::CatchUp => tag::CATCH_UP,
             Msg::Executed { .. } => tag::EXECUTED,
+            Msg::Settled { .. } => tag::SETTLED,
             Msg::Forgotten { .. } => tag::FORGOTTEN,
             Msg::FetchOutput { .. } => tag::FETCH_OUTPUT,
             Msg::Output { .. } => tag::OUTPUT,
@@ -237,8 +240,8 @@ impl Codec for Msg {
                 put_txns(out, txns);
             }
             Msg::CatchUp => {}
-            Msg::Executed { txns, echo } => {
-                out.put_u8(u8::from(*echo));
+            Msg::Executed { txns, echo: flag } | Msg::Settled { txns, ask: flag } => {
+                out.put_u8(u8::from(*flag));
                 put_txns(out, txns);
             }
             Msg::Forgotten { txn, abandon, scc } => {
@@ -346,6 +349,10 @@ impl Codec for Msg {
             tag::EXECUTED => Msg::Executed {
                 echo: get_bool(buf, "echo flag")?,
                 txns: get_txns(buf, "executed transactions")?,
+            },
+            tag::SETTLED => Msg::Settled {
+                ask: get_bool(buf, "ask flag")?,
+                txns: get_txns(buf, "settled transactions")?,
             },
             tag::FORGOTTEN => Msg::Forgotten {
                 txn: get_txn_id(buf)?,

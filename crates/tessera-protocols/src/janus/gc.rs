@@ -154,21 +154,99 @@
 //! dependency on one is inquired about, and its shards' replicas answer
 //! from their records.
 //!
-//! **Its memory is not bounded yet.** Coordinator floors do not bound it:
-//! below a floor the coordinator is done (it stops resending after a few
-//! late tries), not every replica of T's shards, and a dependency on T
-//! may travel in any later transaction. Nor do superseded incarnations:
-//! their transactions can still be named late. A sound bound would drop
-//! T's entry once every transaction that named T as a dependency is
-//! forgotten here (its own late messages are then dropped first): that
-//! needs each replica to remember whom its PreAccept answers named T to,
-//! and the union over the replicas — not built. Measured (one-site TPC-C,
-//! 6 shards × 3 replicas, 400 ms): 6.5 bytes per forgotten transaction
-//! per replica at 60 clients, 10.2 at 600 (components grow with the
-//! clients; the bitmaps are the small part), i.e. 6.5–10 MB per million
-//! transactions forgotten at a replica, for as long as it lives
-//! (`docs/results/janus.md`, *session 23*). The tombstones of those runs
-//! took more (about 40 bytes each) but expire.
+//! **What bounds the record** (2026-11-29, session 24). Who can still
+//! name a forgotten T to this replica, and what each needs of the record:
+//!
+//! * (a) **T's own coordinator** (a PreAccept, Accept or Commit resent):
+//!   below its floor the stale copy is ignored; the bit says T was
+//!   forgotten.
+//! * (b) **a peer's announcement or nudge, a recovery coordinator**: the
+//!   bit (echo that it executed here; `Forgotten`, never a promise).
+//! * (c) **an Inquire from a server S** for which T is an unknown ancestor
+//!   of a transaction D there: the bit, and T's *component*, which S uses
+//!   to place the members of it with pieces at S that S has not executed
+//!   yet (they come before D there, in the one order every server
+//!   computes, §3.2; seed 145 without it). Nothing else reads a component:
+//!   a coordinator or recovery coordinator takes only the abandon flag of
+//!   a `Forgotten` answer.
+//! * (d) **a dependency on T** in a later Commit or InquireOk: the bit (a
+//!   cut-off).
+//!
+//! *Components: bounded.* T's component is useless to every asker once
+//! each member M of it executed at every replica of every shard M
+//! involves: a member with pieces at S then executed at S (S holds it
+//! committed or forgotten, and the server's `on_forgotten` asks
+//! about no such member), so the answer without the component — T
+//! DECIDED alone, finished — places nothing differently; and D is not a
+//! member (it would be unexecuted at S). A replica knows this of M exactly
+//! when M is *settled*: it forgot M with pieces here (condition 2 checked
+//! every replica of every shard of M), or a replica of another shard
+//! answered that it forgot M with pieces there ([`super::msg::Msg::Settled`],
+//! the same condition 2 there; a replica that forgot M only as an
+//! ancestor does not vouch for it). So each component is stored once,
+//! by its first member (`Components`), from the burial of its first
+//! member with pieces here until every member is settled; from the epoch
+//! after that burial, once an epoch, the replica asks one replica of each
+//! other shard (in turn, so a replica that is down or cut off is not asked
+//! forever) about its unsettled members, and a lost question or answer is
+//! asked again. No timing assumption: a component is dropped only on a
+//! proof that no server can need it, whatever the delays of the messages
+//! still naming T — those are answered from the bit as before. What it
+//! costs: components live about as long as the slowest replica of their
+//! members' shards takes to execute and forget them (a few epochs when
+//! nothing fails); a replica that is down or cut off, or a member still
+//! unexecuted somewhere, stalls the drop of the components it is in, and
+//! they go once it is back and executes them — that is the bound, not a
+//! leak. After a restart the Forgotten records replay the same burials
+//! and the members are asked about again (drops are not logged: derived).
+//!
+//! *Bitmaps: not bounded.* What stays for as long as the replica lives is
+//! one bit per transaction id of each coordinator incarnation between the
+//! lowest and highest forgotten here, in two bitmaps (with pieces here,
+//! ancestors) whose vectors double, and the rare abandoned ids: about two
+//! bits per transaction issued in the whole system, per replica (one-site
+//! TPC-C at 60 clients: ~28 KB/s per replica, ~100 MB an hour). Dropping a
+//! bit needs a proof that no message naming T (a)–(d) can still arrive, and
+//! none is built. The two candidate designs, checked:
+//!
+//! * **Rococo-style agreed epochs** (OSDI '14 §3.4: an epoch advances once
+//!   no server holds an ongoing transaction of the last one; dependencies
+//!   two epochs old are discarded). (i) A server cannot report a
+//!   transaction it never received: T's PreAccept, or a recovery
+//!   coordinator's Accept carrying T's procedure (which registers T at a
+//!   replica that missed the PreAccept), delayed past the agreement finds
+//!   every server having truthfully reported T's epoch done, and T would be
+//!   run as new or a dependency on it cut off while it is still
+//!   undecided. Rococo's servers reject such a transaction and its
+//!   coordinator retries; Janus has no such refusal (§3: a transaction is
+//!   never aborted by the protocol, only abandoned by a recovery), so the
+//!   bound needs a change to the commit protocol: a server refuses
+//!   PreAccepts and Accepts of an epoch it reported done, and the
+//!   coordinator retries the transaction under a new id. (ii) "Ongoing"
+//!   cannot be the epoch a transaction started in: dependencies relate
+//!   start epochs one way only (D pre-accepted while T was held there), so
+//!   around a component of n members a member can start up to n epochs
+//!   after another, and components of 2,000 members occur over three
+//!   sites. It must be the epoch since which a server holds a transaction
+//!   (a replica of M's shard holds M from its PreAccept until M executed
+//!   everywhere, condition 2), and every message must carry its sender's
+//!   epoch so that one older than the agreed epoch minus one is dropped (a
+//!   loss, which the protocol tolerates: live state retransmits) — and
+//!   clients, which hold a transaction D naming T until D is done and
+//!   resend its Commit, take part in the agreement.
+//! * **Per coordinator incarnation low-water marks** W_c (below it every
+//!   transaction of c is done everywhere, so the bitmap becomes W_c plus a
+//!   sparse tail). Nobody can vouch for W_c alone: the coordinator knows
+//!   its transactions' shards but stops at one answer per shard (or
+//!   reports in doubt), and a replica knows only what it received; a
+//!   transaction of c below W_c can still reach a replica by a recovery
+//!   coordinator's Accept with its procedure. Making W_c sound needs the
+//!   same refusal as (i), per incarnation.
+//!
+//! Measured (`docs/results/janus.md`, *session 24*): one-site TPC-C at
+//! 60 clients for 2 s keeps 1,650–1,990 components over its 18 replicas
+//! from 250 ms to the end (before: every one, 5.1 MB of record at the end,
+//! now 1.3 MB, the rest bitmaps); `Settled` adds 6 bytes per transaction.
 //!
 //! A replica cut off (or down) while the others announced T learns that
 //! they executed it from their echo of its own announcement of T. A
@@ -254,6 +332,141 @@ impl Forgot {
     }
 }
 
+/// The components of forgotten transactions with pieces here, each stored
+/// once, and dropped once no server can need them (see the module docs,
+/// *what bounds the record*).
+#[derive(Default)]
+struct Components {
+    /// By its first member: every server lists a component's members in
+    /// the same order (§3.2), so all of them name it alike.
+    by_first: FastMap<TxnId, Held>,
+    /// Each member forgotten here with pieces here: its component's first
+    /// member.
+    of: FastMap<TxnId, TxnId>,
+    /// Each member of a kept component not known executed at every replica
+    /// of its shards yet: its component's first member, and the epoch
+    /// from which to ask the other shards about it.
+    unsettled: FastMap<TxnId, (TxnId, u64)>,
+}
+
+struct Held {
+    members: Arc<[TxnId]>,
+    /// Members neither forgotten here with pieces here nor settled by
+    /// another shard's answer.
+    pending: usize,
+    /// The members without pieces here (asked about; in `unsettled`
+    /// until settled).
+    foreign: Box<[TxnId]>,
+}
+
+impl Components {
+    /// `t` (forgotten here, with pieces here, in `scc`) was just added to
+    /// `mine`, and was not in it before; `here`: a member has pieces here
+    /// (the server holds it); `epoch`: now.
+    fn keep(
+        &mut self,
+        t: TxnId,
+        scc: &Arc<[TxnId]>,
+        mine: &Forgot,
+        here: &dyn Fn(TxnId) -> bool,
+        epoch: u64,
+    ) {
+        let Some(&first) = scc.first() else { return };
+        if !self.by_first.contains_key(&first) {
+            let waiting: Vec<TxnId> = scc.iter().copied().filter(|&m| !mine.contains(m)).collect();
+            if waiting.is_empty() {
+                return;
+            }
+            let foreign: Box<[TxnId]> = waiting.iter().copied().filter(|&m| !here(m)).collect();
+            for &m in foreign.iter() {
+                // Asked about from the next epoch on: its replicas forget
+                // it about when this one forgets the members it holds.
+                self.unsettled.insert(m, (first, epoch + 1));
+            }
+            let held = Held {
+                members: scc.clone(),
+                // `t` too, settled just below.
+                pending: waiting.len() + 1,
+                foreign,
+            };
+            self.by_first.insert(first, held);
+        }
+        // `t` leaves `pending` once: here, unless another shard's answer
+        // settled it already (it was taken for one without pieces here).
+        let settled_before =
+            self.by_first[&first].foreign.contains(&t) && self.unsettled.remove(&t).is_none();
+        if !settled_before {
+            self.release(first);
+        }
+        if self.by_first.contains_key(&first) {
+            self.of.insert(t, first);
+        }
+    }
+
+    /// `m` executed at every replica of every shard it involves (another
+    /// shard's replica forgot it with pieces there).
+    fn settle(&mut self, m: TxnId) {
+        if let Some((first, _)) = self.unsettled.remove(&m) {
+            self.release(first);
+        }
+    }
+
+    /// One member of the component `first` is settled: it goes once none
+    /// is left.
+    fn release(&mut self, first: TxnId) {
+        let Some(held) = self.by_first.get_mut(&first) else {
+            return;
+        };
+        held.pending = held.pending.saturating_sub(1);
+        if held.pending > 0 {
+            return;
+        }
+        if let Some(held) = self.by_first.remove(&first) {
+            for m in held.members.iter() {
+                self.of.remove(m);
+            }
+            for m in held.foreign.iter() {
+                self.unsettled.remove(m);
+            }
+        }
+    }
+
+    /// The unsettled members to ask the other shards about at `epoch`.
+    fn to_ask(&self, epoch: u64) -> Vec<TxnId> {
+        let mut ask: Vec<TxnId> = self
+            .unsettled
+            .iter()
+            .filter(|(_, &(_, from))| from <= epoch)
+            .map(|(&m, _)| m)
+            .collect();
+        ask.sort_unstable();
+        ask
+    }
+
+    fn get(&self, t: TxnId) -> Option<Arc<[TxnId]>> {
+        let first = self.of.get(&t)?;
+        self.by_first.get(first).map(|h| h.members.clone())
+    }
+
+    /// The maps' slots (key, value, a control byte) and each component's
+    /// ids behind its reference counts.
+    fn bytes(&self) -> usize {
+        let members: usize = self
+            .by_first
+            .values()
+            .map(|h| 16 + 8 * h.members.len() + 8 * h.foreign.len())
+            .sum();
+        self.of.capacity() * (2 * std::mem::size_of::<TxnId>() + 1)
+            + self.unsettled.capacity() * (std::mem::size_of::<(TxnId, (TxnId, u64))>() + 1)
+            + self.by_first.capacity() * (std::mem::size_of::<(TxnId, Held)>() + 1)
+            + members
+    }
+
+    fn len(&self) -> usize {
+        self.by_first.len()
+    }
+}
+
 /// What is kept of a forgotten transaction (ids only).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Tombstone {
@@ -280,8 +493,8 @@ pub(super) struct Gc {
     mine: Forgot,
     abandoned: FastSet<TxnId>,
     /// The components of two or more members those of them were decided
-    /// in: a server for which one is an unknown ancestor needs it.
-    components: FastMap<TxnId, Arc<[TxnId]>>,
+    /// in, while a server for which one is an unknown ancestor may need it.
+    components: Components,
     /// Every ancestor without pieces here it forgot (not logged: after a
     /// restart these are asked about again, as before).
     ancestors: Forgot,
@@ -300,7 +513,7 @@ impl Gc {
             forgotten: 0,
             mine: Forgot::default(),
             abandoned: tessera_core::fast_set(),
-            components: tessera_core::fast_map(),
+            components: Components::default(),
             ancestors: Forgot::default(),
         }
     }
@@ -345,7 +558,7 @@ impl Gc {
     pub fn recorded_tombstone(&self, t: TxnId) -> Option<Tombstone> {
         self.mine.contains(t).then(|| Tombstone {
             abandon: self.abandoned.contains(&t),
-            scc: self.components.get(&t).cloned(),
+            scc: self.components.get(t),
         })
     }
 
@@ -395,16 +608,27 @@ impl Gc {
     }
 
     /// `t` is forgotten now; `mine`: it has pieces here.
-    pub fn bury(&mut self, t: TxnId, abandon: bool, scc: Option<Arc<[TxnId]>>, mine: bool) {
+    /// `here`: a transaction has pieces here and is held here (what this
+    /// replica learns of the members of `t`'s component itself, not from
+    /// other shards).
+    pub fn bury(
+        &mut self,
+        t: TxnId,
+        abandon: bool,
+        scc: Option<Arc<[TxnId]>>,
+        mine: bool,
+        here: &dyn Fn(TxnId) -> bool,
+    ) {
         self.executed_by.remove(&t);
         self.forgotten += 1;
         if mine {
+            let new = !self.mine.contains(t);
             self.mine.insert(t);
             if abandon {
                 self.abandoned.insert(t);
             }
-            if let Some(c) = &scc {
-                self.components.insert(t, c.clone());
+            if let Some(c) = scc.as_ref().filter(|_| new) {
+                self.components.keep(t, c, &self.mine, here, self.epoch);
             }
         }
         self.gone.insert(t, Tombstone { abandon, scc }, self.epoch);
@@ -422,21 +646,38 @@ impl Gc {
         self.gone.len()
     }
 
-    /// Bytes the record of what was forgotten takes (bitmaps, their
-    /// maps, the abandoned ids).
+    /// Bytes the record of what was forgotten takes (bitmaps, the maps'
+    /// slots, the abandoned ids, the components kept).
     pub fn record_bytes(&self) -> usize {
-        let mut listed: FastSet<*const TxnId> = tessera_core::fast_set();
-        let members: usize = self
-            .components
-            .values()
-            .filter(|c| listed.insert(c.as_ptr()))
-            .map(|c| 16 + 8 * c.len())
-            .sum();
         self.mine.bytes()
             + self.ancestors.bytes()
-            + self.abandoned.capacity() * 9
-            + self.components.capacity() * 17
-            + members
+            + self.abandoned.capacity() * (std::mem::size_of::<TxnId>() + 1)
+            + self.components.bytes()
+    }
+
+    /// Another shard's replica forgot each of `txns` with pieces there:
+    /// each executed at every replica of every shard it involves
+    /// (condition 2 there), so no server needs a component for it.
+    pub fn settled(&mut self, txns: &[TxnId]) {
+        for &m in txns {
+            self.components.settle(m);
+        }
+    }
+
+    /// Members of kept components to ask the other shards about
+    /// ([`super::msg::Msg::Settled`]), once an epoch.
+    pub fn unsettled(&self) -> Vec<TxnId> {
+        self.components.to_ask(self.epoch)
+    }
+
+    /// Bytes of the components the record keeps.
+    pub fn component_bytes(&self) -> usize {
+        self.components.bytes()
+    }
+
+    /// Components the record keeps.
+    pub fn components_kept(&self) -> usize {
+        self.components.len()
     }
 }
 
@@ -446,6 +687,11 @@ mod tests {
 
     fn t(i: u32) -> TxnId {
         TxnId::new(NodeId(9), 0, i)
+    }
+
+    /// The transactions of `t`'s incarnation have pieces here.
+    fn here(m: TxnId) -> bool {
+        m.0 >> 32 == t(0).0 >> 32
     }
 
     #[test]
@@ -474,7 +720,7 @@ mod tests {
         assert!(gc.announcement().is_empty());
 
         gc.epoch = 3;
-        gc.bury(t(1), true, None, true);
+        gc.bury(t(1), true, None, true, &here);
         assert_eq!(gc.gone(t(1)).map(|g| g.abandon), Some(true));
         // A late announcement of a forgotten one is not recorded again.
         gc.heard(t(1), NodeId(1));
@@ -511,11 +757,11 @@ mod tests {
         let other = |i| TxnId::new(NodeId(9), 1, i);
         let buried = [700, 3, 64, 63, 5_000, 1, 128];
         for &i in &buried {
-            gc.bury(t(i), false, None, true);
+            gc.bury(t(i), false, None, true, &here);
         }
         let scc: Arc<[TxnId]> = Arc::from([other(2), t(9_000)]);
-        gc.bury(other(2), false, Some(scc.clone()), true);
-        gc.bury(t(9_000), false, Some(scc.clone()), false);
+        gc.bury(other(2), false, Some(scc.clone()), true, &here);
+        gc.bury(t(9_000), false, Some(scc.clone()), false, &here);
         gc.epoch = 10;
         gc.expire();
         assert_eq!(gc.tombstones(), 0);
@@ -535,14 +781,88 @@ mod tests {
         assert!(gc.record_bytes() < 141 * 8 + 4_096, "{}", gc.record_bytes());
     }
 
+    /// A component is kept while a member of it is not forgotten here
+    /// with pieces here (that member may still be unexecuted at some
+    /// replica of its shards, which then needs the component to place it),
+    /// once per component whatever its size, and dropped with the last
+    /// such member: every member then executed at every replica of its
+    /// shards, so no server that asks about one of them can need it. A
+    /// component with a member without pieces here is kept.
+    #[test]
+    fn a_component_is_kept_once_and_only_while_a_member_may_need_it() {
+        let mut gc = Gc::new(1);
+        let base = gc.record_bytes();
+        let scc: Arc<[TxnId]> = Arc::from([t(1), t(2), t(3)]);
+        gc.bury(t(2), false, Some(scc.clone()), true, &here);
+        gc.bury(t(1), false, Some(scc.clone()), true, &here);
+        assert_eq!(gc.components_kept(), 1, "stored once");
+        for m in [t(1), t(2)] {
+            let kept = gc.recorded_tombstone(m).and_then(|g| g.scc);
+            assert_eq!(kept, Some(scc.clone()), "t(3) is not forgotten here yet");
+        }
+        // Buried again (replayed twice): no member is counted twice.
+        gc.bury(t(1), false, Some(scc.clone()), true, &here);
+        assert_eq!(gc.components_kept(), 1);
+        gc.bury(t(3), false, Some(scc.clone()), true, &here);
+        assert_eq!(gc.components_kept(), 0);
+        // What is left is the maps' capacity, the most held at once: more
+        // components dropped alike take no more.
+        let slots = gc.component_bytes();
+        for i in 0..1_000 {
+            let ids: Arc<[TxnId]> = Arc::from([t(100 + 2 * i), t(101 + 2 * i)]);
+            for &m in ids.iter() {
+                gc.bury(m, false, Some(ids.clone()), true, &here);
+            }
+        }
+        assert_eq!(gc.components_kept(), 0);
+        assert_eq!(gc.component_bytes(), slots);
+        for m in [t(1), t(2), t(3)] {
+            assert!(gc.forgot_mine(m));
+            assert_eq!(gc.recorded_tombstone(m).and_then(|g| g.scc), None);
+        }
+        // A member without pieces here is never forgotten here with pieces
+        // here: its component stays, for every member that has them, until
+        // another shard's replica says it forgot it with pieces there.
+        let other = TxnId::new(NodeId(8), 0, 1);
+        let mixed: Arc<[TxnId]> = Arc::from([other, t(7), t(8)]);
+        gc.bury(other, false, Some(mixed.clone()), false, &here);
+        gc.bury(t(7), false, Some(mixed.clone()), true, &here);
+        assert!(gc.unsettled().is_empty(), "asked from the next epoch on");
+        gc.epoch = 1;
+        assert_eq!(gc.unsettled(), [other], "t(8) is held here: not asked");
+        gc.bury(t(8), false, Some(mixed.clone()), true, &here);
+        assert_eq!(gc.unsettled(), [other]);
+        assert_eq!(gc.components_kept(), 1);
+        assert_eq!(gc.recorded_tombstone(t(8)).and_then(|g| g.scc), Some(mixed));
+        assert!(gc.record_bytes() > base);
+        gc.settled(&[t(8), t(99)]);
+        assert_eq!(gc.components_kept(), 1, "only `other` was unsettled");
+        gc.settled(&[other]);
+        assert_eq!(gc.components_kept(), 0);
+        assert!(gc.unsettled().is_empty());
+        assert_eq!(gc.recorded_tombstone(t(7)).and_then(|g| g.scc), None);
+        assert!(gc.forgot_mine(t(7)) && gc.is_gone(other));
+        // A member taken for one without pieces here, settled by another
+        // shard's answer and then buried here after all, leaves the count
+        // once: the component stays for the member still unsettled.
+        let odd = TxnId::new(NodeId(7), 0, 1);
+        let c: Arc<[TxnId]> = Arc::from([odd, t(20), t(21)]);
+        gc.bury(t(20), false, Some(c.clone()), true, &here);
+        gc.settled(&[odd]);
+        gc.bury(odd, false, Some(c.clone()), true, &here);
+        assert_eq!(gc.components_kept(), 1, "t(21) is not settled");
+        gc.bury(t(21), false, Some(c.clone()), true, &here);
+        assert_eq!(gc.components_kept(), 0);
+    }
+
     /// Above its coordinator's floor a tombstone outlives any age; below
     /// it, it lingers `keep` epochs, and an unknown transaction below the
     /// floor is stale.
     #[test]
     fn tombstones_follow_their_coordinators_floor() {
         let mut gc = Gc::new(10);
-        gc.bury(t(1), false, None, true);
-        gc.bury(t(2), false, None, true);
+        gc.bury(t(1), false, None, true, &here);
+        gc.bury(t(2), false, None, true, &here);
         gc.raise_floor(t(2));
         gc.epoch = 1_000;
         gc.expire();
@@ -554,7 +874,7 @@ mod tests {
         assert!(gc.stale(t(1)));
         assert!(!gc.stale(t(2)), "a tombstone answers it");
         assert!(!gc.stale(t(3)), "above the floor: not over");
-        gc.bury(t(3), false, None, true);
+        gc.bury(t(3), false, None, true, &here);
         gc.raise_floor(t(4));
         gc.expire();
         assert!(gc.gone(t(2)).is_none(), "below the floor now, and old");

@@ -207,11 +207,23 @@ pub enum Msg {
         piece: u16,
         output: Option<Value>,
     },
+    /// Replica → one replica of each other shard, each epoch, `ask`: which
+    /// of `txns` did you forget with pieces at your shard? The answer
+    /// (`ask` false) lists them: each executed at every replica of every
+    /// shard it involves (condition 2 of [`super::gc`]). Not in the paper:
+    /// a replica keeps a forgotten transaction's component while a member
+    /// of it may still be unexecuted somewhere, and a member without
+    /// pieces here is announced only to its own shards' replicas
+    /// ([`super::gc`], *what bounds the record*).
+    Settled {
+        txns: Arc<[TxnId]>,
+        ask: bool,
+    },
 }
 
 /// The names of [`Msg`]'s kinds, indexed by [`Msg::kind`], for the debug
 /// counts of messages by kind ([`super::stats`]).
-pub const KINDS: [&str; 19] = [
+pub const KINDS: [&str; 20] = [
     "PreAccept",
     "PreAcceptOk",
     "PreAcceptNotOk",
@@ -231,6 +243,7 @@ pub const KINDS: [&str; 19] = [
     "Forgotten",
     "FetchOutput",
     "Output",
+    "Settled",
 ];
 
 impl Msg {
@@ -256,6 +269,7 @@ impl Msg {
             Msg::Forgotten { .. } => 16,
             Msg::FetchOutput { .. } => 17,
             Msg::Output { .. } => 18,
+            Msg::Settled { .. } => 19,
         }
     }
 }
@@ -295,7 +309,9 @@ impl WireSize for Msg {
                 Msg::Inquire { .. } | Msg::CatchUp => 0,
                 Msg::FetchOutput { .. } => 2,
                 Msg::Output { output, .. } => 2 + 1 + output.as_ref().map_or(0, |v| 4 + v.len()),
-                Msg::Committed { txns, .. } | Msg::Executed { txns, .. } => 4 + 8 * txns.len(),
+                Msg::Committed { txns, .. }
+                | Msg::Executed { txns, .. }
+                | Msg::Settled { txns, .. } => 4 + 8 * txns.len(),
                 Msg::Forgotten { scc, .. } => 1 + 4 + scc.as_ref().map_or(0, |s| 8 * s.len()),
             }
     }

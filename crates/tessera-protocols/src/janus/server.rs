@@ -2160,7 +2160,9 @@ impl JanusServer {
             self.tracker.forget(t, &reads, &writes);
         });
         let mine = mine.is_some();
-        self.gc.bury(t, abandon, scc, mine);
+        let locals = &self.locals;
+        self.gc
+            .bury(t, abandon, scc, mine, &|m| locals.contains_key(&m));
     }
 
     /// Graph garbage collection ([`super::gc`]): forget what every replica
@@ -2251,9 +2253,50 @@ impl JanusServer {
             );
         }
         self.gc.expire();
+        self.ask_settled(ctx);
         self.release_inquiries(ctx);
         if self.stats.on() {
             self.log_stats(ctx.now());
+        }
+    }
+
+    /// Ask one replica of each other shard, in turn by epoch, which members
+    /// of the components this replica's record keeps it forgot with
+    /// pieces there ([`Msg::Settled`]; [`super::gc`], *what bounds the
+    /// record*). A lost question or answer is asked again the next epoch.
+    fn ask_settled(&mut self, ctx: &mut Ctx<Msg>) {
+        let txns = self.gc.unsettled();
+        if txns.is_empty() {
+            return;
+        }
+        let txns: Arc<[TxnId]> = txns.into();
+        let turn = self.gc.epoch as u32;
+        for s in 0..self.topology.shards.len() as u32 {
+            let shard = ShardId(s);
+            if shard != self.shard {
+                let to = self.counterpart(shard, turn);
+                let ask = true;
+                let txns = txns.clone();
+                ctx.send(to, Msg::Settled { txns, ask });
+            }
+        }
+    }
+
+    /// [`Msg::Settled`]: answer a question with those of `txns` forgotten
+    /// here with pieces here; an answer settles them.
+    fn on_settled(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txns: &[TxnId], ask: bool) {
+        if !ask {
+            self.gc.settled(txns);
+            return;
+        }
+        let forgot: Vec<TxnId> = txns
+            .iter()
+            .copied()
+            .filter(|&t| self.gc.forgot_mine(t))
+            .collect();
+        if !forgot.is_empty() {
+            let txns = forgot.into();
+            ctx.send(from, Msg::Settled { txns, ask: false });
         }
     }
 
@@ -2309,6 +2352,10 @@ impl JanusServer {
             local_deps_cap,
             locals_cap = self.locals.capacity(),
             committed_cap = self.committed.capacity(),
+            forgot_record_bytes = self.gc.record_bytes(),
+            forgot_components = self.gc.components_kept(),
+            forgot_component_bytes = self.gc.component_bytes(),
+            tombstones = self.gc.tombstones(),
         );
         let mut s = std::mem::take(&mut self.stats.msgs);
         // The dependency graph's walks ([`crate::depgraph::DepGraph`]'s
@@ -2496,6 +2543,7 @@ impl JanusServer {
             }
             Msg::CatchUp => self.on_catch_up(ctx, from),
             Msg::Executed { txns, echo } => self.on_executed(ctx, from, &txns, echo),
+            Msg::Settled { txns, ask } => self.on_settled(ctx, from, &txns, ask),
             Msg::Forgotten { txn, ref scc, .. } => {
                 let scc = scc.clone();
                 if self.recoveries.contains_key(&txn) {
@@ -2603,6 +2651,11 @@ impl Node<Msg> for JanusServer {
                 ("janus_graph_vertices", self.graph.len() as u64),
                 ("janus_tombstones", self.gc.tombstones() as u64),
                 ("janus_forgot_record_bytes", self.gc.record_bytes() as u64),
+                ("janus_forgot_components", self.gc.components_kept() as u64),
+                (
+                    "janus_forgot_component_bytes",
+                    self.gc.component_bytes() as u64,
+                ),
                 ("janus_inquiries_parked", self.inquiries.len() as u64),
             ],
             ..NodeReport::default()

@@ -48,8 +48,8 @@ pub(super) enum Sent {
 pub(super) struct MsgStats {
     /// Messages received and sent, by [`super::msg::KINDS`]: each received
     /// one is an event, the simulator's unit of server CPU.
-    pub rx: [u64; 19],
-    pub tx: [u64; 19],
+    pub rx: [u64; 20],
+    pub tx: [u64; 20],
     /// Steps that were not messages: timers and log syncs.
     pub other_events: u64,
     /// Inquires started (Algorithm 4, l. 45), by why: a STARTED ancestor

@@ -332,6 +332,18 @@ impl Cluster {
         self.step(i);
     }
 
+    /// §3.2 / Fig. 1b: `t1`'s and `t2`'s PreAccepts reach shard 0's
+    /// replicas in different orders (`t1` first at replica 0 only), so no
+    /// fast quorum agrees and the commits carry the cycle `t1` ↔ `t2`.
+    fn cross_pre_accepts(&mut self, t1: TxnId, t2: TxnId) {
+        self.deliver_pre_accept(t1, 0);
+        self.deliver_pre_accept(t2, 0);
+        self.deliver_pre_accept(t2, 1);
+        self.deliver_pre_accept(t1, 1);
+        self.deliver_pre_accept(t2, 2);
+        self.deliver_pre_accept(t1, 2);
+    }
+
     /// Delivers `msg` from a node outside the cluster (a recovery
     /// coordinator played by the test) to server `to`, and returns the
     /// server's replies to it.
@@ -480,12 +492,7 @@ fn opposite_arrival_orders_take_the_slow_path_and_one_order() {
     let t1 = c.submit(0);
     let t2 = c.submit(1);
     assert!(t1 < t2);
-    c.deliver_pre_accept(t1, 0);
-    c.deliver_pre_accept(t2, 0);
-    c.deliver_pre_accept(t2, 1);
-    c.deliver_pre_accept(t1, 1);
-    c.deliver_pre_accept(t2, 2);
-    c.deliver_pre_accept(t1, 2);
+    c.cross_pre_accepts(t1, t2);
     c.run();
     assert_eq!(c.done.len(), 2, "both commit");
     assert_eq!((c.saw(t1), c.saw(t2)), (10, 11));
@@ -1638,4 +1645,160 @@ fn per_row_disjoint_columns_of_a_row_conflict() {
     let t2 = c.submit_proc(1, ColIncr::proc(1));
     c.deliver_pre_accept(t2, 0);
     assert_eq!(pre_accept_deps(&c, t2, 0), [t1]);
+}
+
+impl Cluster {
+    /// [`Self::run`], losing every message `lose` picks.
+    fn run_losing(&mut self, lose: &impl Fn(&Msg) -> bool) {
+        loop {
+            self.queue.retain(|(_, _, m)| !lose(m));
+            if self.queue.is_empty() {
+                break;
+            }
+            self.step(0);
+        }
+    }
+
+    /// [`Self::rounds`], losing every message `lose` picks.
+    fn rounds_losing(&mut self, rounds: u32, lose: impl Fn(&Msg) -> bool) {
+        let alive: Vec<usize> = (0..self.coords.len()).collect();
+        for _ in 0..rounds {
+            self.run_losing(&lose);
+            self.advance(10 * MS, &alive);
+        }
+    }
+}
+
+/// Issue 6 (`gc`, *what bounds the record*): a replica keeps a forgotten
+/// transaction's component while a member of it may be unexecuted at some
+/// replica of its shards, and drops it once each member was forgotten here
+/// with pieces here or another shard's replica said it forgot it with
+/// pieces there ([`Msg::Settled`]) — each then executed at every replica
+/// of each of its shards. T1 (`x++`, shard 0) and T2 (`x++` at shard 0,
+/// `y += x` at shard 1) reach shard 0's replicas in opposite orders: one
+/// component {T1, T2} everywhere. Shard 0 holds both members and drops it
+/// at once; shard 1 holds T2 only and keeps it while every `Settled`
+/// answer is lost — long after every tombstone expired an Inquire about
+/// T2 there still gets the component, which a server with a member
+/// unexecuted would need — and drops it once one comes. A `Settled`
+/// answer lists only what the replica forgot with pieces at its shard
+/// (shard 1 forgot T1 too, as an ancestor: it does not vouch for it),
+/// and a late Commit naming T1 is a cut-off, as before.
+#[test]
+fn a_component_is_kept_until_every_member_is_known_executed_everywhere() {
+    use super::msg::Dep;
+    let mut c = Cluster::with_shards(2);
+    let t1 = c.submit(0);
+    let t2 = c.submit_proc(1, Feed::proc(100));
+    assert!(t1 < t2);
+    c.cross_pre_accepts(t1, t2);
+    let settled = |m: &Msg| matches!(m, Msg::Settled { ask: false, .. });
+    c.rounds_losing(20, settled);
+    assert_eq!(c.done.len(), 2, "both commit");
+    // Later transactions of both coordinators pass their floors over T1
+    // and T2, so that their tombstones expire.
+    c.submit(0);
+    let t4 = c.submit_proc(1, Feed::proc(100));
+    c.rounds_losing(20, settled);
+    assert_eq!(c.done.len(), 4);
+    assert_eq!(c.held(0, X), vec![(14, t4.version()); 3], "T1, T2, T3, T4");
+    let cfg = JanusConfig::default();
+    for _ in 0..cfg.forget_epochs + 2 {
+        c.advance(cfg.epoch, &[]);
+        c.run_losing(&settled);
+    }
+    let forgotten = c.per_server("janus_forgotten");
+    assert_eq!(forgotten[..3], [4, 4, 4], "{forgotten:?}");
+    assert_eq!(c.per_server("janus_forgot_components"), [0, 0, 0, 1, 1, 1]);
+    let tombstones = c.per_server("janus_tombstones");
+    assert!(
+        tombstones.iter().all(|&n| n <= 2),
+        "{tombstones:?}: T3's, T4's"
+    );
+    let answer =
+        |c: &mut Cluster, r: u32, txn: TxnId| match &c.ask_server(r, Msg::Inquire { txn })[..] {
+            [Msg::Forgotten { txn: x, scc, .. }] if *x == txn => scc.as_ref().map(|s| s.to_vec()),
+            other => panic!("{txn:?} at {r}: {other:?}"),
+        };
+    for r in 3..6 {
+        assert_eq!(answer(&mut c, r, t2), Some(vec![t1, t2]), "replica {r}");
+    }
+    for r in 0..3 {
+        assert_eq!(answer(&mut c, r, t1), None, "replica {r}");
+        assert_eq!(answer(&mut c, r, t2), None, "replica {r}");
+    }
+    let vouch = |c: &mut Cluster, r: u32| {
+        let ask = Msg::Settled {
+            txns: Arc::from([t1, t2]),
+            ask: true,
+        };
+        match &c.ask_server(r, ask)[..] {
+            [Msg::Settled { txns, ask: false }] => txns.to_vec(),
+            [] => Vec::new(),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(vouch(&mut c, 0), [t1, t2]);
+    assert_eq!(vouch(&mut c, 3), [t2], "T1 has no pieces at shard 1");
+    // The answers come through now.
+    c.advance(cfg.epoch, &[]);
+    c.run();
+    assert_eq!(c.per_server("janus_forgot_components"), [0; 6]);
+    for r in 3..6 {
+        assert_eq!(answer(&mut c, r, t2), None, "replica {r}");
+    }
+    let late = TxnId::new(NodeId(RECOVERY), 0, 1);
+    let on_t1 = Dep {
+        txn: t1,
+        shards: Arc::from([ShardId(0)]),
+    };
+    match &c.ask_server(0, commit_of(late, vec![on_t1]))[..] {
+        [Msg::CommitOk { txn, results, .. }] if *txn == late => {
+            assert_eq!(dec(results.first().map(|r| &r.output)), 14);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(c.inquired(0, t1).is_empty(), "{:?}", c.queue);
+    assert_eq!(c.per_server("janus_forgotten_run_again"), [0; 6]);
+}
+
+/// Issue 6 (`gc`, *what bounds the record*): in a long fault-free run of
+/// one shard, where every component's members all have pieces here, a
+/// replica's record grows only by its bitmaps (a bit per transaction id of
+/// each coordinator, here 300 each) between 300 and 600 transactions that
+/// formed 300 components of two (opposite arrival orders, §3.2), and the
+/// components it keeps not at all. Before session 24 every member kept a
+/// map entry and its component for as long as the replica lived (about
+/// 60 bytes per pair here).
+#[test]
+fn the_components_kept_stop_growing_in_a_long_run() {
+    let mut c = Cluster::new();
+    let mut midway = (Vec::new(), Vec::new());
+    for i in 0..300 {
+        let t1 = c.submit(0);
+        let t2 = c.submit(1);
+        c.cross_pre_accepts(t1, t2);
+        c.rounds(8, None);
+        if i == 149 {
+            c.rounds(20, None);
+            midway = (
+                c.per_server("janus_forgot_record_bytes"),
+                c.per_server("janus_forgot_component_bytes"),
+            );
+        }
+    }
+    c.rounds(20, None);
+    assert_eq!(c.paths(), (0, 600), "every pair formed a component");
+    assert_eq!(c.per_server("janus_graph_vertices"), [0, 0, 0]);
+    assert_eq!(c.per_server("janus_forgot_components"), [0, 0, 0]);
+    let end = c.per_server("janus_forgot_record_bytes");
+    for (r, (&before, &after)) in midway.0.iter().zip(&end).enumerate() {
+        // Two coordinators' bitmaps of 300 more ids each, whose vectors
+        // may double: at most 2 * 600 / 8 bytes.
+        let grew = after.saturating_sub(before);
+        assert!(grew <= 150, "replica {r}: {before} -> {after}");
+    }
+    assert_eq!(c.per_server("janus_forgot_component_bytes"), midway.1);
+    assert_eq!(c.per_server("janus_forgotten_run_again"), [0, 0, 0]);
+    c.assert_replicas_hold(610, TxnId::new(NodeId(4), 0, 600));
 }
