@@ -24,8 +24,12 @@
 //!
 //! A vertex of a transaction without pieces here (an ancestor learnt by
 //! Inquire) is forgotten once it is DECIDED with nothing unexecuted behind
-//! it here, untouched for two epochs: no other server asks this one about
-//! it.
+//! it here, untouched for two epochs. That says nothing of its own shards,
+//! so an Inquire about it is left unanswered here (the asker's retry goes
+//! to the replicas of its shards): answered `Forgotten`, it told a replica
+//! of its shard that had not seen it yet that it executed everywhere, and
+//! that replica never ran it (issue 6, session 24, a restarted replica
+//! over `tcp`; `JanusServer::forgot_only_as_ancestor`).
 //!
 //! What is kept of a forgotten T is a [`Tombstone`]: committed, the abandon
 //! flag, and the members of its strongly connected component, ids only

@@ -1359,6 +1359,9 @@ impl JanusServer {
     }
 
     fn on_inquire(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) {
+        if self.forgot_only_as_ancestor(txn) {
+            return;
+        }
         if self.answer_forgotten(ctx, from, txn) {
             return;
         }
@@ -1553,6 +1556,20 @@ impl JanusServer {
         !self.locals.contains_key(&txn) && !self.committed.contains_key(&txn) && self.gc.stale(txn)
     }
 
+    /// `txn` was forgotten here as an ancestor without pieces here
+    /// ([`super::gc`]): DECIDED with nothing unexecuted behind it *here*,
+    /// which says nothing of its own shards. Its `Forgotten` answer would
+    /// tell an asker that it executed everywhere, and a replica of its
+    /// shards that has not seen it yet (a restarted one catching up over
+    /// `tcp`, issue 6, session 24) adopted it as done and never ran its
+    /// pieces: a dependent ran before it and the replica diverged. Such an
+    /// Inquire is left unanswered, as a moot one: the asker's retry goes to
+    /// every replica of `txn`'s shards (or every server), and those answer
+    /// from what they hold or from their record of what they forgot.
+    fn forgot_only_as_ancestor(&self, txn: TxnId) -> bool {
+        self.gc.is_gone(txn) && !self.gc.forgot_mine(txn)
+    }
+
     /// Release parked Inquires that nothing here will answer: about a
     /// transaction forgotten since (answered with its tombstone) or moot
     /// ([`Self::moot`], dropped).
@@ -1565,7 +1582,7 @@ impl JanusServer {
             .collect();
         for t in done {
             let askers = self.inquiries.remove(&t).unwrap_or_default();
-            if self.gc.is_gone(t) {
+            if self.gc.is_gone(t) && !self.forgot_only_as_ancestor(t) {
                 for a in askers {
                     self.answer_forgotten(ctx, a, t);
                 }

@@ -1802,3 +1802,51 @@ fn the_components_kept_stop_growing_in_a_long_run() {
     assert_eq!(c.per_server("janus_forgotten_run_again"), [0, 0, 0]);
     c.assert_replicas_hold(610, TxnId::new(NodeId(4), 0, 600));
 }
+
+/// A server of another shard that learnt T by Inquire and forgot it as an
+/// ancestor (DECIDED with nothing unexecuted behind it there) must not
+/// answer a later Inquire about T with `Forgotten`: that answer says T
+/// executed everywhere, and a replica of T's shard that had not seen T yet
+/// adopted it as done and never ran it (issue 6, session 24: a restarted
+/// replica over `tcp` ran a dependent first and diverged). It stays
+/// silent; the asker's retry reaches T's own replicas.
+#[test]
+fn an_ancestor_forgotten_by_another_shard_is_not_answered_as_executed() {
+    use super::msg::{CommitInfo, Dep};
+    let mut c = Cluster::with_shards(2);
+    let t = TxnId::new(NodeId(RECOVERY), 0, 1);
+    let t2 = TxnId::new(NodeId(RECOVERY), 0, 2);
+    let dep = Dep {
+        txn: t,
+        shards: Arc::from([ShardId(0)]),
+    };
+    let commit = Msg::Commit(Arc::new(CommitInfo {
+        txn: t2,
+        proc: Feed::proc(100),
+        deps: vec![dep],
+        abandon: false,
+    }));
+    c.ask_server(3, commit);
+    assert!(
+        c.queue
+            .iter()
+            .any(|(f, _, m)| f.0 == 3 && matches!(m, Msg::Inquire { txn } if *txn == t)),
+        "server 3 asks about its unknown ancestor: {:?}",
+        c.queue
+    );
+    let info = Arc::new(CommitInfo {
+        txn: t,
+        proc: Incr::proc(),
+        deps: Vec::new(),
+        abandon: false,
+    });
+    c.queue.clear();
+    c.ask_server(3, Msg::InquireOk(info));
+    c.rounds(20, None);
+    assert_eq!(c.per_server("janus_forgotten")[3], 1, "t forgotten at 3");
+    let replies = c.ask_server(3, Msg::Inquire { txn: t });
+    assert!(
+        !replies.iter().any(|m| matches!(m, Msg::Forgotten { .. })),
+        "{replies:?}"
+    );
+}
