@@ -203,7 +203,8 @@ pub struct JanusConfig {
     /// measured, they cannot save more than they may cost
     /// ([`quorum::fast_path_pays`]); off, it waits up to a retransmit
     /// period. Three-site TPC-C (`docs/results/janus.md`, *session 25*):
-    /// +16% new-orders/s at 1,500 clients, not a gain at 3,000.
+    /// +16% new-orders/s at 1,500 clients, −15% / −20% at 3,000 (seeds
+    /// 1, 2).
     pub fast_path_wait_by_rtt: bool,
 }
 
