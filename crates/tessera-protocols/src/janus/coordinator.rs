@@ -16,7 +16,8 @@
 
 use super::driver::{Driver, Progress};
 use super::msg::Msg;
-use super::stats::DepStats;
+use super::quorum::RoundTrips;
+use super::stats::{trace_on, DepStats};
 use super::JanusConfig;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -44,6 +45,13 @@ pub struct JanusCoordinator {
     /// last line, µs from start to the path's choice, from start to
     /// committing, and from committing to the client's answer.
     timing: Option<Timing>,
+    /// Per-transaction event lines ([`trace_on`]); transactions whose
+    /// commit was logged.
+    trace: bool,
+    traced: tessera_core::FastSet<TxnId>,
+    /// Each replica's PreAccept round trip as measured here, to stop
+    /// waiting for a fast path that cannot pay ([`super::quorum::fast_path_pays`]).
+    rtts: RoundTrips,
 }
 
 #[derive(Default)]
@@ -75,6 +83,9 @@ impl JanusCoordinator {
                 site,
                 ..Timing::default()
             }),
+            trace: trace_on(),
+            traced: tessera_core::fast_set(),
+            rtts: RoundTrips::default(),
         }
     }
 
@@ -105,6 +116,9 @@ impl JanusCoordinator {
     /// Count the path taken, answer the client, forget a finished driver.
     fn absorb(&mut self, ctx: &mut Ctx<Msg>, txn: TxnId, p: Progress) {
         self.time(ctx.now(), txn, &p);
+        if self.trace {
+            self.trace_step(ctx.now(), txn, &p);
+        }
         match p.path {
             Some(true) => self.fast += 1,
             Some(false) => self.slow += 1,
@@ -116,6 +130,24 @@ impl JanusCoordinator {
         if p.finished {
             self.txns.remove(&txn);
             self.open.remove(&txn);
+        }
+    }
+
+    /// Event lines of `txn`'s step: its commit with its dependencies
+    /// (once), its answer.
+    fn trace_step(&mut self, now: Time, txn: TxnId, p: &Progress) {
+        let Some(d) = self.txns.get(&txn) else {
+            return;
+        };
+        if d.committing() && self.traced.insert(txn) {
+            if let Some(info) = d.decision() {
+                let deps: Vec<u64> = info.deps.iter().map(|x| x.txn.0).collect();
+                tracing::debug!(target: "tessera_protocols::janus::trace", at = now, txn = txn.0, fast = p.path == Some(true), deps = ?deps, "C");
+            }
+        }
+        if p.outcome.is_some() {
+            self.traced.remove(&txn);
+            tracing::debug!(target: "tessera_protocols::janus::trace", at = now, txn = txn.0, "A");
         }
     }
 
@@ -136,7 +168,15 @@ impl JanusCoordinator {
         let Some(d) = self.txns.get_mut(&txn) else {
             return;
         };
-        let p = d.on_reply(ctx, from, msg, self.cfg.retransmit);
+        if self.trace && matches!(msg, Msg::CommitOk { .. }) {
+            tracing::debug!(target: "tessera_protocols::janus::trace", at = ctx.now(), txn = txn.0, from = from.0, "Q");
+        }
+        if matches!(msg, Msg::PreAcceptOk { .. }) {
+            let sample = ctx.now().saturating_sub(d.pre_accept_sent());
+            self.rtts.observe(from, sample);
+        }
+        let rtts = self.cfg.fast_path_wait_by_rtt.then_some(&self.rtts);
+        let p = d.on_reply(ctx, from, msg, self.cfg.retransmit, rtts);
         self.absorb(ctx, txn, p);
     }
 
@@ -177,6 +217,13 @@ impl Coordinator<Msg> for JanusCoordinator {
         }
         self.open.insert(txn);
         let floor = self.open.first().copied().unwrap_or(txn);
+        if self.trace {
+            let shards: Vec<u32> = tessera_core::txn::participants(proc.as_ref())
+                .iter()
+                .map(|s| s.0)
+                .collect();
+            tracing::debug!(target: "tessera_protocols::janus::trace", at = ctx.now(), txn = txn.0, shards = ?shards, "S");
+        }
         let d = Driver::start(ctx, txn, proc, &self.topology, self.cfg.retransmit, floor);
         self.txns.insert(txn, d);
         if let Some(tm) = self.timing.as_mut() {

@@ -19,7 +19,7 @@
 //! higher ballot.
 
 use super::msg::{Ballot, CommitInfo, Dep, Msg, Prepared};
-use super::quorum::{choose, Path};
+use super::quorum::{choose, fast_path_pays, Path, RoundTrips};
 use super::recovery::{decide, Next, ShardReplies};
 use crate::depgraph::PieceReply;
 use std::sync::Arc;
@@ -89,6 +89,8 @@ pub(super) struct Driver {
     /// The own coordinator's floor when it started this transaction, sent
     /// with every PreAccept ([`Msg::PreAccept`]); `None` for a recovery.
     floor: Option<TxnId>,
+    /// When the PreAccepts first went.
+    pre_sent: Time,
 }
 
 impl Driver {
@@ -120,6 +122,7 @@ impl Driver {
             retransmit_at: 0,
             rto: 0,
             floor: None,
+            pre_sent: 0,
         }
     }
 
@@ -157,6 +160,11 @@ impl Driver {
     /// The decision is known and being spread (Algorithm 1, l. 14 on).
     pub fn committing(&self) -> bool {
         self.phase == Phase::Commit
+    }
+
+    /// The decision, once known.
+    pub fn decision(&self) -> Option<&Arc<super::msg::CommitInfo>> {
+        self.commit.as_ref()
     }
 
     pub fn abandoned(&self) -> bool {
@@ -212,6 +220,9 @@ impl Driver {
     }
 
     fn enter(&mut self, ctx: &mut Ctx<Msg>, phase: Phase, base_rto: Time) {
+        if phase == Phase::PreAccept {
+            self.pre_sent = ctx.now();
+        }
         self.phase = phase;
         self.rto = base_rto;
         self.retransmit_at = ctx.now() + base_rto;
@@ -238,11 +249,30 @@ impl Driver {
         self.enter(ctx, Phase::Commit, rto);
     }
 
+    /// When the PreAccepts first went (a PreAccept-OK's round trip).
+    pub fn pre_accept_sent(&self) -> Time {
+        self.pre_sent
+    }
+
     /// Algorithm 1, ll. 4–13, with `patient` false once a retransmit period
-    /// passed without every replica's reply. A recovery coordinator's
-    /// PreAccept never takes the fast path (Algorithm 6, l. 80).
-    fn after_pre_accept(&mut self, ctx: &mut Ctx<Msg>, patient: bool, rto: Time) -> Option<bool> {
-        let path = match choose(&self.pre, patient && !self.recovery) {
+    /// passed without every replica's reply, or when the missing replies
+    /// cannot pay for the wait by `rtts` ([`fast_path_pays`]). A recovery
+    /// coordinator's PreAccept never takes the fast path (Algorithm 6,
+    /// l. 80).
+    fn after_pre_accept(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        patient: bool,
+        rto: Time,
+        rtts: Option<&RoundTrips>,
+    ) -> Option<bool> {
+        let mut patient = patient && !self.recovery;
+        if let (true, Some(rtts)) = (patient, rtts) {
+            if choose(&self.pre, true) == Path::Wait {
+                patient = fast_path_pays(&self.groups, &self.pre, rtts, self.pre_sent, ctx.now());
+            }
+        }
+        let path = match choose(&self.pre, patient) {
             Path::Fast(deps) if self.recovery => Path::Slow(deps),
             p => p,
         };
@@ -334,7 +364,16 @@ impl Driver {
     }
 
     /// A replica's answer to this driver's request.
-    pub fn on_reply(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg, rto: Time) -> Progress {
+    /// `rtts`: the own coordinator's round-trip estimates, which may end
+    /// its wait for the fast path early ([`fast_path_pays`]).
+    pub fn on_reply(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        from: NodeId,
+        msg: Msg,
+        rto: Time,
+        rtts: Option<&RoundTrips>,
+    ) -> Progress {
         let mut p = Progress::default();
         let Some((s, i)) = self.locate(from) else {
             return p;
@@ -350,7 +389,7 @@ impl Driver {
                 if self.phase == Phase::PreAccept && ballot == self.ballot =>
             {
                 self.pre[s][i] = Some(deps);
-                p.path = self.after_pre_accept(ctx, true, rto);
+                p.path = self.after_pre_accept(ctx, true, rto, rtts);
             }
             Msg::AcceptOk { ballot, .. }
                 if self.phase == Phase::Accept && ballot == self.ballot =>
@@ -428,7 +467,7 @@ impl Driver {
             return p;
         }
         if self.phase == Phase::PreAccept {
-            p.path = self.after_pre_accept(ctx, false, rto);
+            p.path = self.after_pre_accept(ctx, false, rto, None);
             if p.path.is_some() {
                 return p;
             }

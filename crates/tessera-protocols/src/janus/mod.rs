@@ -16,7 +16,11 @@
 //!    all returned identical dependencies, the union is the consensus and
 //!    the coordinator commits at once; otherwise it sends the union from a
 //!    majority in an **Accept** with ballot 0, and commits after a majority
-//!    of Accept-OKs per shard (§3.2).
+//!    of Accept-OKs per shard (§3.2). Once a majority agrees it waits for
+//!    the rest up to a retransmit period (the paper does not say how
+//!    long); with [`JanusConfig::fast_path_wait_by_rtt`] only where, by the
+//!    round trips it measured, the fast path may save more than it costs
+//!    ([`quorum::fast_path_pays`]).
 //! 3. **Commit** — every replica puts the consensus dependencies into its
 //!    dependency graph (shared with Rococo: [`crate::depgraph`]), waits
 //!    until every ancestor is committing, sending an **Inquire** to a
@@ -194,6 +198,14 @@ pub struct JanusConfig {
     /// coarser order this crate had before 2026-11-29 (kept to compare:
     /// TPC-C's NewOrder and Payment then conflict on district rows).
     pub per_column: bool,
+    /// Off by default (experimental): the coordinator stops waiting for
+    /// the fast quorum's last replies when, by the round trips it
+    /// measured, they cannot save more than they may cost
+    /// ([`quorum::fast_path_pays`]); off, it waits up to a retransmit
+    /// period. Three-site TPC-C (`docs/results/janus.md`, *session 25*):
+    /// +16% new-orders/s at 1,500 clients, −15% / −20% at 3,000 (seeds
+    /// 1, 2).
+    pub fast_path_wait_by_rtt: bool,
 }
 
 impl Default for JanusConfig {
@@ -208,6 +220,7 @@ impl Default for JanusConfig {
             forget_epochs: 40,
             wait_one_blocker: false,
             per_column: true,
+            fast_path_wait_by_rtt: false,
         }
     }
 }

@@ -22,7 +22,7 @@
 use super::driver::{Driver, Progress};
 use super::gc::Gc;
 use super::msg::{Announce, Ballot, CommitInfo, Dep, Msg, Prepared};
-use super::stats::{DepStats, Sent};
+use super::stats::{trace_on, DepStats, Sent};
 use super::tracker::{Item, Tracker};
 use super::wal::{Component, Components, Record};
 use super::JanusConfig;
@@ -258,6 +258,10 @@ pub struct JanusServer {
     /// Late messages about forgotten transactions, by [`Late`], since the
     /// last report.
     late: [u64; 4],
+    /// Per-transaction event lines on ([`trace_on`]), and the sender and
+    /// kind of the message being handled (`u32::MAX`: a timer or a sync).
+    trace: bool,
+    heard: (u32, usize),
 }
 
 impl JanusServer {
@@ -306,6 +310,8 @@ impl JanusServer {
             components: Components::default(),
             stats: DepStats::new(),
             late: [0; 4],
+            trace: trace_on(),
+            heard: (u32::MAX, 0),
         };
         for write in &env.recovered {
             let recs = super::wal::records(write)
@@ -645,6 +651,9 @@ impl JanusServer {
         // A PreAccepted record carries the procedure already.
         let logged = self.locals.contains_key(&t);
         let mine = self.graft(&info, ctx.now());
+        if self.trace {
+            tracing::debug!(target: "tessera_protocols::janus::trace", me = self.me.0, at = ctx.now(), txn = t.0, mine, from = self.heard.0, kind = self.heard.1, "K");
+        }
         if mine {
             let rec = Record::Committed {
                 txn: t,
@@ -814,6 +823,9 @@ impl JanusServer {
                     }
                 }
                 Decision::Scc(_) => {
+                    if self.trace {
+                        tracing::debug!(target: "tessera_protocols::janus::trace", me = self.me.0, at = ctx.now(), txn = t.0, members = self.graph.members(t).len(), "D");
+                    }
                     // Local ancestors decided with `t` run when their own
                     // turn comes; make sure it comes.
                     for v in rose {
@@ -1066,6 +1078,9 @@ impl JanusServer {
             let run = std::mem::take(&mut self.locals.get_mut(&t).expect("local").run);
             (run.replies, run.written)
         };
+        if self.trace {
+            tracing::debug!(target: "tessera_protocols::janus::trace", me = self.me.0, at = ctx.now(), txn = t.0, "E");
+        }
         if self.stats.on() {
             if let Some(at) = self.stats.committed_at.remove(&t) {
                 let us = micros(ctx.now().saturating_sub(at));
@@ -1196,6 +1211,9 @@ impl JanusServer {
         if self.fetching.contains_key(&(t, piece)) {
             return;
         }
+        if self.trace {
+            tracing::debug!(target: "tessera_protocols::janus::trace", me = self.me.0, at = ctx.now(), txn = t.0, piece, "F");
+        }
         ctx.send(
             self.counterpart(shard, 0),
             Msg::FetchOutput { txn: t, piece },
@@ -1276,6 +1294,9 @@ impl JanusServer {
             return; // a duplicate, or for a transaction executed already
         }
         self.fetched += 1;
+        if self.trace {
+            tracing::debug!(target: "tessera_protocols::janus::trace", me = self.me.0, at = ctx.now(), txn = txn.0, piece, "O");
+        }
         self.outputs.insert((txn, piece), output);
         self.wakeups.push(txn);
         self.drain(ctx);
@@ -1377,6 +1398,9 @@ impl JanusServer {
                 if !parked.iter().any(|(a, _)| *a == from) {
                     parked.push((from, ctx.now()));
                 }
+            }
+            if self.trace {
+                tracing::debug!(target: "tessera_protocols::janus::trace", me = self.me.0, at = ctx.now(), txn = txn.0, from = from.0, "P");
             }
             let askers = self.inquiries.entry(txn).or_default();
             if !askers.contains(&from) {
@@ -1767,7 +1791,7 @@ impl JanusServer {
         let Some(d) = self.recoveries.get_mut(&t) else {
             return; // a late reply to a finished recovery
         };
-        let p = d.on_reply(ctx, from, msg, self.cfg.retransmit);
+        let p = d.on_reply(ctx, from, msg, self.cfg.retransmit, None);
         self.after_recovery_step(ctx, t, p);
     }
 
@@ -2444,6 +2468,9 @@ impl JanusServer {
                 asked.1 = true;
             }
         }
+        if self.trace {
+            tracing::debug!(target: "tessera_protocols::janus::trace", me = self.me.0, at = ctx.now(), txn = txn.0, to = to.0, why = why as u8, "I");
+        }
         ctx.send(to, Msg::Inquire { txn });
     }
 
@@ -2613,7 +2640,9 @@ impl Node<Msg> for JanusServer {
         if self.stats.on() {
             self.stats.msgs.rx[msg.kind()] += 1;
         }
+        self.heard = (from.0, msg.kind());
         self.handle(ctx, from, msg);
+        self.heard = (u32::MAX, 0);
         self.count_sent(ctx);
     }
 

@@ -8,6 +8,17 @@ use tessera_core::ids::{NodeId, Time, TxnId};
 use tessera_core::FastMap;
 use tracing::Level;
 
+/// Whether the per-transaction event lines are wanted (issue 6, the three-site Inquire gap): who
+/// learnt which commit when and from whom, when each replica decided and
+/// executed each transaction, and the coordinators' start, commit (with
+/// its dependencies) and answer, for offline analysis
+/// (`measurements/2026-11-29/janus25c-*.py`). Logged only when this
+/// target is at debug level; like [`DepStats`] they touch no time,
+/// randomness or message.
+pub(super) fn trace_on() -> bool {
+    tracing::enabled!(target: "tessera_protocols::janus::trace", Level::DEBUG)
+}
+
 /// Sizes seen since the last line, by what carried them.
 #[derive(Default)]
 pub(super) struct DepStats {
