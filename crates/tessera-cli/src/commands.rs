@@ -391,6 +391,7 @@ fn knobs_of(a: &RunArgs) -> Knobs {
         ro_rounds: a.ro_rounds,
         forget_epochs: a.forget_epochs,
         per_column: a.per_column,
+        fast_path_by_rtt: a.fast_path_by_rtt,
     }
 }
 
@@ -866,6 +867,7 @@ pub fn default_comparison() -> Result<()> {
         ro_rounds: None,
         forget_epochs: None,
         per_column: None,
+        fast_path_by_rtt: None,
         client_cpu_ns: None,
         byte_cpu_ps: None,
         local_cpu_ns: None,

@@ -465,6 +465,12 @@ pub struct RunArgs {
     /// (on|off, default on; sim and local only).
     #[arg(long, value_parser = parse_on_off)]
     per_column: Option<bool>,
+    /// janus: the coordinator stops waiting for the fast quorum's last
+    /// PreAccept replies where, by the round trips it measured, the fast
+    /// path cannot save more than it costs (on|off, default off; sim and
+    /// local only; docs/results/janus.md, session 25).
+    #[arg(long, value_parser = parse_on_off)]
+    fast_path_by_rtt: Option<bool>,
     /// sim: CPU time a client host spends on each event, ns (the rdma
     /// preset's 300; dc's 1000): a client host runs its clients' events one
     /// at a time, as a thread runs its coroutines.

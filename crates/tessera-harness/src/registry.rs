@@ -1080,7 +1080,11 @@ pub fn find(name: &str) -> Result<ProtocolEntry, crate::spec::SpecError> {
 /// (conflicts per (row, column), §3, or per row), which is also what the
 /// run is checked at ([`ProtocolEntry::checks_per_column`]).
 fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
-    only_knobs(spec, "janus", &["--forget-epochs", "--per-column"])?;
+    only_knobs(
+        spec,
+        "janus",
+        &["--forget-epochs", "--per-column", "--fast-path-by-rtt"],
+    )?;
     let mut spec = spec.clone();
     spec.replicas = Some(spec.replicas.unwrap_or(3));
     // Timeouts cover the slowest round trip of the world, as the layered
@@ -1125,6 +1129,19 @@ fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
         }
         cfg.per_column = on;
     }
+    if let Some(on) = spec.knobs.fast_path_by_rtt {
+        // On `tcp` the servers' recovery coordinators take their
+        // configuration from the cluster file; refused there as
+        // `--per-column` is, so one run has one rule.
+        if spec.runtime == crate::RuntimeKind::Tcp {
+            return Err(SpecError::Invalid {
+                flag: "--fast-path-by-rtt",
+                value: if on { "on" } else { "off" }.into(),
+                allowed: "only with --runtime sim or local".into(),
+            });
+        }
+        cfg.fast_path_wait_by_rtt = on;
+    }
     Ok((cfg, spec))
 }
 
@@ -1159,7 +1176,7 @@ mod tests {
         });
         let wl = crate::run::workload(&wl_spec).unwrap();
         // s2pl reads --isolation but refuses snapshot, naming the flag.
-        let cases: [(&str, Knobs); 7] = [
+        let cases: [(&str, Knobs); 8] = [
             (
                 "--epoch-ms",
                 Knobs {
@@ -1212,6 +1229,13 @@ mod tests {
                     ..Knobs::default()
                 },
             ),
+            (
+                "--fast-path-by-rtt",
+                Knobs {
+                    fast_path_by_rtt: Some(true),
+                    ..Knobs::default()
+                },
+            ),
         ];
         for e in registry() {
             for (flag, knobs) in &cases {
@@ -1221,7 +1245,7 @@ mod tests {
                     "--prepare-deadline-ms" => ["pt-occ", "lt-occ"].contains(&e.name),
                     "--isolation" => ["pt-occ", "lt-occ"].contains(&e.name),
                     "--ro-rounds" | "--forget-epochs" => false,
-                    "--per-column" => e.name == "janus",
+                    "--per-column" | "--fast-path-by-rtt" => e.name == "janus",
                     _ => e.name.starts_with("nocc"),
                 };
                 if reads {

@@ -261,13 +261,19 @@ pub struct Knobs {
     /// on by default); the run is recorded and checked at the same
     /// granularity (`ProtocolEntry::checks_per_column`).
     pub per_column: Option<bool>,
+    /// Janus: `--fast-path-by-rtt on|off`, the coordinator stops waiting
+    /// for the fast quorum's last replies where by its measured round
+    /// trips the wait cannot pay
+    /// ([`tessera_protocols::janus::JanusConfig::fast_path_wait_by_rtt`],
+    /// off by default).
+    pub fast_path_by_rtt: Option<bool>,
 }
 
 impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 29] = [
+        let flags: [(&'static str, bool); 30] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
@@ -303,6 +309,7 @@ impl Knobs {
             ("--ro-rounds", self.ro_rounds.is_some()),
             ("--forget-epochs", self.forget_epochs.is_some()),
             ("--per-column", self.per_column.is_some()),
+            ("--fast-path-by-rtt", self.fast_path_by_rtt.is_some()),
         ];
         for (f, set) in flags {
             if set {

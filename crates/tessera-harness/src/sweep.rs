@@ -39,6 +39,7 @@ pub const PARAMS: &[&str] = &[
     "home-warehouse",
     "epoch-barrier",
     "per-column",
+    "fast-path-by-rtt",
 ];
 
 /// OOCC's ablation steps (§VIII.D, Fig. 11), each adding one technique to
@@ -217,6 +218,7 @@ impl Vary {
             ("isolation", _) => spec.knobs.isolation = Some(self.label(v)?.to_string()),
             ("epoch-barrier", _) => spec.knobs.epoch_barrier = Some(on_off(v)?),
             ("per-column", _) => spec.knobs.per_column = Some(on_off(v)?),
+            ("fast-path-by-rtt", _) => spec.knobs.fast_path_by_rtt = Some(on_off(v)?),
             ("home-warehouse", WorkloadSpec::Tpcc(c)) => {
                 c.home_warehouse = HomeWarehouse::parse(self.label(v)?).unwrap_or_default()
             }
