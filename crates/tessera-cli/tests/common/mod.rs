@@ -108,7 +108,7 @@ fn free_ports(n: usize) -> Vec<u16> {
 }
 
 /// Lines of each server's log a failing test prints.
-const TAIL: usize = 60;
+const TAIL: usize = 200;
 
 pub struct Cluster {
     pub dir: tempfile::TempDir,
