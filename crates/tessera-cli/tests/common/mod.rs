@@ -100,11 +100,23 @@ fn free_ports(n: usize) -> Vec<u16> {
         }
         let p = b.next;
         b.next += 1;
-        if TcpListener::bind(("127.0.0.1", p)).is_ok() {
+        if bindable(p) {
             ports.push(p);
         }
     }
     ports
+}
+
+/// Whether a server could bind `port` (with `SO_REUSEADDR`, as it does),
+/// tried without listening. A listening probe outlives its drop in every
+/// child another test thread is spawning at that moment (a copy of the
+/// descriptor until the child's exec closes it) and, listening, keeps the
+/// server given the port from binding; a bound one does not, and a bind
+/// still fails where anything listens.
+fn bindable(port: u16) -> bool {
+    tokio::net::TcpSocket::new_v4().is_ok_and(|s| {
+        s.set_reuseaddr(true).is_ok() && s.bind(([127, 0, 0, 1], port).into()).is_ok()
+    })
 }
 
 /// Lines of each server's log a failing test prints.
