@@ -97,7 +97,7 @@ fn a_memory_node_killed_mid_run_ends_the_bench_with_an_error() {
     let bench = c.bench("3s");
     std::thread::sleep(Duration::from_millis(1500));
     c.kill9(1);
-    let out = finish_within(bench, Duration::from_secs(60), &c);
+    let out = finish_within(bench, Duration::from_secs(60));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let addr = format!("127.0.0.1:{}", c.ports[1]);

@@ -7,21 +7,120 @@ use std::collections::BTreeMap;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_tessera");
 
-/// `n` distinct free ports: every listener is held until all are bound
-/// (one released before the next bind could be handed out again: CI
-/// 2026-11-25 saw two nodes of one cluster given the same port).
-fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    held.iter()
-        .map(|l| l.local_addr().unwrap().port())
+/// Ports per block a test process claims (see [`free_ports`]).
+const BLOCK: u16 = 100;
+
+/// The blocks of server ports this process claimed in one network
+/// namespace, and the next port to hand out.
+struct Blocks {
+    /// A listener on each claimed block's first port, held until the
+    /// process exits: the claim other test processes see.
+    claims: Vec<TcpListener>,
+    next: u16,
+    end: u16,
+}
+
+/// Claimed blocks by network namespace (`partition.rs` runs its clusters
+/// in a namespace of its own, where claims made outside do not count).
+static BLOCKS: Mutex<BTreeMap<String, Blocks>> = Mutex::new(BTreeMap::new());
+
+/// The kernel's ephemeral port range, from which it picks the local port
+/// of an outgoing connection and the port of a bind to port 0.
+fn ephemeral_range() -> (u16, u16) {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| {
+            let mut it = s.split_whitespace().map(|w| w.parse::<u16>().ok());
+            Some((it.next()??, it.next()??))
+        })
+        .unwrap_or((32768, 60999))
+}
+
+/// First ports of the blocks outside the ephemeral range, from port
+/// 10,000 up (below it are well-known services' ports).
+fn block_starts() -> Vec<u16> {
+    let (low, high) = ephemeral_range();
+    (10_000..=u16::MAX - BLOCK + 1)
+        .step_by(BLOCK as usize)
+        .filter(|&b| b + BLOCK - 1 < low || b > high)
         .collect()
 }
+
+/// A block no other process claimed, tried from a place set by the
+/// process id so that concurrent test processes rarely collide.
+fn claim_block() -> (TcpListener, u16) {
+    let starts = block_starts();
+    assert!(
+        !starts.is_empty(),
+        "no block of {BLOCK} ports lies outside the ephemeral range {:?}",
+        ephemeral_range()
+    );
+    let first = std::process::id() as usize % starts.len();
+    (0..starts.len())
+        .map(|k| starts[(first + k) % starts.len()])
+        .find_map(|b| TcpListener::bind(("127.0.0.1", b)).ok().map(|l| (l, b)))
+        .unwrap_or_else(|| {
+            panic!(
+                "every block of {BLOCK} ports outside {:?} is taken",
+                ephemeral_range()
+            )
+        })
+}
+
+/// `n` ports for servers, never handed out twice in this process, outside
+/// the kernel's ephemeral range and in blocks no other test process
+/// claimed. A port found free by binding port 0 (as before, 2026-11-29)
+/// is released before its server binds it, and while a killed server is
+/// down its port is free again: the kernel may give it to another
+/// process's bind to port 0 or to an outgoing connection, and the
+/// restart fails to bind. Outside the ephemeral range the kernel gives
+/// out no port by itself. A port some other program holds is skipped.
+fn free_ports(n: usize) -> Vec<u16> {
+    let ns = std::fs::read_link("/proc/thread-self/ns/net")
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let mut blocks = BLOCKS.lock().unwrap_or_else(|e| e.into_inner());
+    let b = blocks.entry(ns).or_insert(Blocks {
+        claims: Vec::new(),
+        next: 0,
+        end: 0,
+    });
+    let mut ports = Vec::with_capacity(n);
+    while ports.len() < n {
+        if b.next == b.end {
+            let (claim, start) = claim_block();
+            b.claims.push(claim);
+            b.next = start + 1;
+            b.end = start + BLOCK;
+        }
+        let p = b.next;
+        b.next += 1;
+        if bindable(p) {
+            ports.push(p);
+        }
+    }
+    ports
+}
+
+/// Whether a server could bind `port` (with `SO_REUSEADDR`, as it does),
+/// tried without listening. A listening probe outlives its drop in every
+/// child another test thread is spawning at that moment (a copy of the
+/// descriptor until the child's exec closes it) and, listening, keeps the
+/// server given the port from binding; a bound one does not, and a bind
+/// still fails where anything listens.
+fn bindable(port: u16) -> bool {
+    tokio::net::TcpSocket::new_v4().is_ok_and(|s| {
+        s.set_reuseaddr(true).is_ok() && s.bind(([127, 0, 0, 1], port).into()).is_ok()
+    })
+}
+
+/// Lines of each server's log a failing test prints.
+const TAIL: usize = 200;
 
 pub struct Cluster {
     pub dir: tempfile::TempDir,
@@ -142,7 +241,7 @@ stats_every_s = 0
         let addr = format!("127.0.0.1:{}", self.ports[i]).parse().unwrap();
         while TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_err() {
             if let Some(Ok(Some(st))) = self.servers[i].as_mut().map(|c| c.try_wait()) {
-                panic!("server s{i} exited: {st}; log:\n{}", self.log(i));
+                panic!("server s{i} exited: {st}");
             }
             assert!(t.elapsed() < Duration::from_secs(30), "s{i} not up");
             std::thread::sleep(Duration::from_millis(20));
@@ -157,6 +256,25 @@ stats_every_s = 0
     pub fn logs(&self) -> String {
         (0..self.ports.len())
             .map(|i| format!("--- s{i}\n{}", self.log(i)))
+            .collect()
+    }
+
+    /// The last [`TAIL`] lines of every server's log (its stdout and
+    /// stderr, over all its starts), each under its name and port.
+    pub fn tails(&self) -> String {
+        (0..self.ports.len())
+            .map(|i| {
+                let log = self.log(i);
+                let lines: Vec<&str> = log.lines().collect();
+                let from = lines.len().saturating_sub(TAIL);
+                format!(
+                    "--- s{i} (127.0.0.1:{}), last {} of {} lines\n{}\n",
+                    self.ports[i],
+                    lines.len() - from,
+                    lines.len(),
+                    lines[from..].join("\n")
+                )
+            })
             .collect()
     }
 
@@ -223,16 +341,15 @@ stats_every_s = 0
 
 /// The bench's output once it exits, or a failure if it runs for more
 /// than `limit` (a hang).
-pub fn finish_within(mut bench: Child, limit: Duration, c: &Cluster) -> Output {
+pub fn finish_within(mut bench: Child, limit: Duration) -> Output {
     let t = Instant::now();
     while bench.try_wait().unwrap().is_none() {
         if t.elapsed() > limit {
             bench.kill().unwrap();
             let out = bench.wait_with_output().unwrap();
             panic!(
-                "bench still running after {limit:?}: {}\nlogs:\n{}",
-                String::from_utf8_lossy(&out.stderr),
-                c.logs()
+                "bench still running after {limit:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
             );
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -243,13 +360,12 @@ pub fn finish_within(mut bench: Child, limit: Duration, c: &Cluster) -> Output {
 /// The bench's last row, after it exited successfully (within two
 /// minutes).
 pub fn row(bench: Child, c: &Cluster) -> serde_json::Value {
-    let out = finish_within(bench, Duration::from_secs(120), c);
+    let out = finish_within(bench, Duration::from_secs(120));
     assert!(
         out.status.success(),
-        "bench failed: {}\n{}\nlogs:\n{}",
+        "bench failed: {}\n{}",
         String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout),
-        c.logs()
+        String::from_utf8_lossy(&out.stdout)
     );
     c.rows().pop().expect("a row")
 }
@@ -261,11 +377,23 @@ pub fn counter(row: &serde_json::Value, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no counter {name} in {row}"))
 }
 
+/// A test that fails with a cluster up prints the tails of its servers'
+/// logs and keeps the cluster's directory (logs, write-ahead logs, cluster
+/// file) instead of deleting it: whatever failed, the servers' side of it
+/// is not lost.
 impl Drop for Cluster {
     fn drop(&mut self) {
         for c in self.servers.iter_mut().flatten() {
             let _ = c.kill();
             let _ = c.wait();
+        }
+        if std::thread::panicking() {
+            self.dir.disable_cleanup(true);
+            eprintln!(
+                "cluster kept in {}; its servers' logs:\n{}",
+                self.dir.path().display(),
+                self.tails()
+            );
         }
     }
 }
