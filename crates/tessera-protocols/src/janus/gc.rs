@@ -254,12 +254,19 @@
 //!
 //! A replica cut off (or down) while the others announced T learns that
 //! they executed it from their echo of its own announcement of T. A
-//! replica that executed T a while ago and has not heard a peer of its
-//! shard announce T tells that peer about T again
-//! ([`super::msg::Announce::Lagging`]): the peer inquires T if it missed
-//! it, or echoes that it executed it. A replica announces executing T
-//! only once T's Executed record is durable ([`super::wal`]): after a
-//! crash it must still hold what the others forgot.
+//! replica that executed T a while ago and has not heard a replica of one
+//! of T's shards (its own or another) announce T tells that replica about
+//! T again ([`super::msg::Announce::Lagging`], itself an announcement):
+//! the replica inquires T if it missed it, or echoes that it executed it.
+//! Until session 25 only the replicas of the nudger's own shard were told,
+//! and an announcement lost across shards (both copies sent while the
+//! receiver was cut off; or heard, and then forgotten by a restart, which
+//! empties `executed_by`) kept T at every replica for good: in
+//! `janus_seeds`' crash runs 30 of 200 seeds ended so, and with messages
+//! held back 300 ms every one, ~250 transactions a run. A replica
+//! announces executing T only once T's Executed record is durable
+//! ([`super::wal`]): after a crash it must still hold what the others
+//! forgot.
 
 use crate::tombstones::Tombstones;
 use std::sync::Arc;

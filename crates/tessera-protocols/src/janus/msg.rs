@@ -46,13 +46,16 @@ pub struct CommitInfo {
 pub enum Announce {
     /// Committed here lately (each in two consecutive announcements).
     Lately,
-    /// Executed here a while ago, and the receiver has not announced
-    /// executing them: it may have missed both their PreAccept and Commit
-    /// while cut off or down, and the announcements of that time too (seen
-    /// with an isolated replica: nothing later depended on them, so it
-    /// never inquired). The receiver inquires those it does not know, and
-    /// answers with those it executed (an echoed [`Msg::Executed`]), so the
-    /// sender stops asking and may forget them ([`super::gc`]).
+    /// Executed here (durably) a while ago, and the receiver, a replica of
+    /// one of their shards, has not announced executing them: it may have
+    /// missed both their PreAccept and Commit while cut off or down, and
+    /// the announcements of that time too (seen with an isolated replica:
+    /// nothing later depended on them, so it never inquired), or its
+    /// announcements were lost, or it restarted and forgot whom it heard.
+    /// The receiver takes it as the sender's announcement of executing
+    /// them, inquires those it does not know, and answers with those it
+    /// executed (an echoed [`Msg::Executed`]), so the sender stops asking
+    /// and may forget them ([`super::gc`]).
     Lagging,
     /// The answer to a [`Msg::CatchUp`]: every transaction with pieces here
     /// that the sender holds committed.

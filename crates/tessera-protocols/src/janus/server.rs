@@ -1465,25 +1465,33 @@ impl JanusServer {
         }
     }
 
-    /// Every [`JanusConfig::inquire_after`], tell each other replica of this
-    /// shard the transactions executed here at least
-    /// [`JanusConfig::recover_after`] ago that it has not announced
-    /// executing ([`Announce::Lagging`]).
+    /// Every [`JanusConfig::inquire_after`], tell each replica of every
+    /// shard of a transaction executed here (durably) at least
+    /// [`JanusConfig::recover_after`] ago that has not announced executing
+    /// it ([`Announce::Lagging`]): all the replicas condition 2 of
+    /// [`super::gc`] waits for, not only this shard's. An announcement
+    /// goes out twice and is echoed once; both can be lost while a
+    /// replica is cut off, and a replica that restarts forgets whom it
+    /// heard (crash runs of `janus_seeds` ended with transactions executed
+    /// at every replica of their shards and forgotten by none, issue 6,
+    /// session 25). The nudge counts as this replica's announcement, and
+    /// the receiver echoes those it executed.
     fn nudge_laggards(&mut self, ctx: &mut Ctx<Msg>) {
         let now = ctx.now();
         if now < self.nudge_at {
             return;
         }
         self.nudge_at = now + self.cfg.inquire_after;
-        let group = &self.topology.shards[self.shard.0 as usize].replicas;
         let mut to: FastMap<NodeId, Vec<TxnId>> = tessera_core::fast_map();
         for (&t, l) in &self.locals {
-            if l.results.is_none() || now.saturating_sub(l.since) < self.cfg.recover_after {
+            if !self.executed_durably(t) || now.saturating_sub(l.since) < self.cfg.recover_after {
                 continue;
             }
-            for &r in group {
-                if r != self.me && !self.gc.announced_by(t, r) {
-                    to.entry(r).or_default().push(t);
+            for s in participants(l.proc.as_ref()) {
+                for &r in &self.topology.shards[s.0 as usize].replicas {
+                    if r != self.me && !self.gc.announced_by(t, r) {
+                        to.entry(r).or_default().push(t);
+                    }
                 }
             }
         }
@@ -2581,7 +2589,13 @@ impl JanusServer {
                 match why {
                     Announce::Lately => {}
                     Announce::CatchUp => self.on_caught_up(ctx.now(), &txns),
-                    Announce::Lagging => self.echo_executed(ctx, from, &txns),
+                    Announce::Lagging => {
+                        // Sent only for transactions executed durably there.
+                        for &t in txns.iter() {
+                            self.gc.heard(t, from);
+                        }
+                        self.echo_executed(ctx, from, &txns)
+                    }
                 }
                 self.on_committed(ctx, from, &txns, why)
             }
@@ -2660,8 +2674,9 @@ impl Node<Msg> for JanusServer {
         Some(&self.store)
     }
 
-    /// What is left unfinished here (at the end of a run, after quiescence,
-    /// both should be 0), and how many transactions this replica executed.
+    /// What is left unfinished or unforgotten here (at the end of a run,
+    /// after quiescence, all three should be 0), and how many transactions
+    /// this replica executed.
     fn take_report(&mut self) -> NodeReport {
         let waiting = self
             .locals
@@ -2673,6 +2688,7 @@ impl Node<Msg> for JanusServer {
             .keys()
             .filter(|t| !self.committed.contains_key(t))
             .count() as u64;
+        let unforgotten = self.locals.values().filter(|l| l.results.is_some()).count() as u64;
         let mut counters = vec![
             ("janus_executed", std::mem::take(&mut self.executed)),
             ("janus_fetched", std::mem::take(&mut self.fetched)),
@@ -2694,6 +2710,7 @@ impl Node<Msg> for JanusServer {
             gauges: vec![
                 ("janus_committed_unexecuted", waiting),
                 ("janus_preaccepted_uncommitted", uncommitted),
+                ("janus_executed_unforgotten", unforgotten),
                 ("janus_graph_vertices", self.graph.len() as u64),
                 ("janus_tombstones", self.gc.tombstones() as u64),
                 ("janus_forgot_record_bytes", self.gc.record_bytes() as u64),
