@@ -1346,4 +1346,20 @@ mod tests {
         let err = janus(&spec).err().unwrap().to_string();
         assert!(err.contains("--per-column") && err.contains("tcp"), "{err}");
     }
+    /// `--fast-path-by-rtt` sets the coordinator's rule for giving up on
+    /// the fast path (off unless asked), on sim and local only.
+    #[test]
+    fn the_fast_path_wait_is_the_configured_one() {
+        let mut spec = sim_ycsb("janus");
+        assert!(!janus(&spec).unwrap().0.fast_path_wait_by_rtt);
+        spec.knobs.fast_path_by_rtt = Some(true);
+        assert_eq!(spec.knobs.set_flags(), vec!["--fast-path-by-rtt"]);
+        assert!(janus(&spec).unwrap().0.fast_path_wait_by_rtt);
+        spec.runtime = crate::RuntimeKind::Tcp;
+        let err = janus(&spec).err().unwrap().to_string();
+        assert!(
+            err.contains("--fast-path-by-rtt") && err.contains("sim"),
+            "{err}"
+        );
+    }
 }
