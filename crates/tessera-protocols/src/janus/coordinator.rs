@@ -17,7 +17,7 @@
 use super::driver::{Driver, Progress};
 use super::msg::Msg;
 use super::quorum::RoundTrips;
-use super::stats::{trace_on, DepStats};
+use super::stats::{trace_on, DepStats, TRACE};
 use super::JanusConfig;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -142,12 +142,12 @@ impl JanusCoordinator {
         if d.committing() && self.traced.insert(txn) {
             if let Some(info) = d.decision() {
                 let deps: Vec<u64> = info.deps.iter().map(|x| x.txn.0).collect();
-                tracing::debug!(target: "tessera_protocols::janus::trace", at = now, txn = txn.0, fast = p.path == Some(true), deps = ?deps, "C");
+                tracing::debug!(target: TRACE, at = now, txn = txn.0, fast = p.path == Some(true), deps = ?deps, "C");
             }
         }
         if p.outcome.is_some() {
             self.traced.remove(&txn);
-            tracing::debug!(target: "tessera_protocols::janus::trace", at = now, txn = txn.0, "A");
+            tracing::debug!(target: TRACE, at = now, txn = txn.0, "A");
         }
     }
 
@@ -169,7 +169,7 @@ impl JanusCoordinator {
             return;
         };
         if self.trace && matches!(msg, Msg::CommitOk { .. }) {
-            tracing::debug!(target: "tessera_protocols::janus::trace", at = ctx.now(), txn = txn.0, from = from.0, "Q");
+            tracing::debug!(target: TRACE, at = ctx.now(), txn = txn.0, from = from.0, "Q");
         }
         if matches!(msg, Msg::PreAcceptOk { .. }) {
             let sample = ctx.now().saturating_sub(d.pre_accept_sent());
@@ -222,7 +222,7 @@ impl Coordinator<Msg> for JanusCoordinator {
                 .iter()
                 .map(|s| s.0)
                 .collect();
-            tracing::debug!(target: "tessera_protocols::janus::trace", at = ctx.now(), txn = txn.0, shards = ?shards, "S");
+            tracing::debug!(target: TRACE, at = ctx.now(), txn = txn.0, shards = ?shards, "S");
         }
         let d = Driver::start(ctx, txn, proc, &self.topology, self.cfg.retransmit, floor);
         self.txns.insert(txn, d);

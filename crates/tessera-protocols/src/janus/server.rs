@@ -22,7 +22,7 @@
 use super::driver::{Driver, Progress};
 use super::gc::Gc;
 use super::msg::{Announce, Ballot, CommitInfo, Dep, Msg, Prepared};
-use super::stats::{trace_on, DepStats, Sent};
+use super::stats::{trace_on, DepStats, Sent, TRACE};
 use super::tracker::{Item, Tracker};
 use super::wal::{Component, Components, Record};
 use super::JanusConfig;
@@ -652,7 +652,7 @@ impl JanusServer {
         let logged = self.locals.contains_key(&t);
         let mine = self.graft(&info, ctx.now());
         if self.trace {
-            tracing::debug!(target: "tessera_protocols::janus::trace", me = self.me.0, at = ctx.now(), txn = t.0, mine, from = self.heard.0, kind = self.heard.1, "K");
+            tracing::debug!(target: TRACE, me = self.me.0, at = ctx.now(), txn = t.0, mine, from = self.heard.0, kind = self.heard.1, "K");
         }
         if mine {
             let rec = Record::Committed {
@@ -824,7 +824,7 @@ impl JanusServer {
                 }
                 Decision::Scc(_) => {
                     if self.trace {
-                        tracing::debug!(target: "tessera_protocols::janus::trace", me = self.me.0, at = ctx.now(), txn = t.0, members = self.graph.members(t).len(), "D");
+                        tracing::debug!(target: TRACE, me = self.me.0, at = ctx.now(), txn = t.0, members = self.graph.members(t).len(), "D");
                     }
                     // Local ancestors decided with `t` run when their own
                     // turn comes; make sure it comes.
@@ -1079,7 +1079,7 @@ impl JanusServer {
             (run.replies, run.written)
         };
         if self.trace {
-            tracing::debug!(target: "tessera_protocols::janus::trace", me = self.me.0, at = ctx.now(), txn = t.0, "E");
+            tracing::debug!(target: TRACE, me = self.me.0, at = ctx.now(), txn = t.0, "E");
         }
         if self.stats.on() {
             if let Some(at) = self.stats.committed_at.remove(&t) {
@@ -1212,7 +1212,7 @@ impl JanusServer {
             return;
         }
         if self.trace {
-            tracing::debug!(target: "tessera_protocols::janus::trace", me = self.me.0, at = ctx.now(), txn = t.0, piece, "F");
+            tracing::debug!(target: TRACE, me = self.me.0, at = ctx.now(), txn = t.0, piece, "F");
         }
         ctx.send(
             self.counterpart(shard, 0),
@@ -1295,7 +1295,7 @@ impl JanusServer {
         }
         self.fetched += 1;
         if self.trace {
-            tracing::debug!(target: "tessera_protocols::janus::trace", me = self.me.0, at = ctx.now(), txn = txn.0, piece, "O");
+            tracing::debug!(target: TRACE, me = self.me.0, at = ctx.now(), txn = txn.0, piece, "O");
         }
         self.outputs.insert((txn, piece), output);
         self.wakeups.push(txn);
@@ -1400,7 +1400,7 @@ impl JanusServer {
                 }
             }
             if self.trace {
-                tracing::debug!(target: "tessera_protocols::janus::trace", me = self.me.0, at = ctx.now(), txn = txn.0, from = from.0, "P");
+                tracing::debug!(target: TRACE, me = self.me.0, at = ctx.now(), txn = txn.0, from = from.0, "P");
             }
             let askers = self.inquiries.entry(txn).or_default();
             if !askers.contains(&from) {
@@ -2477,7 +2477,7 @@ impl JanusServer {
             }
         }
         if self.trace {
-            tracing::debug!(target: "tessera_protocols::janus::trace", me = self.me.0, at = ctx.now(), txn = txn.0, to = to.0, why = why as u8, "I");
+            tracing::debug!(target: TRACE, me = self.me.0, at = ctx.now(), txn = txn.0, to = to.0, why = why as u8, "I");
         }
         ctx.send(to, Msg::Inquire { txn });
     }

@@ -16,8 +16,11 @@ use tracing::Level;
 /// target is at debug level; like [`DepStats`] they touch no time,
 /// randomness or message.
 pub(super) fn trace_on() -> bool {
-    tracing::enabled!(target: "tessera_protocols::janus::trace", Level::DEBUG)
+    tracing::enabled!(target: TRACE, Level::DEBUG)
 }
+
+/// The log target of the per-transaction event lines ([`trace_on`]).
+pub(super) const TRACE: &str = "tessera_protocols::janus::trace";
 
 /// Sizes seen since the last line, by what carried them.
 #[derive(Default)]
