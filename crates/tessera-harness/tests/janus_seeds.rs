@@ -465,3 +465,41 @@ fn janus_never_runs_a_forgotten_transaction_again() {
         assert!(late > 0, "no dependency came after its tombstone expired");
     }
 }
+
+/// The record of what a replica forgot stays bounded while transactions
+/// keep coming (issue 6, session 26): its bitmaps hold only the ids above
+/// each coordinator's done floor (`tessera_protocols::janus::done`), a few
+/// epochs' worth, so a run five times as long ends with about the same
+/// bitmaps. Before the done floor they held a bit per id issued since
+/// the start, five times as many.
+#[test]
+fn janus_keeps_a_bounded_record_of_what_it_forgot() {
+    let run = |duration| {
+        let workload = WorkloadSpec::Micro(MicroConfig {
+            shards: 3,
+            keys_per_shard: 2_000,
+            zipf_theta: 0.5,
+        });
+        let mut s = BenchSpec::new(RuntimeKind::Sim, "janus", workload);
+        s.seed = 1;
+        s.clients = 24;
+        s.replicas = Some(3);
+        s.duration = duration;
+        s.warmup = 50 * MS;
+        s.cooldown = 100 * MS;
+        let out = run_bench(&s).expect("runs");
+        let gauge = |name: &str| out.raw.counters.get(name).copied().unwrap_or(0);
+        (gauge("janus_forgotten"), gauge("janus_forgot_bitmap_bytes"))
+    };
+    let (forgotten_short, bits_short) = run(300 * MS);
+    let (forgotten_long, bits_long) = run(1_500 * MS);
+    assert!(
+        forgotten_long > 4 * forgotten_short,
+        "{forgotten_long} vs {forgotten_short} forgotten"
+    );
+    assert!(bits_short > 0);
+    assert!(
+        bits_long < 2 * bits_short,
+        "bitmaps of {bits_long} bytes after 1.5 s against {bits_short} after 300 ms"
+    );
+}

@@ -8,7 +8,7 @@
 //! Layout: a tag byte ([`tag`]), then per message:
 //! * PreAccept: txn id (8 bytes), ballot (varint), the procedure
 //!   ([`tessera_core::codec::encode_txn`]), a presence byte and the floor's
-//!   id.
+//!   id, a presence byte and the done floor's id.
 //! * PreAcceptOk: txn id, ballot, dependencies (count; per dependency its
 //!   id and its shards as varints).
 //! * PreAcceptNotOk, AcceptOk, AcceptNotOk, Prepare, PrepareNotOk: txn id,
@@ -20,7 +20,7 @@
 //!   record).
 //! * PrepareOk: txn id, ballot, a presence byte, then: a presence byte and
 //!   the accepted ballot, the abandon flag, dependencies.
-//! * Inquire: txn id. CatchUp: nothing.
+//! * Inquire: txn id, the its-shard flag. CatchUp: nothing.
 //! * Committed: the reason byte ([`Announce`]), then the ids (count, 8
 //!   bytes each). Executed: the echo flag, then the ids. Settled: the ask
 //!   flag, then the ids.
@@ -105,6 +105,15 @@ fn get_ballot(buf: &mut &[u8]) -> Result<u64, DecodeError> {
 /// Dependencies whose shards are the workload's (when the decoder has
 /// one): a server inquires the replicas of a dependency's shards, found by
 /// index in its topology.
+/// A presence byte and, if set, an id.
+fn get_optional_id(buf: &mut &[u8], what: &'static str) -> Result<Option<TxnId>, DecodeError> {
+    Ok(if get_bool(buf, what)? {
+        Some(get_txn_id(buf)?)
+    } else {
+        None
+    })
+}
+
 fn get_checked_deps(buf: &mut &[u8], cx: &DecodeCx) -> Result<Vec<Dep>, DecodeError> {
     let deps = get_deps(buf)?;
     check_shards(
@@ -176,12 +185,15 @@ impl Codec for Msg {
                 ballot,
                 proc,
                 floor,
+                done,
             } => {
                 put_head(out, *txn, *ballot);
                 encode_txn(proc.as_ref(), out)?;
-                out.put_u8(u8::from(floor.is_some()));
-                if let Some(f) = floor {
-                    put_txn_id(out, *f);
+                for f in [floor, done] {
+                    out.put_u8(u8::from(f.is_some()));
+                    if let Some(f) = f {
+                        put_txn_id(out, *f);
+                    }
                 }
             }
             Msg::PreAcceptOk { txn, ballot, deps } => {
@@ -234,7 +246,10 @@ impl Codec for Msg {
                     put_deps(out, &p.deps);
                 }
             }
-            Msg::Inquire { txn } => put_txn_id(out, *txn),
+            Msg::Inquire { txn, its_shard } => {
+                put_txn_id(out, *txn);
+                out.put_u8(u8::from(*its_shard));
+            }
             Msg::Committed { txns, why } => {
                 out.put_u8(announce_byte(*why));
                 put_txns(out, txns);
@@ -272,11 +287,8 @@ impl Codec for Msg {
                 txn: get_txn_id(buf)?,
                 ballot: get_ballot(buf)?,
                 proc: decode_txn(buf, cx)?,
-                floor: if get_bool(buf, "floor presence")? {
-                    Some(get_txn_id(buf)?)
-                } else {
-                    None
-                },
+                floor: get_optional_id(buf, "floor presence")?,
+                done: get_optional_id(buf, "done floor presence")?,
             },
             tag::PRE_ACCEPT_OK => Msg::PreAcceptOk {
                 txn: get_txn_id(buf)?,
@@ -339,6 +351,7 @@ impl Codec for Msg {
             },
             tag::INQUIRE => Msg::Inquire {
                 txn: get_txn_id(buf)?,
+                its_shard: get_bool(buf, "its-shard flag")?,
             },
             tag::INQUIRE_OK => Msg::InquireOk(get_info(buf, cx)?),
             tag::COMMITTED => Msg::Committed {

@@ -12,8 +12,11 @@
 //! and a driver is dropped only when nothing of it will be sent again (its
 //! late Commit resends included), so everything below the floor is over
 //! and replicas may drop its tombstones ([`super::gc`]), as 2PC's
-//! participants do ([`crate::tombstones`]).
+//! participants do ([`crate::tombstones`]). It carries the *done floor*
+//! too ([`super::done`]): below it everything executed everywhere, so that
+//! replicas drop their record of what they forgot.
 
+use super::done::DoneFloor;
 use super::driver::{Driver, Progress};
 use super::msg::Msg;
 use super::quorum::RoundTrips;
@@ -35,6 +38,13 @@ pub struct JanusCoordinator {
     txns: FastMap<TxnId, Driver>,
     /// The ids in `txns`, ordered: the first is the floor.
     open: BTreeSet<TxnId>,
+    /// Finished transactions not yet known executed everywhere.
+    done: DoneFloor,
+    /// When to ask replicas about them next.
+    ask_at: Time,
+    /// Transactions asked about and confirmed since the last report.
+    asked: u64,
+    confirmed: u64,
     /// Transactions that took the fast path and the slow path since the
     /// last report.
     fast: u64,
@@ -77,6 +87,10 @@ impl JanusCoordinator {
             topology: env.topology,
             txns: tessera_core::fast_map(),
             open: BTreeSet::new(),
+            done: DoneFloor::default(),
+            ask_at: 0,
+            asked: 0,
+            confirmed: 0,
             fast: 0,
             slow: 0,
             timing: DepStats::new().on().then(|| Timing {
@@ -128,7 +142,9 @@ impl JanusCoordinator {
             ctx.done(txn, outcome);
         }
         if p.finished {
-            self.txns.remove(&txn);
+            if let Some(d) = self.txns.remove(&txn) {
+                self.done.finished(txn, d.shards(), ctx.now());
+            }
             self.open.remove(&txn);
         }
     }
@@ -160,6 +176,10 @@ impl JanusCoordinator {
             | Msg::CommitOk { txn, .. }
             | Msg::Forgotten { txn, .. } => *txn,
             Msg::InquireOk(info) => info.txn,
+            Msg::Settled { txns, ask: false } => {
+                self.confirmed += self.done.confirmed(txns) as u64;
+                return;
+            }
             _ => {
                 tracing::warn!(?from, "coordinator got a server's message");
                 return;
@@ -180,7 +200,24 @@ impl JanusCoordinator {
         self.absorb(ctx, txn, p);
     }
 
+    /// Once an epoch, ask replicas which finished transactions they forgot
+    /// ([`super::done`]); a replica forgets one two epochs after the last
+    /// replica announced executing it, at the earliest.
+    fn ask_done(&mut self, ctx: &mut Ctx<Msg>) {
+        let now = ctx.now();
+        if now < self.ask_at {
+            return;
+        }
+        self.ask_at = now + self.cfg.epoch;
+        for (to, txns) in self.done.questions(now, 2 * self.cfg.epoch, &self.topology) {
+            self.asked += txns.len() as u64;
+            let txns = txns.into();
+            ctx.send(to, Msg::Settled { txns, ask: true });
+        }
+    }
+
     fn tick(&mut self, ctx: &mut Ctx<Msg>) {
+        self.ask_done(ctx);
         let ids: Vec<TxnId> = self.open.iter().copied().collect();
         for t in ids {
             let p = self
@@ -217,6 +254,7 @@ impl Coordinator<Msg> for JanusCoordinator {
         }
         self.open.insert(txn);
         let floor = self.open.first().copied().unwrap_or(txn);
+        let done = self.done.floor(floor);
         if self.trace {
             let shards: Vec<u32> = tessera_core::txn::participants(proc.as_ref())
                 .iter()
@@ -224,7 +262,14 @@ impl Coordinator<Msg> for JanusCoordinator {
                 .collect();
             tracing::debug!(target: TRACE, at = ctx.now(), txn = txn.0, shards = ?shards, "S");
         }
-        let d = Driver::start(ctx, txn, proc, &self.topology, self.cfg.retransmit, floor);
+        let d = Driver::start(
+            ctx,
+            txn,
+            proc,
+            &self.topology,
+            self.cfg.retransmit,
+            (floor, done),
+        );
         self.txns.insert(txn, d);
         if let Some(tm) = self.timing.as_mut() {
             tm.started.insert(txn, (ctx.now(), None));
@@ -253,7 +298,10 @@ impl Node<Msg> for JanusCoordinator {
             counters: vec![
                 ("janus_fast_path", std::mem::take(&mut self.fast)),
                 ("janus_slow_path", std::mem::take(&mut self.slow)),
+                ("janus_done_asked", std::mem::take(&mut self.asked)),
+                ("janus_done_confirmed", std::mem::take(&mut self.confirmed)),
             ],
+            gauges: vec![("janus_done_unconfirmed", self.done.len() as u64)],
             ..NodeReport::default()
         }
     }

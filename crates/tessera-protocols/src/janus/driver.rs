@@ -86,9 +86,10 @@ pub(super) struct Driver {
     late_resends: u32,
     retransmit_at: Time,
     rto: Time,
-    /// The own coordinator's floor when it started this transaction, sent
-    /// with every PreAccept ([`Msg::PreAccept`]); `None` for a recovery.
-    floor: Option<TxnId>,
+    /// The own coordinator's floor and done floor when it started this
+    /// transaction, sent with every PreAccept ([`Msg::PreAccept`]); `None`
+    /// for a recovery.
+    floors: Option<(TxnId, TxnId)>,
     /// When the PreAccepts first went.
     pre_sent: Time,
 }
@@ -121,24 +122,24 @@ impl Driver {
             late_resends: 0,
             retransmit_at: 0,
             rto: 0,
-            floor: None,
+            floors: None,
             pre_sent: 0,
         }
     }
 
     /// The transaction's own coordinator: PreAccept at ballot 0, with the
-    /// coordinator's `floor` (a resend carries the same one: floors only
-    /// rise, so an old one is merely behind).
+    /// coordinator's `floor` and `done` floor (a resend carries the same
+    /// ones: floors only rise, so an old one is merely behind).
     pub fn start(
         ctx: &mut Ctx<Msg>,
         txn: TxnId,
         proc: Txn,
         topology: &Topology,
         rto: Time,
-        floor: TxnId,
+        (floor, done): (TxnId, TxnId),
     ) -> Self {
         let mut d = Driver::new(txn, proc, topology, false, 0);
-        d.floor = Some(floor);
+        d.floors = Some((floor, done));
         d.enter(ctx, Phase::PreAccept, rto);
         d
     }
@@ -167,6 +168,11 @@ impl Driver {
         self.commit.as_ref()
     }
 
+    /// The shards the transaction involves.
+    pub fn shards(&self) -> Box<[ShardId]> {
+        participants(self.proc.as_ref()).into()
+    }
+
     pub fn abandoned(&self) -> bool {
         self.abandon
     }
@@ -193,7 +199,8 @@ impl Driver {
                         txn,
                         ballot: self.ballot,
                         proc: self.proc.clone(),
-                        floor: self.floor,
+                        floor: self.floors.map(|f| f.0),
+                        done: self.floors.map(|f| f.1),
                     },
                     Phase::Accept if !self.accepted[s][i] => Msg::Accept {
                         txn,
@@ -211,7 +218,10 @@ impl Driver {
                     Phase::Commit if !self.executed[s][i] => {
                         Msg::Commit(self.commit.clone().expect("commit phase has its info"))
                     }
-                    Phase::Learn => Msg::Inquire { txn },
+                    Phase::Learn => Msg::Inquire {
+                        txn,
+                        its_shard: true,
+                    },
                     _ => continue,
                 };
                 ctx.send(node, msg);

@@ -204,53 +204,66 @@
 //! leak. After a restart the Forgotten records replay the same burials
 //! and the members are asked about again (drops are not logged: derived).
 //!
-//! *Bitmaps: not bounded.* What stays for as long as the replica lives is
-//! one bit per transaction id of each coordinator incarnation between the
-//! lowest and highest forgotten here, in two bitmaps (with pieces here,
-//! ancestors) whose vectors double, and the rare abandoned ids: about two
-//! bits per transaction issued in the whole system, per replica (one-site
-//! TPC-C at 60 clients: ~28 KB/s per replica, ~100 MB an hour). Dropping a
-//! bit needs a proof that no message naming T (a)–(d) can still arrive, and
-//! none is built. The two candidate designs, checked:
+//! *Bitmaps: bounded by the done floor* (session 26). What stayed for as
+//! long as the replica lived was one bit per transaction id of each
+//! coordinator incarnation between the lowest and highest forgotten here,
+//! in two bitmaps (with pieces here, ancestors): about two bits per
+//! transaction issued in the whole system, per replica (one-site TPC-C at
+//! 60 clients: ~28 KB/s per replica, ~100 MB an hour). Dropping a bit
+//! needs a proof that no message naming T (a)–(d) can still arrive, or
+//! that every such message can be answered without it. Session 24
+//! checked two designs that prove the first (Rococo-style agreed epochs;
+//! per-incarnation low-water marks of *issued* transactions) and found
+//! that both need a refusal Janus lacks (a server refusing PreAccepts and
+//! Accepts of an old epoch, the coordinator retrying under a new id),
+//! since a transaction's PreAccept, or a recovery coordinator's Accept
+//! with its procedure, can arrive after any agreement, and a server
+//! cannot report a transaction it never received.
 //!
-//! * **Rococo-style agreed epochs** (OSDI '14 §3.4: an epoch advances once
-//!   no server holds an ongoing transaction of the last one; dependencies
-//!   two epochs old are discarded). (i) A server cannot report a
-//!   transaction it never received: T's PreAccept, or a recovery
-//!   coordinator's Accept carrying T's procedure (which registers T at a
-//!   replica that missed the PreAccept), delayed past the agreement finds
-//!   every server having truthfully reported T's epoch done, and T would be
-//!   run as new or a dependency on it cut off while it is still
-//!   undecided. Rococo's servers reject such a transaction and its
-//!   coordinator retries; Janus has no such refusal (§3: a transaction is
-//!   never aborted by the protocol, only abandoned by a recovery), so the
-//!   bound needs a change to the commit protocol: a server refuses
-//!   PreAccepts and Accepts of an epoch it reported done, and the
-//!   coordinator retries the transaction under a new id. (ii) "Ongoing"
-//!   cannot be the epoch a transaction started in: dependencies relate
-//!   start epochs one way only (D pre-accepted while T was held there), so
-//!   around a component of n members a member can start up to n epochs
-//!   after another, and components of 2,000 members occur over three
-//!   sites. It must be the epoch since which a server holds a transaction
-//!   (a replica of M's shard holds M from its PreAccept until M executed
-//!   everywhere, condition 2), and every message must carry its sender's
-//!   epoch so that one older than the agreed epoch minus one is dropped (a
-//!   loss, which the protocol tolerates: live state retransmits) — and
-//!   clients, which hold a transaction D naming T until D is done and
-//!   resend its Commit, take part in the agreement.
-//! * **Per coordinator incarnation low-water marks** W_c (below it every
-//!   transaction of c is done everywhere, so the bitmap becomes W_c plus a
-//!   sparse tail). Nobody can vouch for W_c alone: the coordinator knows
-//!   its transactions' shards but stops at one answer per shard (or
-//!   reports in doubt), and a replica knows only what it received; a
-//!   transaction of c below W_c can still reach a replica by a recovery
-//!   coordinator's Accept with its procedure. Making W_c sound needs the
-//!   same refusal as (i), per incarnation.
+//! **The done floor** proves the second, with no change to the commit
+//! protocol. A coordinator incarnation's done floor D ([`super::done`])
+//! is its oldest transaction not known to have executed at every replica
+//! of every shard it involves; it learns that of a finished transaction
+//! from any replica of its shards that forgot it with pieces there (by
+//! condition 2, all of them announced executing it durably), asking
+//! ([`super::msg::Msg::Settled`]) one replica at a time. D travels with
+//! every PreAccept; a replica drops its bits below D. Then for T below D,
+//! at a replica R of a shard T involves, holding nothing of T (no
+//! PreAccept, Commit or vertex): R executed T durably (D says so), and
+//! holds nothing of it, so R forgot it — exactly what the bit said. Who
+//! knows that T involves R's shard and is not held there: every message
+//! about T that comes to R *as a replica of T's shards* — T's own
+//! coordinator's (below its floor anyway), a recovery coordinator's
+//! Prepare, PreAccept and Accept, a peer's announcement, nudge, echo or
+//! catch-up list, a fetch of T's output, and an Inquire whose asker knew
+//! T's shards ([`super::msg::Msg::Inquire`]'s `its_shard`); a dependency
+//! on T carries T's shards. What the floor cannot say is whether a
+//! replica of *another* shard forgot T as an ancestor: such a dependency
+//! below D that finds no bit is inquired about again, and T's shards'
+//! replicas answer `Forgotten` from the floor (with the component, which
+//! [`Components`] keeps independently of the bits) — a late message's
+//! extra round trip, no wrong answer. A transaction still held here below
+//! D is as before (its announcements counted, forgotten by the usual
+//! conditions — condition 2 then holds by D); an Inquire about an id
+//! below D that came as to its shard and finds nothing is answered
+//! `Forgotten` (for an id never issued, vacuously).
+//!
+//! What is left: the bits between D and the highest id forgotten (a few
+//! epochs of transactions), the rare abandoned ids, and per incarnation
+//! one map entry. A replica down or cut off holds every D whose
+//! transactions involve its shard (nothing is forgotten without it) and
+//! the bits grow meanwhile: a stall, not a leak; they go once it catches
+//! up. An old incarnation's bits above its last D stay (its last few
+//! epochs' transactions). After a restart the log's Forgotten records
+//! replay every bit, and the next PreAccepts' floors drop them.
 //!
 //! Measured (`docs/results/janus.md`, *session 24*): one-site TPC-C at
 //! 60 clients for 2 s keeps 1,650–1,990 components over its 18 replicas
 //! from 250 ms to the end (before: every one, 5.1 MB of record at the end,
 //! now 1.3 MB, the rest bitmaps); `Settled` adds 6 bytes per transaction.
+//! With the done floor (*session 26*), the same run keeps ~206 KB of
+//! bits and abandoned ids over the 18 replicas at 2 s and at 4 s alike
+//! (627 KB and 759 KB of record in all, the rest components in flight).
 //!
 //! A replica cut off (or down) while the others announced T learns that
 //! they executed it from their echo of its own announcement of T. A
@@ -282,10 +295,17 @@ struct SeqSet {
     /// The index of `words[0]` (sequence number / 64).
     base: u32,
     words: Vec<u64>,
+    /// The incarnation's *done floor* (see [`Gc::raise_done`]): every
+    /// sequence number below it executed at every replica of every shard
+    /// it involves, and is not stored.
+    floor: u32,
 }
 
 impl SeqSet {
     fn insert(&mut self, seq: u32) {
+        if seq < self.floor {
+            return;
+        }
         let w = seq / 64;
         if self.words.is_empty() {
             self.base = w;
@@ -306,6 +326,27 @@ impl SeqSet {
         w.checked_sub(self.base)
             .and_then(|i| self.words.get(i as usize))
             .is_some_and(|word| word & (1 << (seq % 64)) != 0)
+    }
+
+    /// Drop the bits of the words wholly below `floor` (a floor never
+    /// falls).
+    fn trim(&mut self, floor: u32) {
+        if floor <= self.floor {
+            return;
+        }
+        self.floor = floor;
+        let w = floor / 64;
+        if w > self.base {
+            let gone = ((w - self.base) as usize).min(self.words.len());
+            self.words.drain(..gone);
+            self.base = w;
+            // After a stall (a replica down holds the floor) the span
+            // shrinks back: give the memory back too.
+            let len = self.words.len().max(16);
+            if self.words.capacity() > 4 * len {
+                self.words.shrink_to(2 * len);
+            }
+        }
     }
 
     fn bytes(&self) -> usize {
@@ -332,6 +373,21 @@ impl Forgot {
         self.by_incarnation
             .get(&(t.0 >> 32))
             .is_some_and(|s| s.contains(t.0 as u32))
+    }
+
+    /// `t` is below its incarnation's done floor.
+    fn below_floor(&self, t: TxnId) -> bool {
+        self.by_incarnation
+            .get(&(t.0 >> 32))
+            .is_some_and(|s| (t.0 as u32) < s.floor)
+    }
+
+    /// `done`'s incarnation's done floor rises to `done`.
+    fn trim(&mut self, done: TxnId) {
+        self.by_incarnation
+            .entry(done.0 >> 32)
+            .or_default()
+            .trim(done.0 as u32);
     }
 
     fn bytes(&self) -> usize {
@@ -384,7 +440,12 @@ impl Components {
     ) {
         let Some(&first) = scc.first() else { return };
         if !self.by_first.contains_key(&first) {
-            let waiting: Vec<TxnId> = scc.iter().copied().filter(|&m| !mine.contains(m)).collect();
+            // A member below its done floor executed everywhere: settled.
+            let waiting: Vec<TxnId> = scc
+                .iter()
+                .copied()
+                .filter(|&m| !mine.contains(m) && !mine.below_floor(m))
+                .collect();
             if waiting.is_empty() {
                 return;
             }
@@ -439,6 +500,19 @@ impl Components {
             for m in held.foreign.iter() {
                 self.unsettled.remove(m);
             }
+        }
+    }
+
+    /// Settle the unsettled members that `done` says executed everywhere.
+    fn settle_done(&mut self, done: &dyn Fn(TxnId) -> bool) {
+        let now: Vec<TxnId> = self
+            .unsettled
+            .keys()
+            .copied()
+            .filter(|&m| done(m))
+            .collect();
+        for m in now {
+            self.settle(m);
         }
     }
 
@@ -549,25 +623,55 @@ impl Gc {
         self.gone.get(t)
     }
 
-    /// This replica forgot `t`, tombstone or not: a message about it is
-    /// late, and `t` is DECIDED and done here (see the module docs).
+    /// `t`'s coordinator says every transaction of its incarnation below
+    /// `done` executed at every replica of every shard it involves
+    /// ([`super::msg::Msg::PreAccept`]'s `done`): the record of those
+    /// forgotten here is dropped (see the module docs, *the done floor*).
+    pub fn raise_done(&mut self, done: TxnId) {
+        self.mine.trim(done);
+        self.ancestors.trim(done);
+    }
+
+    /// `t` executed at every replica of every shard it involves, by its
+    /// coordinator's done floor.
+    pub fn below_done(&self, t: TxnId) -> bool {
+        self.mine.below_floor(t)
+    }
+
+    /// This replica forgot `t` by its tombstone or the bits of the record
+    /// (exact: not below the done floor): a message about it is late, and
+    /// `t` is DECIDED and done here (see the module docs).
     pub fn is_gone(&self, t: TxnId) -> bool {
         self.gone.contains(t) || self.recorded(t)
+    }
+
+    /// As [`Self::is_gone`], and below the done floor too when `ours`:
+    /// the caller knows that `t` involves this replica's shard and is not
+    /// held here, so that this replica executed it and forgot it.
+    pub fn forgot(&self, t: TxnId, ours: bool) -> bool {
+        self.is_gone(t) || (ours && self.below_done(t))
     }
 
     fn recorded(&self, t: TxnId) -> bool {
         self.mine.contains(t) || self.ancestors.contains(t)
     }
 
-    /// `t` had pieces here and was forgotten here.
+    /// `t` had pieces here and was forgotten here (the bits of the record).
     pub fn forgot_mine(&self, t: TxnId) -> bool {
         self.mine.contains(t)
     }
 
-    /// `t` had pieces here and was forgotten here: what its tombstone
-    /// said, rebuilt from the record.
-    pub fn recorded_tombstone(&self, t: TxnId) -> Option<Tombstone> {
-        self.mine.contains(t).then(|| Tombstone {
+    /// `t` executed at every replica of every shard it involves, as far
+    /// as this replica knows: forgotten here with pieces here, or below
+    /// its done floor ([`super::msg::Msg::Settled`]'s answer).
+    pub fn settled_everywhere(&self, t: TxnId) -> bool {
+        self.mine.contains(t) || self.below_done(t)
+    }
+
+    /// `t` had pieces here and was forgotten here (`ours`: as in
+    /// [`Self::forgot`]): what its tombstone said, rebuilt from the record.
+    pub fn recorded_tombstone(&self, t: TxnId, ours: bool) -> Option<Tombstone> {
+        (self.mine.contains(t) || (ours && self.below_done(t))).then(|| Tombstone {
             abandon: self.abandoned.contains(&t),
             scc: self.components.get(t),
         })
@@ -597,8 +701,12 @@ impl Gc {
         self.executed_by.get(&t).is_some_and(|v| v.contains(&r))
     }
 
-    /// Every one of `replicas` announced executing `t`.
+    /// Every one of `replicas` announced executing `t`, or its done floor
+    /// passed it.
     pub fn everywhere(&self, t: TxnId, mut replicas: impl Iterator<Item = NodeId>) -> bool {
+        if self.below_done(t) {
+            return true;
+        }
         let by = self.executed_by.get(&t).map_or(&[][..], |v| v.as_slice());
         replicas.all(|r| by.contains(&r))
     }
@@ -676,9 +784,17 @@ impl Gc {
     }
 
     /// Members of kept components to ask the other shards about
-    /// ([`super::msg::Msg::Settled`]), once an epoch.
-    pub fn unsettled(&self) -> Vec<TxnId> {
+    /// ([`super::msg::Msg::Settled`]), once an epoch; those below their
+    /// done floor are settled without asking.
+    pub fn unsettled(&mut self) -> Vec<TxnId> {
+        let mine = &self.mine;
+        self.components.settle_done(&|m| mine.below_floor(m));
         self.components.to_ask(self.epoch)
+    }
+
+    /// Bytes of the record's bitmaps (what the done floor bounds).
+    pub fn bitmap_bytes(&self) -> usize {
+        self.mine.bytes() + self.ancestors.bytes()
     }
 
     /// Bytes of the components the record keeps.
@@ -750,7 +866,7 @@ mod tests {
         gc.heard(t(1), NodeId(1));
         assert!(gc.executed_by.is_empty());
         assert_eq!(
-            gc.recorded_tombstone(t(1)),
+            gc.recorded_tombstone(t(1), false),
             Some(Tombstone {
                 abandon: true,
                 scc: None
@@ -783,13 +899,67 @@ mod tests {
             assert!(!gc.is_gone(other(i)) || i == 2, "{i}");
         }
         assert_eq!(
-            gc.recorded_tombstone(other(2)).and_then(|g| g.scc),
+            gc.recorded_tombstone(other(2), false).and_then(|g| g.scc),
             Some(scc)
         );
         assert!(gc.is_gone(t(9_000)));
-        assert_eq!(gc.recorded_tombstone(t(9_000)), None, "no pieces here");
+        assert_eq!(
+            gc.recorded_tombstone(t(9_000), false),
+            None,
+            "no pieces here"
+        );
         // About one bit per id of each span (here 1..5,000: 79 words).
         assert!(gc.record_bytes() < 141 * 8 + 4_096, "{}", gc.record_bytes());
+    }
+
+    /// Below its coordinator's done floor the record keeps no bits: what
+    /// was forgotten there is known from the floor alone, for a caller
+    /// that knows the transaction involves this shard and is not held
+    /// here (`ours`); an ancestor below it is no longer known forgotten
+    /// (a late dependency on it is inquired about again). Above the floor
+    /// the record is exact as before, and the bitmaps shrink to the span
+    /// between the floor and the highest id forgotten.
+    #[test]
+    fn the_done_floor_replaces_the_bits_below_it() {
+        let mut gc = Gc::new(1);
+        let other = |i| TxnId::new(NodeId(8), 0, i);
+        for i in 0..10_000 {
+            gc.bury(t(i), false, None, i % 3 != 0, &here);
+        }
+        gc.bury(t(5), true, None, true, &here);
+        gc.epoch = 10;
+        gc.expire();
+        let full = gc.record_bytes();
+        gc.raise_done(t(9_000));
+        gc.raise_done(t(100));
+        assert!(gc.below_done(t(8_999)) && !gc.below_done(t(9_000)));
+        assert!(!gc.below_done(other(1)), "another incarnation's floor");
+        // (The floor's own word keeps its bits: 8,960 to 8,999.)
+        for i in [0, 1, 5, 8_959] {
+            assert!(!gc.is_gone(t(i)), "{i}: no bit below the floor");
+            assert!(gc.forgot(t(i), true), "{i}");
+            assert!(!gc.forgot(t(i), false), "{i}");
+            assert!(gc.settled_everywhere(t(i)), "{i}");
+        }
+        assert_eq!(
+            gc.recorded_tombstone(t(5), true).map(|g| g.abandon),
+            Some(true)
+        );
+        assert_eq!(gc.recorded_tombstone(t(5), false), None);
+        for i in 9_000..10_000 {
+            assert!(gc.is_gone(t(i)), "{i}: exact above the floor");
+            assert_eq!(gc.forgot_mine(t(i)), i % 3 != 0, "{i}");
+        }
+        assert!(!gc.forgot(t(10_000), true), "not below the floor");
+        // Burying below the floor adds no bit back.
+        gc.bury(t(7), false, None, true, &here);
+        gc.epoch = 20;
+        gc.expire();
+        assert!(!gc.is_gone(t(7)) && gc.forgot(t(7), true));
+        assert!(gc.record_bytes() < full, "{} >= {full}", gc.record_bytes());
+        // Every replica announced it: a live transaction below the floor.
+        assert!(gc.everywhere(t(3), [NodeId(1)].into_iter()));
+        assert!(!gc.everywhere(t(9_500), [NodeId(1)].into_iter()));
     }
 
     /// A component is kept while a member of it is not forgotten here
@@ -808,7 +978,7 @@ mod tests {
         gc.bury(t(1), false, Some(scc.clone()), true, &here);
         assert_eq!(gc.components_kept(), 1, "stored once");
         for m in [t(1), t(2)] {
-            let kept = gc.recorded_tombstone(m).and_then(|g| g.scc);
+            let kept = gc.recorded_tombstone(m, false).and_then(|g| g.scc);
             assert_eq!(kept, Some(scc.clone()), "t(3) is not forgotten here yet");
         }
         // Buried again (replayed twice): no member is counted twice.
@@ -829,7 +999,7 @@ mod tests {
         assert_eq!(gc.component_bytes(), slots);
         for m in [t(1), t(2), t(3)] {
             assert!(gc.forgot_mine(m));
-            assert_eq!(gc.recorded_tombstone(m).and_then(|g| g.scc), None);
+            assert_eq!(gc.recorded_tombstone(m, false).and_then(|g| g.scc), None);
         }
         // A member without pieces here is never forgotten here with pieces
         // here: its component stays, for every member that has them, until
@@ -844,14 +1014,17 @@ mod tests {
         gc.bury(t(8), false, Some(mixed.clone()), true, &here);
         assert_eq!(gc.unsettled(), [other]);
         assert_eq!(gc.components_kept(), 1);
-        assert_eq!(gc.recorded_tombstone(t(8)).and_then(|g| g.scc), Some(mixed));
+        assert_eq!(
+            gc.recorded_tombstone(t(8), false).and_then(|g| g.scc),
+            Some(mixed)
+        );
         assert!(gc.record_bytes() > base);
         gc.settled(&[t(8), t(99)]);
         assert_eq!(gc.components_kept(), 1, "only `other` was unsettled");
         gc.settled(&[other]);
         assert_eq!(gc.components_kept(), 0);
         assert!(gc.unsettled().is_empty());
-        assert_eq!(gc.recorded_tombstone(t(7)).and_then(|g| g.scc), None);
+        assert_eq!(gc.recorded_tombstone(t(7), false).and_then(|g| g.scc), None);
         assert!(gc.forgot_mine(t(7)) && gc.is_gone(other));
         // A member taken for one without pieces here, settled by another
         // shard's answer and then buried here after all, leaves the count

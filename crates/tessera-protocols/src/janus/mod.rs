@@ -97,6 +97,7 @@
 
 mod codec;
 mod coordinator;
+mod done;
 mod driver;
 mod gc;
 pub mod msg;

@@ -77,6 +77,13 @@ pub enum Msg {
         /// ignore stale copies ([`super::gc`]). `None` from a recovery
         /// coordinator, which cannot speak for the coordinator.
         floor: Option<TxnId>,
+        /// The own coordinator's *done floor*: every transaction of its
+        /// incarnation below it executed at every replica of every shard
+        /// it involves (a replica of one of its shards said it forgot it,
+        /// [`Msg::Settled`]), so that replicas drop their record of them
+        /// ([`super::gc`], *the done floor*). `None` from a recovery
+        /// coordinator.
+        done: Option<TxnId>,
     },
     /// Algorithm 2, l. 31: the transaction's direct dependencies here,
     /// sorted by id.
@@ -143,9 +150,14 @@ pub enum Msg {
         ballot: Ballot,
     },
     /// Server → server: tell me `txn` once it is committing there
-    /// (Algorithm 4, l. 45).
+    /// (Algorithm 4, l. 45). `its_shard`: the asker knows that the
+    /// receiver is a replica of a shard `txn` involves (not so for a
+    /// member of a component whose shards are unknown, asked of every
+    /// server); only then may the receiver answer from its done floor,
+    /// having executed and forgotten `txn` ([`super::gc`]).
     Inquire {
         txn: TxnId,
+        its_shard: bool,
     },
     /// The answer: the transaction as committed.
     InquireOk(Arc<CommitInfo>),
@@ -211,13 +223,15 @@ pub enum Msg {
         output: Option<Value>,
     },
     /// Replica → one replica of each other shard, each epoch, `ask`: which
-    /// of `txns` did you forget with pieces at your shard? The answer
-    /// (`ask` false) lists them: each executed at every replica of every
-    /// shard it involves (condition 2 of [`super::gc`]). Not in the paper:
-    /// a replica keeps a forgotten transaction's component while a member
-    /// of it may still be unexecuted somewhere, and a member without
-    /// pieces here is announced only to its own shards' replicas
-    /// ([`super::gc`], *what bounds the record*).
+    /// of `txns` did you forget with pieces at your shard (or know below
+    /// their done floor)? The answer (`ask` false) lists them: each
+    /// executed at every replica of every shard it involves (condition 2
+    /// of [`super::gc`]). Not in the paper: a replica keeps a forgotten
+    /// transaction's component while a member of it may still be
+    /// unexecuted somewhere, and a member without pieces here is announced
+    /// only to its own shards' replicas ([`super::gc`], *what bounds the
+    /// record*). A coordinator asks the same of a replica of its finished
+    /// transactions' shards, to raise its done floor.
     Settled {
         txns: Arc<[TxnId]>,
         ask: bool,
@@ -294,7 +308,9 @@ impl WireSize for Msg {
         const HEADER: usize = 1 + 8;
         HEADER
             + match self {
-                Msg::PreAccept { floor, .. } => 8 + 64 + 1 + if floor.is_some() { 8 } else { 0 },
+                Msg::PreAccept { floor, done, .. } => {
+                    8 + 64 + 2 + 8 * (usize::from(floor.is_some()) + usize::from(done.is_some()))
+                }
                 Msg::PreAcceptOk { deps, .. } => 8 + deps_size(deps),
                 Msg::Accept { deps, proc, .. } => {
                     8 + 1 + deps_size(deps) + if proc.is_some() { 64 } else { 0 }
@@ -309,7 +325,8 @@ impl WireSize for Msg {
                 }
                 Msg::Commit(i) | Msg::InquireOk(i) => info_size(i),
                 Msg::CommitOk { results, .. } => 1 + replies_size(results),
-                Msg::Inquire { .. } | Msg::CatchUp => 0,
+                Msg::Inquire { .. } => 1,
+                Msg::CatchUp => 0,
                 Msg::FetchOutput { .. } => 2,
                 Msg::Output { output, .. } => 2 + 1 + output.as_ref().map_or(0, |v| 4 + v.len()),
                 Msg::Committed { txns, .. }

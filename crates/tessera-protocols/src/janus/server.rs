@@ -392,6 +392,28 @@ impl JanusServer {
         deps
     }
 
+    /// Nothing of `t` is held here (no PreAccept, Commit or vertex): if
+    /// `t` involves this shard and is below its done floor, this replica
+    /// executed it and forgot it ([`super::gc`], *the done floor*).
+    fn ours(&self, t: TxnId) -> bool {
+        !self.locals.contains_key(&t)
+            && !self.committed.contains_key(&t)
+            && self.graph.get(t).is_none()
+    }
+
+    /// A message about `t` that came to this replica as one of `t`'s
+    /// shards' (an announcement, a nudge, a catch-up list, a fetch)
+    /// finds it forgotten here.
+    fn forgotten(&self, t: TxnId) -> bool {
+        self.gc.forgot(t, self.ours(t))
+    }
+
+    /// `from` announced executing `t` (true the first time), unless `t` is
+    /// forgotten here: a late announcement is not recorded again.
+    fn heard(&mut self, t: TxnId, from: NodeId) -> bool {
+        !self.forgotten(t) && self.gc.heard(t, from)
+    }
+
     fn shards_of(&self, t: TxnId) -> Arc<[ShardId]> {
         if let Some(l) = self.locals.get(&t) {
             return participants(l.proc.as_ref()).into();
@@ -410,12 +432,15 @@ impl JanusServer {
         txn: TxnId,
         ballot: Ballot,
         proc: Txn,
-        floor: Option<TxnId>,
+        (floor, done): (Option<TxnId>, Option<TxnId>),
     ) {
         if let Some(f) = floor {
             self.gc.raise_floor(f);
         }
-        if self.answer_forgotten(ctx, from, txn) {
+        if let Some(d) = done {
+            self.gc.raise_done(d);
+        }
+        if self.answer_forgotten(ctx, from, txn, true) {
             return;
         }
         if let Some(info) = self.committed.get(&txn) {
@@ -531,7 +556,7 @@ impl JanusServer {
         if self.stats.on() {
             self.stats.accept.push(deps.len() as u32);
         }
-        if self.answer_forgotten(ctx, from, txn) {
+        if self.answer_forgotten(ctx, from, txn, true) {
             return;
         }
         if let Some(info) = self.committed.get(&txn) {
@@ -594,7 +619,7 @@ impl JanusServer {
     /// held of `txn`; a committed transaction is answered with its Commit,
     /// which the recovery coordinator then only has to spread.
     fn on_prepare(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, ballot: Ballot) {
-        if self.answer_forgotten(ctx, from, txn) {
+        if self.answer_forgotten(ctx, from, txn, true) {
             return;
         }
         if let Some(info) = self.committed.get(&txn) {
@@ -645,7 +670,8 @@ impl JanusServer {
     /// whatever this replica had (l. 39), its status becomes committing.
     fn apply_commit(&mut self, ctx: &mut Ctx<Msg>, info: Arc<CommitInfo>) {
         let t = info.txn;
-        if self.committed.contains_key(&t) || self.gc.is_gone(t) {
+        let here = participants(info.proc.as_ref()).contains(&self.shard);
+        if self.committed.contains_key(&t) || self.gc.forgot(t, here && self.ours(t)) {
             return;
         }
         // A PreAccepted record carries the procedure already.
@@ -702,7 +728,17 @@ impl JanusServer {
         // its tombstone is gone.
         let late = info.deps.iter().filter(|d| self.gc.only_recorded(d.txn));
         self.late[Late::Dependency as usize] += late.count() as u64;
-        for d in info.deps.iter().filter(|d| !self.gc.is_gone(d.txn)) {
+        let shard = self.shard;
+        let live: Vec<&Dep> = info
+            .deps
+            .iter()
+            .filter(|d| {
+                !self
+                    .gc
+                    .forgot(d.txn, d.shards.contains(&shard) && self.ours(d.txn))
+            })
+            .collect();
+        for d in live {
             let v = Vertex {
                 txn: d.txn,
                 status: Status::Started,
@@ -756,7 +792,7 @@ impl JanusServer {
             tracing::warn!(txn = ?t, "commit for a transaction without pieces here");
             return;
         }
-        if self.answer_forgotten(ctx, from, t) {
+        if self.answer_forgotten(ctx, from, t, true) {
             return;
         }
         if let Some(l) = self.locals.get_mut(&t) {
@@ -1252,7 +1288,7 @@ impl JanusServer {
     }
 
     fn on_fetch_output(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, piece: u16) {
-        if self.gc.is_gone(txn) {
+        if self.forgotten(txn) {
             return; // every replica executed it: a late duplicate
         }
         match self.output_of(txn, piece) {
@@ -1379,11 +1415,11 @@ impl JanusServer {
         all
     }
 
-    fn on_inquire(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId) {
+    fn on_inquire(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txn: TxnId, its_shard: bool) {
         if self.forgot_only_as_ancestor(txn) {
             return;
         }
-        if self.answer_forgotten(ctx, from, txn) {
+        if self.answer_forgotten(ctx, from, txn, its_shard) {
             return;
         }
         if let Some(info) = self.committed.get(&txn) {
@@ -1523,7 +1559,7 @@ impl JanusServer {
         let done: Vec<TxnId> = txns
             .iter()
             .copied()
-            .filter(|t| self.gc.is_gone(*t) || self.executed_durably(*t))
+            .filter(|t| self.forgotten(*t) || self.executed_durably(*t))
             .collect();
         if !done.is_empty() {
             ctx.send(
@@ -1542,8 +1578,8 @@ impl JanusServer {
     fn on_executed(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, txns: &[TxnId], echo: bool) {
         let mut mine = Vec::new();
         for &t in txns {
-            let new = self.gc.heard(t, from);
-            let here = self.gc.is_gone(t) || (new && self.executed_durably(t));
+            let new = self.heard(t, from);
+            let here = self.forgotten(t) || (new && self.executed_durably(t));
             if !echo && here {
                 mine.push(t);
             }
@@ -1616,7 +1652,7 @@ impl JanusServer {
             let askers = self.inquiries.remove(&t).unwrap_or_default();
             if self.gc.is_gone(t) && !self.forgot_only_as_ancestor(t) {
                 for a in askers {
-                    self.answer_forgotten(ctx, a, t);
+                    self.answer_forgotten(ctx, a, t, false);
                 }
             }
             self.stats.parked_at.remove(&t);
@@ -1628,10 +1664,19 @@ impl JanusServer {
     /// forgotten transactions keeps of it ([`super::gc`], *what a replica
     /// forgot*) — unless it is a stale copy from its own coordinator
     /// ([`Self::stale`]), ignored as before; false if it is not forgotten.
-    fn answer_forgotten(&mut self, ctx: &mut Ctx<Msg>, to: NodeId, txn: TxnId) -> bool {
+    /// `its_shard`: the message came to this replica as one of `txn`'s
+    /// shards' (so the done floor may answer, [`Self::ours`]).
+    fn answer_forgotten(
+        &mut self,
+        ctx: &mut Ctx<Msg>,
+        to: NodeId,
+        txn: TxnId,
+        its_shard: bool,
+    ) -> bool {
+        let ours = its_shard && self.ours(txn);
         let g = match self.gc.gone(txn) {
             Some(g) => g.clone(),
-            None => match self.gc.recorded_tombstone(txn) {
+            None => match self.gc.recorded_tombstone(txn, ours) {
                 Some(_) if self.stale(to, txn) => return true,
                 Some(g) => {
                     self.late[Late::Answered as usize] += 1;
@@ -1691,6 +1736,7 @@ impl JanusServer {
             let known = m == txn
                 || self.committed.contains_key(&m)
                 || self.gc.is_gone(m)
+                || self.gc.below_done(m)
                 || self.graph.get(m).is_some_and(|n| n.finished);
             if !known && !self.asking.contains_key(&m) {
                 self.inquire(ctx, from, m, Sent::Via);
@@ -1734,7 +1780,7 @@ impl JanusServer {
             }
             if self.committed.contains_key(&t)
                 || self.asking.contains_key(&t)
-                || self.gc.is_gone(t)
+                || self.forgotten(t)
                 || (why == Announce::Lately && self.moot(t))
             {
                 continue;
@@ -2155,16 +2201,19 @@ impl JanusServer {
     /// A peer's answer to [`Msg::CatchUp`]: caught up once all of it is
     /// executed here.
     fn on_caught_up(&mut self, now: Time, txns: &[TxnId]) {
-        let Some(c) = self.catch_up.as_mut() else {
+        if self.catch_up.is_none() {
             return;
-        };
-        c.answered = true;
-        for &t in txns {
-            let done =
-                self.gc.is_gone(t) || self.locals.get(&t).is_some_and(|l| l.results.is_some());
-            if !done {
-                c.waiting.insert(t);
-            }
+        }
+        let waiting: Vec<TxnId> = txns
+            .iter()
+            .copied()
+            .filter(|&t| {
+                !self.forgotten(t) && self.locals.get(&t).is_none_or(|l| l.results.is_none())
+            })
+            .collect();
+        if let Some(c) = self.catch_up.as_mut() {
+            c.answered = true;
+            c.waiting.extend(waiting);
         }
         self.caught(now, None);
     }
@@ -2341,7 +2390,7 @@ impl JanusServer {
         let forgot: Vec<TxnId> = txns
             .iter()
             .copied()
-            .filter(|&t| self.gc.forgot_mine(t))
+            .filter(|&t| self.gc.settled_everywhere(t))
             .collect();
         if !forgot.is_empty() {
             let txns = forgot.into();
@@ -2479,7 +2528,11 @@ impl JanusServer {
         if self.trace {
             tracing::debug!(target: TRACE, me = self.me.0, at = ctx.now(), txn = txn.0, to = to.0, why = why as u8, "I");
         }
-        ctx.send(to, Msg::Inquire { txn });
+        let its_shard = self
+            .shards_of(txn)
+            .iter()
+            .any(|s| self.topology.shards[s.0 as usize].replicas.contains(&to));
+        ctx.send(to, Msg::Inquire { txn, its_shard });
     }
 
     /// Debug counts of an InquireOk from `from`: new or redundant, by the
@@ -2566,7 +2619,8 @@ impl JanusServer {
                 ballot,
                 proc,
                 floor,
-            } => self.on_pre_accept(ctx, from, txn, ballot, proc, floor),
+                done,
+            } => self.on_pre_accept(ctx, from, txn, ballot, proc, (floor, done)),
             Msg::Accept {
                 txn,
                 ballot,
@@ -2576,7 +2630,7 @@ impl JanusServer {
             } => self.on_accept(ctx, from, txn, ballot, &deps, abandon, proc),
             Msg::Commit(info) => self.on_commit(ctx, from, info),
             Msg::Prepare { txn, ballot } => self.on_prepare(ctx, from, txn, ballot),
-            Msg::Inquire { txn } => self.on_inquire(ctx, from, txn),
+            Msg::Inquire { txn, its_shard } => self.on_inquire(ctx, from, txn, its_shard),
             Msg::InquireOk(info) => {
                 if self.stats.on() {
                     self.count_inquire_ok(ctx.now(), from, &info);
@@ -2592,7 +2646,7 @@ impl JanusServer {
                     Announce::Lagging => {
                         // Sent only for transactions executed durably there.
                         for &t in txns.iter() {
-                            self.gc.heard(t, from);
+                            self.heard(t, from);
                         }
                         self.echo_executed(ctx, from, &txns)
                     }
@@ -2714,6 +2768,7 @@ impl Node<Msg> for JanusServer {
                 ("janus_graph_vertices", self.graph.len() as u64),
                 ("janus_tombstones", self.gc.tombstones() as u64),
                 ("janus_forgot_record_bytes", self.gc.record_bytes() as u64),
+                ("janus_forgot_bitmap_bytes", self.gc.bitmap_bytes() as u64),
                 ("janus_forgot_components", self.gc.components_kept() as u64),
                 (
                     "janus_forgot_component_bytes",

@@ -768,7 +768,7 @@ impl Cluster {
         let mut to: Vec<u32> = self
             .queue
             .iter()
-            .filter(|(f, _, m)| f.0 == from && matches!(m, Msg::Inquire { txn } if *txn == t))
+            .filter(|(f, _, m)| f.0 == from && matches!(m, Msg::Inquire { txn, .. } if *txn == t))
             .map(|(_, d, _)| d.0)
             .collect();
         to.sort_unstable();
@@ -973,6 +973,7 @@ fn an_executed_transaction_is_forgotten_and_late_messages_get_its_tombstone() {
             ballot: 0,
             proc: Incr::proc(),
             floor: None,
+            done: None,
         },
         Msg::Accept {
             txn: t,
@@ -982,7 +983,10 @@ fn an_executed_transaction_is_forgotten_and_late_messages_get_its_tombstone() {
             proc: None,
         },
         Msg::Prepare { txn: t, ballot: 7 },
-        Msg::Inquire { txn: t },
+        Msg::Inquire {
+            txn: t,
+            its_shard: true,
+        },
     ] {
         let what = format!("{late:?}");
         let replies = c.ask_server(1, late);
@@ -1119,24 +1123,56 @@ fn a_dependency_on_a_forgotten_transaction_after_its_tombstone_expired_does_not_
 /// A replica asked about a transaction it never learns no longer keeps the
 /// request forever: once the transaction's coordinator's floor passes it,
 /// the parked Inquire is dropped (the asker's retries go to every replica
-/// of its shards), and a new one is not parked.
+/// of its shards), and a new one is not parked — unless it comes as to a
+/// replica of the transaction's shard and the coordinator's done floor
+/// passed it too: then this replica would have executed and forgotten it
+/// (here it never existed: vacuously so), and says so.
 #[test]
 fn an_inquire_the_floor_made_moot_is_released() {
     let mut c = Cluster::new();
     let ghost = TxnId::new(NodeId(3), 0, 0);
-    let replies = c.ask_server(1, Msg::Inquire { txn: ghost });
+    let replies = c.ask_server(
+        1,
+        Msg::Inquire {
+            txn: ghost,
+            its_shard: true,
+        },
+    );
     assert!(replies.is_empty(), "{replies:?}");
     assert_eq!(c.per_server("janus_inquiries_parked"), [0, 1, 0]);
     let t = c.submit(0);
     c.rounds(20, None);
     assert_eq!(c.saw(t), 10);
     assert_eq!(c.per_server("janus_inquiries_parked"), [0, 0, 0]);
-    let replies = c.ask_server(1, Msg::Inquire { txn: ghost });
+    let replies = c.ask_server(
+        1,
+        Msg::Inquire {
+            txn: ghost,
+            its_shard: false,
+        },
+    );
     assert!(replies.is_empty(), "{replies:?}");
     assert_eq!(c.per_server("janus_inquiries_parked"), [0, 0, 0]);
+    let replies = c.ask_server(
+        1,
+        Msg::Inquire {
+            txn: ghost,
+            its_shard: true,
+        },
+    );
+    assert!(
+        matches!(replies[..], [Msg::Forgotten { txn, scc: None, .. }] if txn == ghost),
+        "{replies:?}"
+    );
     // An Inquire about a transaction the floor has not passed still waits.
     let later = TxnId::new(NodeId(3), 0, 99);
-    c.ask_server(1, Msg::Inquire { txn: later });
+    c.ask_server(
+        1,
+        Msg::Inquire {
+            txn: later,
+            its_shard: true,
+        },
+    );
     assert_eq!(c.per_server("janus_inquiries_parked"), [0, 1, 0]);
 }
 
@@ -1204,7 +1240,9 @@ fn a_forgotten_answer_to_an_inquire_unblocks_the_waiter() {
     let asked = c
         .queue
         .iter()
-        .position(|(f, _, m)| *f == NodeId(0) && matches!(m, Msg::Inquire { txn } if *txn == ghost))
+        .position(|(f, _, m)| {
+            *f == NodeId(0) && matches!(m, Msg::Inquire { txn, .. } if *txn == ghost)
+        })
         .expect("an Inquire about the unknown ancestor");
     let (_, to, _) = c.queue.remove(asked);
     c.queue.clear();
@@ -1247,7 +1285,7 @@ fn each_replica_inquires_the_replica_at_its_own_place() {
         let asked: Vec<u32> = c
             .queue
             .iter()
-            .filter(|(f, _, m)| f.0 == r && matches!(m, Msg::Inquire { txn } if *txn == ghost))
+            .filter(|(f, _, m)| f.0 == r && matches!(m, Msg::Inquire { txn, .. } if *txn == ghost))
             .map(|(_, to, _)| to.0)
             .collect();
         assert_eq!(asked, [3 + r], "replica {r}");
@@ -1308,6 +1346,7 @@ fn a_restarted_replica_keeps_its_ballot_promises() {
                 ballot: 0,
                 proc: Incr::proc(),
                 floor: None,
+                done: None,
             },
         );
         assert!(
@@ -1373,7 +1412,13 @@ fn a_restarted_replica_replays_its_data_and_catches_up() {
     c.restart(0);
     c.assert_replicas_hold(11, t);
     assert!(c.per_server("janus_replayed")[0] >= 4);
-    let late = c.ask_server(0, Msg::Inquire { txn: t });
+    let late = c.ask_server(
+        0,
+        Msg::Inquire {
+            txn: t,
+            its_shard: true,
+        },
+    );
     assert!(
         matches!(late[..], [Msg::Forgotten { txn, .. }] if txn == t),
         "{late:?}"
@@ -1715,11 +1760,17 @@ fn a_component_is_kept_until_every_member_is_known_executed_everywhere() {
         tombstones.iter().all(|&n| n <= 2),
         "{tombstones:?}: T3's, T4's"
     );
-    let answer =
-        |c: &mut Cluster, r: u32, txn: TxnId| match &c.ask_server(r, Msg::Inquire { txn })[..] {
-            [Msg::Forgotten { txn: x, scc, .. }] if *x == txn => scc.as_ref().map(|s| s.to_vec()),
-            other => panic!("{txn:?} at {r}: {other:?}"),
-        };
+    let answer = |c: &mut Cluster, r: u32, txn: TxnId| match &c.ask_server(
+        r,
+        Msg::Inquire {
+            txn,
+            its_shard: true,
+        },
+    )[..]
+    {
+        [Msg::Forgotten { txn: x, scc, .. }] if *x == txn => scc.as_ref().map(|s| s.to_vec()),
+        other => panic!("{txn:?} at {r}: {other:?}"),
+    };
     for r in 3..6 {
         assert_eq!(answer(&mut c, r, t2), Some(vec![t1, t2]), "replica {r}");
     }
@@ -1830,7 +1881,7 @@ fn an_ancestor_forgotten_by_another_shard_is_not_answered_as_executed() {
     assert!(
         c.queue
             .iter()
-            .any(|(f, _, m)| f.0 == 3 && matches!(m, Msg::Inquire { txn } if *txn == t)),
+            .any(|(f, _, m)| f.0 == 3 && matches!(m, Msg::Inquire { txn, .. } if *txn == t)),
         "server 3 asks about its unknown ancestor: {:?}",
         c.queue
     );
@@ -1844,7 +1895,13 @@ fn an_ancestor_forgotten_by_another_shard_is_not_answered_as_executed() {
     c.ask_server(3, Msg::InquireOk(info));
     c.rounds(20, None);
     assert_eq!(c.per_server("janus_forgotten")[3], 1, "t forgotten at 3");
-    let replies = c.ask_server(3, Msg::Inquire { txn: t });
+    let replies = c.ask_server(
+        3,
+        Msg::Inquire {
+            txn: t,
+            its_shard: true,
+        },
+    );
     assert!(
         !replies.iter().any(|m| matches!(m, Msg::Forgotten { .. })),
         "{replies:?}"

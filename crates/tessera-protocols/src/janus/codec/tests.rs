@@ -100,14 +100,20 @@ fn arb_msg() -> impl Strategy<Value = Msg> {
             }),
     );
     prop_oneof![
-        (t.clone(), b, arb_proc(), proptest::option::of(t.clone())).prop_map(
-            |(txn, ballot, proc, floor)| Msg::PreAccept {
+        (
+            t.clone(),
+            b,
+            arb_proc(),
+            proptest::option::of(t.clone()),
+            proptest::option::of(t.clone())
+        )
+            .prop_map(|(txn, ballot, proc, floor, done)| Msg::PreAccept {
                 txn,
                 ballot,
                 proc,
-                floor
-            }
-        ),
+                floor,
+                done,
+            }),
         (t.clone(), b, arb_deps()).prop_map(|(txn, ballot, deps)| Msg::PreAcceptOk {
             txn,
             ballot,
@@ -145,7 +151,7 @@ fn arb_msg() -> impl Strategy<Value = Msg> {
             prepared
         }),
         (t.clone(), b).prop_map(|(txn, ballot)| Msg::PrepareNotOk { txn, ballot }),
-        t.clone().prop_map(|txn| Msg::Inquire { txn }),
+        (t.clone(), any::<bool>()).prop_map(|(txn, its_shard)| Msg::Inquire { txn, its_shard }),
         arb_info().prop_map(Msg::InquireOk),
         (arb_ids(), why).prop_map(|(txns, why)| Msg::Committed { txns, why }),
         Just(Msg::CatchUp),
@@ -203,6 +209,7 @@ fn procedures_need_the_workload() {
         ballot: 0,
         proc,
         floor: Some(TxnId(1)),
+        done: Some(TxnId(0)),
     };
     let bytes = msg.to_bytes().unwrap();
     assert!(Msg::from_bytes(&bytes, &DecodeCx::default()).is_err());
