@@ -24,6 +24,7 @@
 //! * Committed: the reason byte ([`Announce`]), then the ids (count, 8
 //!   bytes each). Executed: the echo flag, then the ids. Settled: the ask
 //!   flag, then the ids.
+//! * Done: the floor's id.
 //! * Forgotten: txn id, abandon flag, the component (presence byte, ids).
 //! * FetchOutput: txn id, piece (varint). Output: txn id, piece, a
 //!   presence byte and the length-prefixed output.
@@ -68,6 +69,7 @@ mod tag {
     pub const FETCH_OUTPUT: u8 = 17;
     pub const OUTPUT: u8 = 18;
     pub const SETTLED: u8 = 19;
+    pub const DONE: u8 = 20;
 }
 
 fn announce_byte(a: Announce) -> u8 {
@@ -168,6 +170,7 @@ impl Msg {
             Msg::CatchUp => tag::CATCH_UP,
             Msg::Executed { .. } => tag::EXECUTED,
             Msg::Settled { .. } => tag::SETTLED,
+            Msg::Done { .. } => tag::DONE,
             Msg::Forgotten { .. } => tag::FORGOTTEN,
             Msg::FetchOutput { .. } => tag::FETCH_OUTPUT,
             Msg::Output { .. } => tag::OUTPUT,
@@ -246,6 +249,7 @@ impl Codec for Msg {
                     put_deps(out, &p.deps);
                 }
             }
+            Msg::Done { floor } => put_txn_id(out, *floor),
             Msg::Inquire { txn, its_shard } => {
                 put_txn_id(out, *txn);
                 out.put_u8(u8::from(*its_shard));
@@ -362,6 +366,9 @@ impl Codec for Msg {
             tag::EXECUTED => Msg::Executed {
                 echo: get_bool(buf, "echo flag")?,
                 txns: get_txns(buf, "executed transactions")?,
+            },
+            tag::DONE => Msg::Done {
+                floor: get_txn_id(buf)?,
             },
             tag::SETTLED => Msg::Settled {
                 ask: get_bool(buf, "ask flag")?,

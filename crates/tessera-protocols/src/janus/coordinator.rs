@@ -45,6 +45,11 @@ pub struct JanusCoordinator {
     /// Transactions asked about and confirmed since the last report.
     asked: u64,
     confirmed: u64,
+    /// The id after the last submitted one, and the done floor last sent
+    /// to every server ([`Msg::Done`]) and when.
+    next: Option<TxnId>,
+    told: Option<TxnId>,
+    tell_at: Time,
     /// Transactions that took the fast path and the slow path since the
     /// last report.
     fast: u64,
@@ -75,6 +80,9 @@ struct Timing {
 
 const TICK: TimerId = TimerId(1);
 
+/// Epochs between two [`Msg::Done`] broadcasts.
+const TELL_EVERY: Time = 10;
+
 impl JanusCoordinator {
     pub fn new(cfg: JanusConfig, env: CoordinatorEnv) -> Self {
         let site = env
@@ -91,6 +99,9 @@ impl JanusCoordinator {
             ask_at: 0,
             asked: 0,
             confirmed: 0,
+            next: None,
+            told: None,
+            tell_at: 0,
             fast: 0,
             slow: 0,
             timing: DepStats::new().on().then(|| Timing {
@@ -214,6 +225,29 @@ impl JanusCoordinator {
             let txns = txns.into();
             ctx.send(to, Msg::Settled { txns, ask: true });
         }
+        self.tell_done(ctx);
+    }
+
+    /// Every [`TELL_EVERY`] epochs, if it rose, send the done floor to
+    /// every server ([`Msg::Done`]): PreAccepts carry it only to the
+    /// shards of new transactions, and none once the clients stop.
+    fn tell_done(&mut self, ctx: &mut Ctx<Msg>) {
+        let now = ctx.now();
+        let Some(next) = self.next else { return };
+        if now < self.tell_at {
+            return;
+        }
+        self.tell_at = now + TELL_EVERY * self.cfg.epoch;
+        let floor = self.done.floor(self.open.first().copied().unwrap_or(next));
+        if self.told >= Some(floor) {
+            return;
+        }
+        self.told = Some(floor);
+        for g in &self.topology.shards {
+            for &to in &g.replicas {
+                ctx.send(to, Msg::Done { floor });
+            }
+        }
     }
 
     fn tick(&mut self, ctx: &mut Ctx<Msg>) {
@@ -253,6 +287,8 @@ impl Coordinator<Msg> for JanusCoordinator {
             return;
         }
         self.open.insert(txn);
+        let seq = (txn.0 as u32).saturating_add(1);
+        self.next = Some(TxnId::new(txn.node(), txn.incarnation(), seq));
         let floor = self.open.first().copied().unwrap_or(txn);
         let done = self.done.floor(floor);
         if self.trace {

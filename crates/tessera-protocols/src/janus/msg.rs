@@ -236,11 +236,19 @@ pub enum Msg {
         txns: Arc<[TxnId]>,
         ask: bool,
     },
+    /// Coordinator → every server, every few epochs while it changes: its
+    /// done floor, as a PreAccept carries it ([`super::done`]). Not in the
+    /// paper: a replica of a shard the coordinator no longer sends to (or
+    /// never did, holding its transactions only as ancestors) learns it
+    /// too, and drops its record below it.
+    Done {
+        floor: TxnId,
+    },
 }
 
 /// The names of [`Msg`]'s kinds, indexed by [`Msg::kind`], for the debug
 /// counts of messages by kind ([`super::stats`]).
-pub const KINDS: [&str; 20] = [
+pub const KINDS: [&str; 21] = [
     "PreAccept",
     "PreAcceptOk",
     "PreAcceptNotOk",
@@ -261,6 +269,7 @@ pub const KINDS: [&str; 20] = [
     "FetchOutput",
     "Output",
     "Settled",
+    "Done",
 ];
 
 impl Msg {
@@ -287,6 +296,7 @@ impl Msg {
             Msg::FetchOutput { .. } => 17,
             Msg::Output { .. } => 18,
             Msg::Settled { .. } => 19,
+            Msg::Done { .. } => 20,
         }
     }
 }
@@ -326,6 +336,7 @@ impl WireSize for Msg {
                 Msg::Commit(i) | Msg::InquireOk(i) => info_size(i),
                 Msg::CommitOk { results, .. } => 1 + replies_size(results),
                 Msg::Inquire { .. } => 1,
+                Msg::Done { .. } => 0,
                 Msg::CatchUp => 0,
                 Msg::FetchOutput { .. } => 2,
                 Msg::Output { output, .. } => 2 + 1 + output.as_ref().map_or(0, |v| 4 + v.len()),

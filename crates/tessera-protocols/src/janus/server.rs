@@ -2656,6 +2656,7 @@ impl JanusServer {
             Msg::CatchUp => self.on_catch_up(ctx, from),
             Msg::Executed { txns, echo } => self.on_executed(ctx, from, &txns, echo),
             Msg::Settled { txns, ask } => self.on_settled(ctx, from, &txns, ask),
+            Msg::Done { floor } => self.gc.raise_done(floor),
             Msg::Forgotten { txn, ref scc, .. } => {
                 let scc = scc.clone();
                 if self.recoveries.contains_key(&txn) {

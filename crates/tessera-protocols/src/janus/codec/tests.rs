@@ -157,6 +157,7 @@ fn arb_msg() -> impl Strategy<Value = Msg> {
         Just(Msg::CatchUp),
         (arb_ids(), any::<bool>()).prop_map(|(txns, echo)| Msg::Executed { txns, echo }),
         (arb_ids(), any::<bool>()).prop_map(|(txns, ask)| Msg::Settled { txns, ask }),
+        t.clone().prop_map(|floor| Msg::Done { floor }),
         (t.clone(), any::<bool>(), proptest::option::of(arb_ids()))
             .prop_map(|(txn, abandon, scc)| Msg::Forgotten { txn, abandon, scc }),
         (t.clone(), any::<u16>()).prop_map(|(txn, piece)| Msg::FetchOutput { txn, piece }),
@@ -165,7 +166,7 @@ fn arb_msg() -> impl Strategy<Value = Msg> {
     ]
 }
 
-crate::codec_laws::law_tests!(Msg, arb_msg(), cx(), tag::SETTLED);
+crate::codec_laws::law_tests!(Msg, arb_msg(), cx(), tag::DONE);
 
 /// A dependency on a shard the workload does not have is refused: a
 /// server would index its topology with it.
