@@ -195,10 +195,14 @@ const RECOVERY: u32 = 9;
 
 /// Replica `r` holding x = 10 and y = 0, started on `log`.
 fn server(topology: &Arc<Topology>, r: u32, log: Vec<Bytes>) -> JanusServer {
+    server_with(topology, r, log, JanusConfig::default())
+}
+
+fn server_with(topology: &Arc<Topology>, r: u32, log: Vec<Bytes>, cfg: JanusConfig) -> JanusServer {
     let mut store = Store::new();
     Incrs.load(ShardId(r / 3), &mut store);
     JanusServer::new(
-        JanusConfig::default(),
+        cfg,
         ServerEnv {
             me: NodeId(r),
             shard: ShardId(r / 3),
@@ -821,6 +825,49 @@ fn a_piece_waits_for_and_fetches_another_shards_output() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// `JanusConfig::prefetch_outputs`: T1 and T2 both feed y at shard 1 from
+/// x at shard 0, and shard 0 has not executed either. Shard 1's replicas
+/// run T1 first, so T1 waits for its output and T2 waits behind it; asked
+/// member by member only T1's output is requested, with the prefetch
+/// T2's too, before T1 runs. Once shard 0 executes, both ways reach the
+/// same values (the order and the outputs do not change).
+#[test]
+fn outputs_are_asked_for_before_the_turn_of_their_piece_with_the_prefetch() {
+    let fetched = |prefetch: bool| {
+        let mut c = Cluster::with_shards(2);
+        let topology = Arc::new(Topology::new(2, 3, 2));
+        let cfg = JanusConfig {
+            prefetch_outputs: prefetch,
+            ..JanusConfig::default()
+        };
+        c.servers = (0..6)
+            .map(|r| server_with(&topology, r, Vec::new(), cfg.clone()))
+            .collect();
+        let t1 = c.submit_proc(0, Feed::proc(100));
+        let t2 = c.submit_proc(1, Feed::proc(100));
+        let at_shard0 =
+            |d: NodeId, m: &Msg| d.0 < 3 && matches!(m, Msg::Commit(_) | Msg::FetchOutput { .. });
+        c.run_holding(at_shard0);
+        assert_eq!(c.held(1, Y), vec![(0, Version::INITIAL); 3], "ran early");
+        let asked = |t: TxnId| {
+            c.queue
+                .iter()
+                .filter(|(f, _, m)| {
+                    (3..6).contains(&f.0) && matches!(m, Msg::FetchOutput { txn, .. } if *txn == t)
+                })
+                .count()
+        };
+        let before = (asked(t1), asked(t2));
+        c.run();
+        assert_eq!(c.held(0, X), vec![(12, t2.version()); 3]);
+        assert_eq!(c.held(1, Y), vec![(21, t2.version()); 3]);
+        assert_eq!(c.done.len(), 2);
+        before
+    };
+    assert_eq!(fetched(false), (3, 0), "member by member: T1's only");
+    assert_eq!(fetched(true), (3, 3), "prefetched: T2's too");
 }
 
 /// A lost FetchOutput (or a source replica that is down) is sent again, to
