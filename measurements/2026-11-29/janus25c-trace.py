@@ -18,14 +18,10 @@ def coord(t): return t >> 40
 S = {}; C = {}; A = {}; Q = collections.defaultdict(list); shards = {}
 K = {}  # (node, txn) -> (at, mine, from, kind)
 E = {}; I = collections.defaultdict(list); P = {}; F = {}; O = {}
-pat = re.compile(r'(\w+)=(\[[^\]]*\]|\S+)')
-op = gzip.open if path.endswith('.gz') else open
-for line in op(path, 'rt'):
-    i = line.find('janus::trace: ')
-    if i < 0: continue
-    rest = line[i + 14:].rstrip('\n')
-    ev = rest[0]
-    f = dict(pat.findall(rest[2:]))
+import importlib.util, os
+_spec = importlib.util.spec_from_file_location('janus26a_tracelib', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'janus26a-tracelib.py'))
+lib = importlib.util.module_from_spec(_spec); _spec.loader.exec_module(lib)
+for ev, f in lib.events(path):
     at = int(f['at']); txn = int(f['txn'])
     if ev == 'K':
         me = int(f['me']); k = (me, txn)
@@ -52,44 +48,9 @@ for line in op(path, 'rt'):
     elif ev == 'O':
         O.setdefault((int(f['me']), txn, int(f['piece'])), at)
 print(f"txns started {len(S)} committed {len(C)} answered {len(A)}; K {len(K)} E {len(E)} I {len(I)}")
-# SCCs of the committed graph (iterative Tarjan)
-nodes = list(C)
-index = {}; low = {}; onst = set(); stack = []; comp = {}; comps = []
-idx = 0
-for root in nodes:
-    if root in index: continue
-    work = [(root, 0)]
-    while work:
-        v, pi = work.pop()
-        if pi == 0:
-            index[v] = low[v] = idx; idx += 1; stack.append(v); onst.add(v)
-        deps = [d for d in C[v][2] if d in C]
-        recurse = False
-        for j in range(pi, len(deps)):
-            w = deps[j]
-            if w not in index:
-                work.append((v, j + 1)); work.append((w, 0)); recurse = True; break
-            elif w in onst:
-                low[v] = min(low[v], index[w])
-        if recurse: continue
-        # all children done: fold low of children done via tree edges
-        for w in deps:
-            if w in onst and comp.get(w) is None and index[w] > index[v]:
-                low[v] = min(low[v], low[w])
-        if low[v] == index[v]:
-            c = []
-            while True:
-                w = stack.pop(); onst.discard(w); comp[w] = len(comps); c.append(w)
-                if w == v: break
-            comps.append(c)
+# SCCs of the committed graph (iterative Tarjan, janus26a-tracelib.py)
+comp, comps, cdeps = lib.components({t: C[t][2] for t in C})
 # comps are in reverse topological order (a comp is emitted after its deps' comps)
-cdeps = []
-for ci, c in enumerate(comps):
-    s = set()
-    for v in c:
-        for d in C[v][2]:
-            if d in comp and comp[d] != ci: s.add(comp[d])
-    cdeps.append(s)
 inwin = lambda t: lo <= C[t][0] < hi
 sizes = [len(comps[comp[t]]) for t in C if inwin(t)]
 print(f"component of a committed txn in window: mean {st.mean(sizes):.0f} median {st.median(sizes)} max {max(sizes)}")

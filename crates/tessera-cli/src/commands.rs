@@ -392,6 +392,7 @@ fn knobs_of(a: &RunArgs) -> Knobs {
         forget_epochs: a.forget_epochs,
         per_column: a.per_column,
         fast_path_by_rtt: a.fast_path_by_rtt,
+        prefetch_outputs: a.prefetch_outputs,
     }
 }
 
@@ -868,6 +869,7 @@ pub fn default_comparison() -> Result<()> {
         forget_epochs: None,
         per_column: None,
         fast_path_by_rtt: None,
+        prefetch_outputs: None,
         client_cpu_ns: None,
         byte_cpu_ps: None,
         local_cpu_ns: None,

@@ -471,6 +471,12 @@ pub struct RunArgs {
     /// local only; docs/results/janus.md, session 25).
     #[arg(long, value_parser = parse_on_off)]
     fast_path_by_rtt: Option<bool>,
+    /// janus: a replica asks for the other shards' outputs (§4) of a
+    /// decided component's members at once, not as execution reaches each
+    /// (on|off, default off; sim and local only; docs/results/janus.md,
+    /// session 26).
+    #[arg(long, value_parser = parse_on_off)]
+    prefetch_outputs: Option<bool>,
     /// sim: CPU time a client host spends on each event, ns (the rdma
     /// preset's 300; dc's 1000): a client host runs its clients' events one
     /// at a time, as a thread runs its coroutines.

@@ -1083,7 +1083,12 @@ fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
     only_knobs(
         spec,
         "janus",
-        &["--forget-epochs", "--per-column", "--fast-path-by-rtt"],
+        &[
+            "--forget-epochs",
+            "--per-column",
+            "--fast-path-by-rtt",
+            "--prefetch-outputs",
+        ],
     )?;
     let mut spec = spec.clone();
     spec.replicas = Some(spec.replicas.unwrap_or(3));
@@ -1129,20 +1134,30 @@ fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
         }
         cfg.per_column = on;
     }
+    // On `tcp` the servers (and their recovery coordinators) take their
+    // configuration from the cluster file: these are refused there as
+    // `--per-column` is, so one run has one rule.
     if let Some(on) = spec.knobs.fast_path_by_rtt {
-        // On `tcp` the servers' recovery coordinators take their
-        // configuration from the cluster file; refused there as
-        // `--per-column` is, so one run has one rule.
-        if spec.runtime == crate::RuntimeKind::Tcp {
-            return Err(SpecError::Invalid {
-                flag: "--fast-path-by-rtt",
-                value: if on { "on" } else { "off" }.into(),
-                allowed: "only with --runtime sim or local".into(),
-            });
-        }
+        not_on_tcp(&spec, "--fast-path-by-rtt", on)?;
         cfg.fast_path_wait_by_rtt = on;
     }
+    if let Some(on) = spec.knobs.prefetch_outputs {
+        not_on_tcp(&spec, "--prefetch-outputs", on)?;
+        cfg.prefetch_outputs = on;
+    }
     Ok((cfg, spec))
+}
+
+/// Refuses the on/off `flag` on the `tcp` runtime.
+fn not_on_tcp(spec: &BenchSpec, flag: &'static str, on: bool) -> Result<(), SpecError> {
+    if spec.runtime == crate::RuntimeKind::Tcp {
+        return Err(SpecError::Invalid {
+            flag,
+            value: if on { "on" } else { "off" }.into(),
+            allowed: "only with --runtime sim or local".into(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1176,7 +1191,7 @@ mod tests {
         });
         let wl = crate::run::workload(&wl_spec).unwrap();
         // s2pl reads --isolation but refuses snapshot, naming the flag.
-        let cases: [(&str, Knobs); 8] = [
+        let cases: [(&str, Knobs); 9] = [
             (
                 "--epoch-ms",
                 Knobs {
@@ -1236,6 +1251,13 @@ mod tests {
                     ..Knobs::default()
                 },
             ),
+            (
+                "--prefetch-outputs",
+                Knobs {
+                    prefetch_outputs: Some(true),
+                    ..Knobs::default()
+                },
+            ),
         ];
         for e in registry() {
             for (flag, knobs) in &cases {
@@ -1245,7 +1267,9 @@ mod tests {
                     "--prepare-deadline-ms" => ["pt-occ", "lt-occ"].contains(&e.name),
                     "--isolation" => ["pt-occ", "lt-occ"].contains(&e.name),
                     "--ro-rounds" | "--forget-epochs" => false,
-                    "--per-column" | "--fast-path-by-rtt" => e.name == "janus",
+                    "--per-column" | "--fast-path-by-rtt" | "--prefetch-outputs" => {
+                        e.name == "janus"
+                    }
                     _ => e.name.starts_with("nocc"),
                 };
                 if reads {
@@ -1347,19 +1371,33 @@ mod tests {
         assert!(err.contains("--per-column") && err.contains("tcp"), "{err}");
     }
     /// `--fast-path-by-rtt` sets the coordinator's rule for giving up on
-    /// the fast path (off unless asked), on sim and local only.
+    /// the fast path, `--prefetch-outputs` when a replica asks for other
+    /// shards' outputs: each off unless asked, on sim and local only.
     #[test]
-    fn the_fast_path_wait_is_the_configured_one() {
-        let mut spec = sim_ycsb("janus");
-        assert!(!janus(&spec).unwrap().0.fast_path_wait_by_rtt);
-        spec.knobs.fast_path_by_rtt = Some(true);
-        assert_eq!(spec.knobs.set_flags(), vec!["--fast-path-by-rtt"]);
-        assert!(janus(&spec).unwrap().0.fast_path_wait_by_rtt);
-        spec.runtime = crate::RuntimeKind::Tcp;
-        let err = janus(&spec).err().unwrap().to_string();
-        assert!(
-            err.contains("--fast-path-by-rtt") && err.contains("sim"),
-            "{err}"
-        );
+    fn the_fast_path_wait_and_the_output_prefetch_are_the_configured_ones() {
+        type Set = fn(&mut crate::spec::Knobs);
+        type Get = fn(&JanusConfig) -> bool;
+        let cases: [(&str, Set, Get); 2] = [
+            (
+                "--fast-path-by-rtt",
+                |k| k.fast_path_by_rtt = Some(true),
+                |c| c.fast_path_wait_by_rtt,
+            ),
+            (
+                "--prefetch-outputs",
+                |k| k.prefetch_outputs = Some(true),
+                |c| c.prefetch_outputs,
+            ),
+        ];
+        for (flag, set, get) in cases {
+            let mut spec = sim_ycsb("janus");
+            assert!(!get(&janus(&spec).unwrap().0), "{flag}");
+            set(&mut spec.knobs);
+            assert_eq!(spec.knobs.set_flags(), vec![flag]);
+            assert!(get(&janus(&spec).unwrap().0), "{flag}");
+            spec.runtime = crate::RuntimeKind::Tcp;
+            let err = janus(&spec).err().unwrap().to_string();
+            assert!(err.contains(flag) && err.contains("sim"), "{err}");
+        }
     }
 }

@@ -267,13 +267,18 @@ pub struct Knobs {
     /// ([`tessera_protocols::janus::JanusConfig::fast_path_wait_by_rtt`],
     /// off by default).
     pub fast_path_by_rtt: Option<bool>,
+    /// Janus: `--prefetch-outputs on|off`, a replica asks for the other
+    /// shards' outputs (§4) of a decided component's members at once
+    /// ([`tessera_protocols::janus::JanusConfig::prefetch_outputs`], off
+    /// by default).
+    pub prefetch_outputs: Option<bool>,
 }
 
 impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 30] = [
+        let flags: [(&'static str, bool); 31] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
@@ -310,6 +315,7 @@ impl Knobs {
             ("--forget-epochs", self.forget_epochs.is_some()),
             ("--per-column", self.per_column.is_some()),
             ("--fast-path-by-rtt", self.fast_path_by_rtt.is_some()),
+            ("--prefetch-outputs", self.prefetch_outputs.is_some()),
         ];
         for (f, set) in flags {
             if set {

@@ -40,6 +40,7 @@ pub const PARAMS: &[&str] = &[
     "epoch-barrier",
     "per-column",
     "fast-path-by-rtt",
+    "prefetch-outputs",
 ];
 
 /// OOCC's ablation steps (§VIII.D, Fig. 11), each adding one technique to
@@ -219,6 +220,7 @@ impl Vary {
             ("epoch-barrier", _) => spec.knobs.epoch_barrier = Some(on_off(v)?),
             ("per-column", _) => spec.knobs.per_column = Some(on_off(v)?),
             ("fast-path-by-rtt", _) => spec.knobs.fast_path_by_rtt = Some(on_off(v)?),
+            ("prefetch-outputs", _) => spec.knobs.prefetch_outputs = Some(on_off(v)?),
             ("home-warehouse", WorkloadSpec::Tpcc(c)) => {
                 c.home_warehouse = HomeWarehouse::parse(self.label(v)?).unwrap_or_default()
             }

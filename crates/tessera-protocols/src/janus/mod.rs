@@ -205,8 +205,25 @@ pub struct JanusConfig {
     /// ([`quorum::fast_path_pays`]); off, it waits up to a retransmit
     /// period. Three-site TPC-C (`docs/results/janus.md`, *session 25*):
     /// +16% new-orders/s at 1,500 clients, −15% / −20% at 3,000 (seeds
-    /// 1, 2).
+    /// 1, 2); since members of forgotten components are asked of every
+    /// server at once (*session 26*) +13% at 1,500 and +6.5% / +10% at
+    /// 3,000.
     pub fast_path_wait_by_rtt: bool,
+    /// A replica asks for the other shards' outputs its pieces need (§4)
+    /// for every member of a component once the component is decided,
+    /// instead of when execution reaches each member ("once server S_j is
+    /// ready to execute α_j, it sends a message to server S_i to wait for
+    /// the execution of α_i and fetch the corresponding outputs"). The
+    /// request is the same and still waits for α_i's execution; only its
+    /// sending moves earlier, so the execution order and the outputs do
+    /// not change. Asked member by member, each member that needs an
+    /// output stops the members after it for a round trip inside the site
+    /// even when the output is ready. Three-site TPC-C, 3,000 clients
+    /// (`docs/results/janus.md`, *session 26*): execution after the last
+    /// ancestor is known falls from ~5 to ~1.5 ms, but new-orders/s move
+    /// by +2% with `fast_path_wait_by_rtt` and −9% without it (the
+    /// ancestor wait grows; not explained), hence off.
+    pub prefetch_outputs: bool,
 }
 
 impl Default for JanusConfig {
@@ -222,6 +239,7 @@ impl Default for JanusConfig {
             wait_one_blocker: false,
             per_column: true,
             fast_path_wait_by_rtt: false,
+            prefetch_outputs: false,
         }
     }
 }

@@ -72,6 +72,9 @@ struct Local {
 struct Run {
     replies: Vec<PieceReply>,
     written: Vec<Key>,
+    /// The other shards' outputs its pieces need have been asked for
+    /// ([`super::JanusConfig::prefetch_outputs`]).
+    prefetched: bool,
 }
 
 /// A piece of another shard whose output a piece here waits for.
@@ -116,6 +119,17 @@ const LATE: [&str; 4] = [
     "janus_late_announced",
     "janus_forgotten_run_again",
 ];
+
+/// Why a component stopped short of executing (a trace line's `why`).
+#[derive(Clone, Copy)]
+enum Stop {
+    /// A member known only from an adopted component: inquired.
+    Unknown = 0,
+    /// An unprocessed ancestor with pieces here outside the component.
+    Blocker = 1,
+    /// A member waits for another shard's output (§4).
+    Output = 2,
+}
 
 /// What waits for every record issued so far to be durable.
 enum AfterSync {
@@ -930,6 +944,7 @@ impl JanusServer {
             !self.committed.contains_key(m) && self.graph.get(*m).is_some_and(|n| !n.finished)
         });
         if let Some(m) = unknown {
+            self.trace_wait(ctx, t, Stop::Unknown, m);
             if self.stats.on() && !self.asking.contains_key(&m) {
                 self.stats.msgs.ask_execute += 1;
             }
@@ -937,7 +952,13 @@ impl JanusServer {
             self.ask(ctx, m, true);
             return;
         }
+        if self.cfg.prefetch_outputs {
+            for &m in members.iter() {
+                self.prefetch(ctx, m);
+            }
+        }
         if let Some(p) = self.blocker(&members) {
+            self.trace_wait(ctx, t, Stop::Blocker, p);
             self.wakeups.wait(p, t);
             if !self.committed.contains_key(&p) {
                 if self.stats.on() && !self.asking.contains_key(&p) {
@@ -951,8 +972,17 @@ impl JanusServer {
             if self.graph.get(m).is_some_and(|n| n.local && !n.finished) && !self.execute(ctx, m) {
                 // Waits for another shard's output (§4): the members
                 // after it wait too, so the order stays the same.
+                self.trace_wait(ctx, t, Stop::Output, m);
                 return;
             }
+        }
+    }
+
+    /// A trace line ([`trace_on`]): the component of `t` stopped short of
+    /// executing, waiting for `on` (why: [`Stop`]).
+    fn trace_wait(&self, ctx: &Ctx<Msg>, t: TxnId, why: Stop, on: TxnId) {
+        if self.trace {
+            tracing::debug!(target: TRACE, me = self.me.0, at = ctx.now(), txn = t.0, why = why as u8, on = on.0, "W");
         }
     }
 
@@ -1239,6 +1269,31 @@ impl JanusServer {
     }
 
     // ---- Fetching other shards' outputs (§4) ----
+
+    /// Ask now for every output of another shard that `t`'s pieces here
+    /// will need, once ([`super::JanusConfig::prefetch_outputs`]): `t` is
+    /// a member of a decided component, so its turn will come.
+    fn prefetch(&mut self, ctx: &mut Ctx<Msg>, t: TxnId) {
+        if !self.graph.get(t).is_some_and(|n| n.local && !n.finished) {
+            return;
+        }
+        let Some(l) = self.locals.get_mut(&t) else {
+            return;
+        };
+        if l.abandon || std::mem::replace(&mut l.run.prefetched, true) {
+            return;
+        }
+        let pieces = l.proc.pieces();
+        let needed: Vec<(u16, ShardId)> = pieces
+            .iter()
+            .filter(|p| p.shard == self.shard)
+            .flat_map(|p| p.inputs.iter().map(|&j| (j, pieces[j as usize].shard)))
+            .filter(|&(j, shard)| shard != self.shard && !self.outputs.contains_key(&(t, j)))
+            .collect();
+        for (j, shard) in needed {
+            self.fetch(ctx, t, j, shard);
+        }
+    }
 
     /// Ask a replica of `shard` for the output of `t`'s piece `piece`,
     /// unless already asked; the sweep asks the next replica if no answer
@@ -1727,8 +1782,15 @@ impl JanusServer {
         };
         let mut rose = Vec::new();
         self.graph.merge(&v, self.gc.epoch, &mut rose);
-        // The other members: the sender decided the component, so it holds
-        // each committed, or its tombstone; some may have pieces here.
+        // The other members: some may have pieces here. The sender decided
+        // the component but answers about a member only if it had pieces
+        // there: one it forgot only as an ancestor it does not answer
+        // ([`Self::forgot_only_as_ancestor`]). So each is asked at once of
+        // its shards' replicas, or of every server when its shards are not
+        // known here, as a retry would after a retransmit period: asked of
+        // the sender alone, components of up to 280 transactions waited
+        // ~490 ms behind such a member at three sites (TPC-C, 3,000
+        // clients, `docs/results/janus.md`, *session 26*).
         for &m in scc.iter().flat_map(|s| s.iter()) {
             // A member adopted already (finished) is not asked again: two
             // unknown members' answers would otherwise ask for each other
@@ -1739,7 +1801,9 @@ impl JanusServer {
                 || self.gc.below_done(m)
                 || self.graph.get(m).is_some_and(|n| n.finished);
             if !known && !self.asking.contains_key(&m) {
-                self.inquire(ctx, from, m, Sent::Via);
+                for to in self.inquirees(m, true, Some(from)) {
+                    self.inquire(ctx, to, m, Sent::Via);
+                }
                 self.asking.insert(
                     m,
                     Asking {
