@@ -467,8 +467,9 @@ pub struct RunArgs {
     per_column: Option<bool>,
     /// janus: the coordinator stops waiting for the fast quorum's last
     /// PreAccept replies where, by the round trips it measured, the fast
-    /// path cannot save more than it costs (on|off, default off; sim and
-    /// local only; docs/results/janus.md, session 25).
+    /// path cannot save more than it costs (on|off, default on since
+    /// session 26; sim and local only; docs/results/janus.md, sessions 25
+    /// and 26).
     #[arg(long, value_parser = parse_on_off)]
     fast_path_by_rtt: Option<bool>,
     /// janus: a replica asks for the other shards' outputs (§4) of a

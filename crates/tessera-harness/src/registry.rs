@@ -1371,30 +1371,33 @@ mod tests {
         assert!(err.contains("--per-column") && err.contains("tcp"), "{err}");
     }
     /// `--fast-path-by-rtt` sets the coordinator's rule for giving up on
-    /// the fast path, `--prefetch-outputs` when a replica asks for other
-    /// shards' outputs: each off unless asked, on sim and local only.
+    /// the fast path (on unless turned off), `--prefetch-outputs` when a
+    /// replica asks for other shards' outputs (off unless asked): each
+    /// set on sim and local only.
     #[test]
     fn the_fast_path_wait_and_the_output_prefetch_are_the_configured_ones() {
         type Set = fn(&mut crate::spec::Knobs);
         type Get = fn(&JanusConfig) -> bool;
-        let cases: [(&str, Set, Get); 2] = [
+        let cases: [(&str, Set, Get, bool); 2] = [
             (
                 "--fast-path-by-rtt",
-                |k| k.fast_path_by_rtt = Some(true),
+                |k| k.fast_path_by_rtt = Some(false),
                 |c| c.fast_path_wait_by_rtt,
+                true,
             ),
             (
                 "--prefetch-outputs",
                 |k| k.prefetch_outputs = Some(true),
                 |c| c.prefetch_outputs,
+                false,
             ),
         ];
-        for (flag, set, get) in cases {
+        for (flag, set, get, default) in cases {
             let mut spec = sim_ycsb("janus");
-            assert!(!get(&janus(&spec).unwrap().0), "{flag}");
+            assert_eq!(get(&janus(&spec).unwrap().0), default, "{flag}");
             set(&mut spec.knobs);
             assert_eq!(spec.knobs.set_flags(), vec![flag]);
-            assert!(get(&janus(&spec).unwrap().0), "{flag}");
+            assert_eq!(get(&janus(&spec).unwrap().0), !default, "{flag}");
             spec.runtime = crate::RuntimeKind::Tcp;
             let err = janus(&spec).err().unwrap().to_string();
             assert!(err.contains(flag) && err.contains("sim"), "{err}");

@@ -265,7 +265,7 @@ pub struct Knobs {
     /// for the fast quorum's last replies where by its measured round
     /// trips the wait cannot pay
     /// ([`tessera_protocols::janus::JanusConfig::fast_path_wait_by_rtt`],
-    /// off by default).
+    /// on by default since session 26).
     pub fast_path_by_rtt: Option<bool>,
     /// Janus: `--prefetch-outputs on|off`, a replica asks for the other
     /// shards' outputs (§4) of a decided component's members at once

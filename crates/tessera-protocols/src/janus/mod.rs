@@ -199,15 +199,16 @@ pub struct JanusConfig {
     /// coarser order this crate had before 2026-11-29 (kept to compare:
     /// TPC-C's NewOrder and Payment then conflict on district rows).
     pub per_column: bool,
-    /// Off by default (experimental): the coordinator stops waiting for
+    /// On by default since session 26: the coordinator stops waiting for
     /// the fast quorum's last replies when, by the round trips it
     /// measured, they cannot save more than they may cost
     /// ([`quorum::fast_path_pays`]); off, it waits up to a retransmit
-    /// period. Three-site TPC-C (`docs/results/janus.md`, *session 25*):
-    /// +16% new-orders/s at 1,500 clients, −15% / −20% at 3,000 (seeds
-    /// 1, 2); since members of forgotten components are asked of every
-    /// server at once (*session 26*) +13% at 1,500 and +6.5% / +10% at
-    /// 3,000.
+    /// period (Algorithm 1 leaves how long to the implementation).
+    /// Three-site TPC-C (`docs/results/janus.md`, *session 25*): +16%
+    /// new-orders/s at 1,500 clients, −15% / −20% at 3,000 (seeds 1, 2);
+    /// since members of forgotten components are asked of every server at
+    /// once (*session 26*) +13% at 1,500 and +6.5% / +10% at 3,000, +10%
+    /// over a 4.5 s window. Rows measured before session 26 had it off.
     pub fast_path_wait_by_rtt: bool,
     /// A replica asks for the other shards' outputs its pieces need (§4)
     /// for every member of a component once the component is decided,
@@ -238,7 +239,7 @@ impl Default for JanusConfig {
             forget_epochs: 40,
             wait_one_blocker: false,
             per_column: true,
-            fast_path_wait_by_rtt: false,
+            fast_path_wait_by_rtt: true,
             prefetch_outputs: false,
         }
     }
