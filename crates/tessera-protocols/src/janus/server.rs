@@ -409,7 +409,7 @@ impl JanusServer {
     /// Nothing of `t` is held here (no PreAccept, Commit or vertex): if
     /// `t` involves this shard and is below its done floor, this replica
     /// executed it and forgot it ([`super::gc`], *the done floor*).
-    fn ours(&self, t: TxnId) -> bool {
+    fn holds_none(&self, t: TxnId) -> bool {
         !self.locals.contains_key(&t)
             && !self.committed.contains_key(&t)
             && self.graph.get(t).is_none()
@@ -419,7 +419,7 @@ impl JanusServer {
     /// shards' (an announcement, a nudge, a catch-up list, a fetch)
     /// finds it forgotten here.
     fn forgotten(&self, t: TxnId) -> bool {
-        self.gc.forgot(t, self.ours(t))
+        self.gc.forgot(t, self.holds_none(t))
     }
 
     /// `from` announced executing `t` (true the first time), unless `t` is
@@ -685,7 +685,7 @@ impl JanusServer {
     fn apply_commit(&mut self, ctx: &mut Ctx<Msg>, info: Arc<CommitInfo>) {
         let t = info.txn;
         let here = participants(info.proc.as_ref()).contains(&self.shard);
-        if self.committed.contains_key(&t) || self.gc.forgot(t, here && self.ours(t)) {
+        if self.committed.contains_key(&t) || self.gc.forgot(t, here && self.holds_none(t)) {
             return;
         }
         // A PreAccepted record carries the procedure already.
@@ -749,7 +749,7 @@ impl JanusServer {
             .filter(|d| {
                 !self
                     .gc
-                    .forgot(d.txn, d.shards.contains(&shard) && self.ours(d.txn))
+                    .forgot(d.txn, d.shards.contains(&shard) && self.holds_none(d.txn))
             })
             .collect();
         for d in live {
@@ -1720,7 +1720,7 @@ impl JanusServer {
     /// forgot*) — unless it is a stale copy from its own coordinator
     /// ([`Self::stale`]), ignored as before; false if it is not forgotten.
     /// `its_shard`: the message came to this replica as one of `txn`'s
-    /// shards' (so the done floor may answer, [`Self::ours`]).
+    /// shards' (so the done floor may answer, [`Self::holds_none`]).
     fn answer_forgotten(
         &mut self,
         ctx: &mut Ctx<Msg>,
@@ -1728,7 +1728,7 @@ impl JanusServer {
         txn: TxnId,
         its_shard: bool,
     ) -> bool {
-        let ours = its_shard && self.ours(txn);
+        let ours = its_shard && self.holds_none(txn);
         let g = match self.gc.gone(txn) {
             Some(g) => g.clone(),
             None => match self.gc.recorded_tombstone(txn, ours) {
