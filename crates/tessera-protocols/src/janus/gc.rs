@@ -227,7 +227,10 @@
 //! from any replica of its shards that forgot it with pieces there (by
 //! condition 2, all of them announced executing it durably), asking
 //! ([`super::msg::Msg::Settled`]) one replica at a time. D travels with
-//! every PreAccept; a replica drops its bits below D. Then for T below D,
+//! every PreAccept and, every 10 epochs while it rises, to every server
+//! ([`super::msg::Msg::Done`]: a replica that holds a coordinator's
+//! transactions only as ancestors, or is no longer sent any, learns it
+//! too); a replica drops its bits below D. Then for T below D,
 //! at a replica R of a shard T involves, holding nothing of T (no
 //! PreAccept, Commit or vertex): R executed T durably (D says so), and
 //! holds nothing of it, so R forgot it — exactly what the bit said. Who
@@ -255,7 +258,7 @@
 //! the bits grow meanwhile: a stall, not a leak; they go once it catches
 //! up. An old incarnation's bits above its last D stay (its last few
 //! epochs' transactions). After a restart the log's Forgotten records
-//! replay every bit, and the next PreAccepts' floors drop them.
+//! replay every bit, and the next floors (PreAccept or `Done`) drop them.
 //!
 //! Measured (`docs/results/janus.md`, *session 24*): one-site TPC-C at
 //! 60 clients for 2 s keeps 1,650–1,990 components over its 18 replicas
