@@ -57,6 +57,10 @@ struct ColumnVersions {
     groups: Vec<(u64, Version)>,
 }
 
+/// One row's per-column last writers ([`Store::column_groups`]): its key,
+/// its base version, and each column group (a bit mask) with its writer.
+pub type ColumnGroups<'a> = (Key, Version, &'a [(u64, Version)]);
+
 /// The data of one shard replica.
 #[derive(Default, Debug, Clone)]
 pub struct Store {
@@ -209,6 +213,26 @@ impl Store {
                     .fold(0, |a, (g, _)| a | g),
             ),
         }
+    }
+
+    /// Every row's per-column last writers, as [`Self::install_columns`]
+    /// kept them (the row's base version, then each column group and its
+    /// writer), sorted by key: with [`Self::records_sorted`], what a
+    /// checkpoint of a protocol that orders conflicts per column holds.
+    pub fn column_groups(&self) -> Vec<ColumnGroups<'_>> {
+        let mut out: Vec<_> = self
+            .columns
+            .iter()
+            .map(|(k, cv)| (*k, cv.base, cv.groups.as_slice()))
+            .collect();
+        out.sort_unstable_by_key(|(k, ..)| *k);
+        out
+    }
+
+    /// Restore what [`Self::column_groups`] reported of `key` (a
+    /// checkpoint's replay, after the record itself).
+    pub fn set_column_groups(&mut self, key: Key, base: Version, groups: Vec<(u64, Version)>) {
+        self.columns.insert(key, ColumnVersions { base, groups });
     }
 
     /// Who wrote `key` last, as the replicas of a shard must agree on it:

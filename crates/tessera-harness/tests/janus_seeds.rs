@@ -69,19 +69,38 @@ fn spec(seed: u64, crash: bool) -> BenchSpec {
         let client = std::mem::take(&mut s.sim.crashes);
         s.sim = replica_plan(seed, &topology(&s), 300 * MS);
         s.sim.crashes.extend(client);
+        if checkpoints(seed) {
+            s.sim.checkpoint_bytes = CHECKPOINT_BYTES;
+        }
     } else {
         s.sim.crashes.clear();
     }
     s
 }
 
+/// Crash runs of half the seeds (of both workloads) checkpoint the logs
+/// of the replicas that crash every [`CHECKPOINT_BYTES`]: those restart
+/// from a checkpoint's image and the records after it, the others from
+/// their whole log.
+fn checkpoints(seed: u64) -> bool {
+    seed % 4 >= 2
+}
+
+/// A few checkpoints per crashed replica before its crash.
+const CHECKPOINT_BYTES: u64 = 16 * 1024;
+
 fn replay(s: &BenchSpec) -> String {
     if s.duration == 600 * MS {
         return format!(
             "tessera_harness::run_bench of janus_seeds::spec({}, true) ({}; replica_plan \
-             crashes and isolations until 300 ms plus random_plan's client crash)",
+             crashes and isolations until 300 ms plus random_plan's client crash{})",
             s.seed,
-            s.workload.name()
+            s.workload.name(),
+            if s.sim.checkpoint_bytes > 0 {
+                "; logs checkpointed"
+            } else {
+                ""
+            }
         );
     }
     format!(
@@ -270,7 +289,7 @@ fn janus_is_strictly_serializable_commits_everything_and_converges() {
 /// forgotten at the end.
 #[test]
 fn janus_survives_crashes_of_replicas_and_coordinators() {
-    let (mut recovered, mut replayed, mut caught_up) = (0, 0, 0);
+    let (mut recovered, mut replayed, mut caught_up, mut from_image) = (0, 0, 0, 0);
     for seed in seed_range() {
         let s = spec(seed, true);
         let out = run_checked(seed, &s, replay);
@@ -302,12 +321,15 @@ fn janus_survives_crashes_of_replicas_and_coordinators() {
         recovered += counter("janus_recoveries");
         replayed += counter("janus_replayed");
         caught_up += counter("janus_caught_up");
+        from_image += counter("janus_restarts_from_image");
     }
     if seed_range().count() >= 10 {
         assert!(recovered > 0, "no seed needed a recovery");
         assert!(replayed > 0, "no replica restarted from its log");
         assert!(caught_up > 0, "no restarted replica caught up");
+        assert!(from_image > 0, "no replica restarted from a checkpoint");
     }
+    eprintln!("crash runs: {from_image} restarts from a checkpoint's image");
 }
 
 /// TPC-C's NewOrder and Payment (§6.3's read-write transactions) over 3

@@ -68,6 +68,14 @@ pub struct SimConfig {
     /// (`sim::flush_now`); the records are still kept for restarts, on the
     /// nodes a crash is planned for (`Disk::for_restarts`).
     pub fsync: Time,
+    /// Checkpoint a node's log after this many bytes of records (0: never),
+    /// as the `tcp` runtime's log does (`checkpoint_mb`): the node is asked
+    /// for its [`tessera_core::node::Node::snapshot`], which replaces the
+    /// records before it once every record issued before it is durable
+    /// (a crash before that keeps the old log). Only nodes a crash is
+    /// planned for keep a log to checkpoint; the snapshot's encoding is not
+    /// charged as CPU.
+    pub checkpoint_bytes: u64,
     pub partitions: Vec<Partition>,
     pub crashes: Vec<Crash>,
     /// Clock drift bound in parts per million: each node's clock runs at a
@@ -107,6 +115,7 @@ impl Default for SimConfig {
             byte_cpu_ps: 0,
             switch_cpu: 100,
             fsync: 100 * US,
+            checkpoint_bytes: 0,
             partitions: Vec::new(),
             crashes: Vec::new(),
             drift_ppm: 0,

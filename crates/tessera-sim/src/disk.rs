@@ -16,6 +16,8 @@ pub struct Disk {
     pub bytes: u64,
     /// Whether durable records are kept: only a restarted node reads them.
     keeps_records: bool,
+    /// Bytes of records issued since the last checkpoint was taken.
+    pub since_checkpoint: u64,
     /// Start and end of the most recently scheduled flush.
     batch_start: Time,
     batch_end: Time,
@@ -40,6 +42,22 @@ impl Disk {
         self.bytes += record.len() as u64;
         if self.keeps_records {
             self.records.push(record);
+        }
+    }
+
+    /// Whether this disk's records are kept, and so checkpointed.
+    pub fn keeps_records(&self) -> bool {
+        self.keeps_records
+    }
+
+    /// A checkpoint is durable: `snapshot` replaces every record before
+    /// it (the node's state as of the records issued before it was taken,
+    /// all of which are durable by now).
+    pub fn checkpoint(&mut self, snapshot: Bytes) {
+        self.bytes += snapshot.len() as u64;
+        if self.keeps_records {
+            self.records.clear();
+            self.records.push(snapshot);
         }
     }
 

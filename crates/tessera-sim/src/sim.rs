@@ -22,6 +22,9 @@ enum Kind<M> {
         token: u64,
         record: bytes::Bytes,
     },
+    /// A checkpoint of the node's log is durable (see
+    /// [`SimConfig::checkpoint_bytes`]).
+    Checkpoint(bytes::Bytes),
     Crash {
         restart_after: Option<Time>,
     },
@@ -509,6 +512,11 @@ fn handle<M: Clone + WireSize>(
     if s.node.is_none() || ev.incarnation.is_some_and(|i| i != s.incarnation) {
         return;
     }
+    if let Kind::Checkpoint(snapshot) = ev.kind {
+        // The disk's work, not the node's: no CPU, no event.
+        s.disk.checkpoint(snapshot);
+        return;
+    }
     w.events += 1;
     let free = matches!(&ev.kind, Kind::Deliver { msg, .. } if msg.instrumentation());
     let fixed = match &ev.kind {
@@ -532,7 +540,9 @@ fn handle<M: Clone + WireSize>(
                 s.disk.append(record);
                 node.on_persisted(&mut ctx, token)
             }
-            Kind::Crash { .. } | Kind::Restart | Kind::Wake => unreachable!("handled by step"),
+            Kind::Checkpoint(_) | Kind::Crash { .. } | Kind::Restart | Kind::Wake => {
+                unreachable!("handled by step and handle")
+            }
         }
     }
     let done = if free {
@@ -610,9 +620,11 @@ fn apply<M: Clone + WireSize>(
                 w.push(at.max(t), id, Some(inc), Kind::Timer(timer));
             }
             Effect::Persist { token, record } if w.cfg.fsync == 0 => {
+                slots[id.0 as usize].disk.since_checkpoint += record.len() as u64;
                 flushed_now.push((token, record));
             }
             Effect::Persist { token, record } => {
+                slots[id.0 as usize].disk.since_checkpoint += record.len() as u64;
                 let fsync = w.cfg.fsync;
                 let at = slots[id.0 as usize].disk.schedule(t, fsync);
                 w.push(at, id, Some(inc), Kind::Persisted { token, record });
@@ -626,6 +638,36 @@ fn apply<M: Clone + WireSize>(
     if !flushed_now.is_empty() {
         flush_now(w, slots, id, t, flushed_now);
     }
+    checkpoint(w, slots, id, t);
+}
+
+/// [`SimConfig::checkpoint_bytes`]: once `id` issued that many bytes of
+/// records since its last checkpoint, take its snapshot now and make it
+/// durable behind every record issued before it, as a write-ahead log
+/// queues a checkpoint behind its appends (`tessera_wal::Wal::checkpoint`).
+fn checkpoint<M: Clone + WireSize>(
+    w: &mut World<'_, M>,
+    slots: &mut [Slot<M>],
+    id: NodeId,
+    t: Time,
+) {
+    let limit = w.cfg.checkpoint_bytes;
+    let s = &mut slots[id.0 as usize];
+    if limit == 0 || s.disk.since_checkpoint < limit || !s.disk.keeps_records() {
+        return;
+    }
+    s.disk.since_checkpoint = 0;
+    let Some(snapshot) = s.node.as_ref().and_then(|n| n.snapshot()) else {
+        return;
+    };
+    if w.cfg.fsync == 0 {
+        // Every record issued so far is durable already.
+        s.disk.checkpoint(snapshot);
+        return;
+    }
+    let at = s.disk.schedule(t, w.cfg.fsync);
+    let inc = s.incarnation;
+    w.push(at, id, Some(inc), Kind::Checkpoint(snapshot));
 }
 
 /// Records `id` wrote at `t` with a flush that takes no time (`fsync` 0,
@@ -843,6 +885,9 @@ mod tests {
         fn on_persisted(&mut self, ctx: &mut Ctx<NoMsg>, token: u64) {
             self.durable.lock().unwrap().push((token, ctx.now()));
         }
+        fn snapshot(&self) -> Option<bytes::Bytes> {
+            Some(format!("upto {}", self.next).into())
+        }
     }
 
     /// A 10 ms run of one [`Logger`] with `fsync`: the records made durable
@@ -924,6 +969,48 @@ mod tests {
         // The first start recovers nothing; the restart the five records
         // of the ticks at 1..=5 ms.
         assert_eq!(*recovered.lock().unwrap(), [0, 5]);
+    }
+
+    /// With [`SimConfig::checkpoint_bytes`] a restarted node recovers its
+    /// last durable snapshot and the records after it, with or without
+    /// flush latency; a checkpoint is durable only behind the records
+    /// issued before it.
+    #[test]
+    fn a_checkpointed_log_restarts_from_its_snapshot() {
+        for fsync in [0, US] {
+            let recovered = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let r = recovered.clone();
+            let dep = Deployment {
+                topology: std::sync::Arc::new(tessera_core::topology::Topology::new(1, 1, 0)),
+                factories: vec![Box::new(move |restart: Restart| {
+                    r.lock().unwrap().push(restart.recovered.clone());
+                    Box::new(Logger {
+                        next: 0,
+                        durable: std::sync::Arc::default(),
+                    }) as Box<dyn Node<NoMsg>>
+                })],
+                seed: 1,
+                duration: 10 * MS,
+            };
+            let cfg = SimConfig {
+                fsync,
+                // Every third record of 6 bytes.
+                checkpoint_bytes: 18,
+                crashes: vec![crate::config::Crash {
+                    node: NodeId(0),
+                    at: 5 * MS + MS / 2,
+                    restart_after: Some(MS),
+                }],
+                ..SimConfig::default()
+            };
+            run(dep, &cfg).expect("valid");
+            let r = recovered.lock().unwrap();
+            assert_eq!(r.len(), 2, "fsync {fsync}");
+            assert!(r[0].is_empty());
+            let want: Vec<&[u8]> = vec![b"upto 3", b"record", b"record"];
+            let got: Vec<&[u8]> = r[1].iter().map(|b| &b[..]).collect();
+            assert_eq!(got, want, "fsync {fsync}");
+        }
     }
 
     /// Node 2 sends one message to each other node at start; everyone

@@ -284,8 +284,13 @@
 //! ([`super::wal`]): after a crash it must still hold what the others
 //! forgot.
 
+use super::wal::{get_txns, put_txns};
 use crate::tombstones::Tombstones;
+use bytes::{BufMut, BytesMut};
 use std::sync::Arc;
+use tessera_core::codec::{
+    get_len, get_txn_id, get_u32, get_u64, get_varint, put_txn_id, put_varint, DecodeError,
+};
 use tessera_core::ids::{NodeId, TxnId};
 use tessera_core::{FastMap, FastSet};
 
@@ -293,7 +298,7 @@ use tessera_core::{FastMap, FastSet};
 /// from the lowest word inserted to the highest: ids of an incarnation are
 /// dense (its client numbers every attempt), so this is about one bit per
 /// transaction that incarnation issued, here or not.
-#[derive(Default)]
+#[derive(Default, Debug)]
 struct SeqSet {
     /// The index of `words[0]` (sequence number / 64).
     base: u32,
@@ -355,11 +360,31 @@ impl SeqSet {
     fn bytes(&self) -> usize {
         self.words.capacity() * 8
     }
+
+    fn encode(&self, out: &mut BytesMut) {
+        out.put_u32_le(self.floor);
+        out.put_u32_le(self.base);
+        put_varint(out, self.words.len() as u64);
+        for &w in &self.words {
+            out.put_u64_le(w);
+        }
+    }
+
+    fn decode(buf: &mut &[u8]) -> Result<SeqSet, DecodeError> {
+        let floor = get_u32(buf, "done floor")?;
+        let base = get_u32(buf, "bitmap base")?;
+        let n = get_len(buf, 8, "bitmap words")?;
+        let mut words = Vec::with_capacity(n);
+        for _ in 0..n {
+            words.push(get_u64(buf, "bitmap word")?);
+        }
+        Ok(SeqSet { base, words, floor })
+    }
 }
 
 /// The exact record of which transactions a replica forgot, by coordinator
 /// incarnation (see the module docs, *what a replica forgot*).
-#[derive(Default)]
+#[derive(Default, Debug)]
 struct Forgot {
     by_incarnation: FastMap<u64, SeqSet>,
 }
@@ -400,12 +425,30 @@ impl Forgot {
             .sum::<usize>()
             + self.by_incarnation.capacity() * (8 + std::mem::size_of::<SeqSet>())
     }
+
+    fn encode(&self, out: &mut BytesMut) {
+        put_varint(out, self.by_incarnation.len() as u64);
+        for (&inc, set) in &self.by_incarnation {
+            out.put_u64_le(inc);
+            set.encode(out);
+        }
+    }
+
+    fn decode(buf: &mut &[u8]) -> Result<Forgot, DecodeError> {
+        let n = get_len(buf, 17, "incarnations forgotten")?;
+        let mut by_incarnation = tessera_core::fast_map();
+        for _ in 0..n {
+            let inc = get_u64(buf, "incarnation")?;
+            by_incarnation.insert(inc, SeqSet::decode(buf)?);
+        }
+        Ok(Forgot { by_incarnation })
+    }
 }
 
 /// The components of forgotten transactions with pieces here, each stored
 /// once, and dropped once no server can need them (see the module docs,
 /// *what bounds the record*).
-#[derive(Default)]
+#[derive(Default, Debug)]
 struct Components {
     /// By its first member: every server lists a component's members in
     /// the same order (§3.2), so all of them name it alike.
@@ -419,6 +462,7 @@ struct Components {
     unsettled: FastMap<TxnId, (TxnId, u64)>,
 }
 
+#[derive(Debug)]
 struct Held {
     members: Arc<[TxnId]>,
     /// Members neither forgotten here with pieces here nor settled by
@@ -552,6 +596,81 @@ impl Components {
 
     fn len(&self) -> usize {
         self.by_first.len()
+    }
+
+    fn encode(&self, out: &mut BytesMut) {
+        put_varint(out, self.by_first.len() as u64);
+        for (&first, h) in &self.by_first {
+            put_txn_id(out, first);
+            put_txns(out, &h.members);
+            put_varint(out, h.pending as u64);
+            put_txns(out, &h.foreign);
+        }
+        put_varint(out, self.of.len() as u64);
+        for (&t, &first) in &self.of {
+            put_txn_id(out, t);
+            put_txn_id(out, first);
+        }
+        put_varint(out, self.unsettled.len() as u64);
+        for (&m, &(first, epoch)) in &self.unsettled {
+            put_txn_id(out, m);
+            put_txn_id(out, first);
+            put_varint(out, epoch);
+        }
+    }
+
+    fn decode(buf: &mut &[u8]) -> Result<Components, DecodeError> {
+        let mut c = Components::default();
+        for _ in 0..get_len(buf, 11, "components kept")? {
+            let first = get_txn_id(buf)?;
+            let members = get_txns(buf, "component")?;
+            let pending = get_varint(buf, "members pending")? as usize;
+            let foreign = get_txns(buf, "members elsewhere")?.to_vec().into();
+            let held = Held {
+                members,
+                pending,
+                foreign,
+            };
+            c.by_first.insert(first, held);
+        }
+        for _ in 0..get_len(buf, 16, "members forgotten")? {
+            let t = get_txn_id(buf)?;
+            c.of.insert(t, get_txn_id(buf)?);
+        }
+        for _ in 0..get_len(buf, 17, "members unsettled")? {
+            let m = get_txn_id(buf)?;
+            let first = get_txn_id(buf)?;
+            c.unsettled.insert(m, (first, get_varint(buf, "epoch")?));
+        }
+        Ok(c)
+    }
+}
+
+/// What [`Gc::encode_record`] wrote, decoded, for [`Gc::restore`].
+#[derive(Debug)]
+pub(super) struct Kept {
+    epoch: u64,
+    mine: Forgot,
+    abandoned: FastSet<TxnId>,
+    components: Components,
+}
+
+impl Kept {
+    pub fn decode(buf: &mut &[u8]) -> Result<Kept, DecodeError> {
+        let epoch = get_varint(buf, "epoch")?;
+        let mine = Forgot::decode(buf)?;
+        let n = get_len(buf, 8, "abandoned")?;
+        let mut abandoned = tessera_core::fast_set();
+        for _ in 0..n {
+            abandoned.insert(get_txn_id(buf)?);
+        }
+        let components = Components::decode(buf)?;
+        Ok(Kept {
+            epoch,
+            mine,
+            abandoned,
+            components,
+        })
     }
 }
 
@@ -808,6 +927,34 @@ impl Gc {
     /// Components the record keeps.
     pub fn components_kept(&self) -> usize {
         self.components.len()
+    }
+
+    /// What a checkpoint keeps ([`super::image`]): the epoch and the
+    /// record of what was forgotten with pieces here — the bits above each
+    /// done floor, the floors, the abandoned ids, the components kept.
+    /// That is all the log's Forgotten records rebuild, and less: the
+    /// bits the floors dropped stay dropped (a replay of the whole log set
+    /// them again until new floors came). Not kept, as not logged: the
+    /// tombstones (the record answers for them, as once they expire),
+    /// who announced what (announced again after a restart), ancestors
+    /// forgotten without pieces here (asked about again).
+    pub fn encode_record(&self, out: &mut BytesMut) {
+        put_varint(out, self.epoch);
+        self.mine.encode(out);
+        put_varint(out, self.abandoned.len() as u64);
+        for &t in &self.abandoned {
+            put_txn_id(out, t);
+        }
+        self.components.encode(out);
+    }
+
+    /// A checkpoint's record taken back ([`Kept::decode`]) by a fresh
+    /// replica restarting from it.
+    pub fn restore(&mut self, kept: Kept) {
+        self.epoch = kept.epoch;
+        self.mine = kept.mine;
+        self.abandoned = kept.abandoned;
+        self.components = kept.components;
     }
 }
 

@@ -62,10 +62,10 @@
 //!   executions, and asks its shard's other replicas what committed while
 //!   it was down ([`msg::Msg::CatchUp`]), learning each by Inquire. It
 //!   announces executing a transaction only once that is durable, so the
-//!   others never forget what it could lose. The log is replayed from its
-//!   start (no checkpoint: [`tessera_core::node::Node::snapshot`] is not
-//!   implemented), and a replica whose disk is lost is not rebuilt from its
-//!   peers. A workload without a procedure codec (`counter`) leaves the
+//!   others never forget what it could lose. The runtime checkpoints the
+//!   log with the replica's image ([`image`], `Node::snapshot`), and a
+//!   restart replays the last image and the records after it; a replica
+//!   whose disk is lost is not rebuilt from its peers. A workload without a procedure codec (`counter`) leaves the
 //!   replicas without a log (an error is logged).
 //! * §4's pre-determined-keys extension is built ([`admit`]): PreAccept,
 //!   Accept and Commit fix the transaction's place as for a one-shot one;
@@ -100,6 +100,7 @@ mod coordinator;
 mod done;
 mod driver;
 mod gc;
+mod image;
 pub mod msg;
 pub mod quorum;
 pub mod recovery;

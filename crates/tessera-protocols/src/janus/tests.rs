@@ -182,6 +182,11 @@ struct Cluster {
     disks: Vec<Vec<Bytes>>,
     unsynced: Vec<Vec<(u64, Bytes)>>,
     hold_sync: bool,
+    /// Every durable write of each server, checkpoints or not.
+    full: Vec<Vec<Bytes>>,
+    /// A checkpoint taken and not durable yet: the image, and how many of
+    /// the writes not yet durable were handed over before it.
+    checkpoints: Vec<Option<(Bytes, usize)>>,
     coords: Vec<JanusCoordinator>,
     queue: Vec<(NodeId, NodeId, Msg)>,
     done: Vec<(TxnId, TxnOutcome)>,
@@ -247,6 +252,8 @@ impl Cluster {
             disks: vec![Vec::new(); ns as usize],
             unsynced: vec![Vec::new(); ns as usize],
             hold_sync: false,
+            full: vec![Vec::new(); ns as usize],
+            checkpoints: vec![None; ns as usize],
             coords,
             queue: Vec::new(),
             done: Vec::new(),
@@ -278,7 +285,18 @@ impl Cluster {
         let Some(&(last, _)) = pending.last() else {
             return;
         };
-        self.disks[r as usize].extend(pending.into_iter().map(|(_, b)| b));
+        let writes: Vec<Bytes> = pending.into_iter().map(|(_, b)| b).collect();
+        self.full[r as usize].extend(writes.iter().cloned());
+        match self.checkpoints[r as usize].take() {
+            Some((image, before)) => {
+                // Durable behind the writes handed over before it, which
+                // it replaces with the rest of the log.
+                let disk = &mut self.disks[r as usize];
+                *disk = vec![image];
+                disk.extend(writes.into_iter().skip(before));
+            }
+            None => self.disks[r as usize].extend(writes),
+        }
         let mut effects = Vec::new();
         let mut ctx = Ctx::new(self.now, NodeId(r), &mut self.rng, &mut effects);
         self.servers[r as usize].on_persisted(&mut ctx, last);
@@ -289,6 +307,7 @@ impl Cluster {
     /// every message to or from it) and restarts from its log.
     fn restart(&mut self, r: u32) {
         self.unsynced[r as usize].clear();
+        self.checkpoints[r as usize] = None;
         self.queue.retain(|(f, d, _)| f.0 != r && d.0 != r);
         let topology = Arc::new(Topology::new(self.ns / 3, 3, 2));
         self.servers[r as usize] = server(&topology, r, self.disks[r as usize].clone());
@@ -296,6 +315,21 @@ impl Cluster {
         let mut ctx = Ctx::new(self.now, NodeId(r), &mut self.rng, &mut effects);
         self.servers[r as usize].on_start(&mut ctx);
         self.collect(NodeId(r), effects);
+    }
+
+    /// Server `r`'s log is checkpointed, as the runtimes do: its image
+    /// replaces every write before it once the writes handed over before
+    /// it are durable.
+    fn checkpoint(&mut self, r: u32) {
+        let image = self.servers[r as usize]
+            .snapshot()
+            .expect("a Janus replica checkpoints");
+        let before = self.unsynced[r as usize].len();
+        if before == 0 {
+            self.disks[r as usize] = vec![image];
+        } else {
+            self.checkpoints[r as usize] = Some((image, before));
+        }
     }
 
     fn submit(&mut self, c: usize) -> TxnId {
@@ -1960,4 +1994,200 @@ fn an_ancestor_forgotten_by_another_shard_is_not_answered_as_executed() {
         !replies.iter().any(|m| matches!(m, Msg::Forgotten { .. })),
         "{replies:?}"
     );
+}
+
+// ---- checkpoints (super::image) ----
+
+impl Cluster {
+    /// Server `r` holds each of `txns` pre-accepted (a Prepare finds it).
+    fn assert_holds(&mut self, r: u32, txns: &[TxnId]) {
+        for &t in txns {
+            let held = self.ask_server(r, Msg::Prepare { txn: t, ballot: 1 });
+            let found = matches!(
+                held[..],
+                [Msg::PrepareOk {
+                    prepared: Some(_),
+                    ..
+                }]
+            );
+            assert!(found, "{t:?}: {held:?}");
+        }
+    }
+}
+
+/// Replica 0 of a one-shard cluster started on `log`: its answers to
+/// `probes` (each promise answered once durable), its store and what it
+/// reports left pending.
+fn probe(log: Vec<Bytes>, probes: &[Msg]) -> (Vec<String>, Vec<String>, Vec<(&'static str, u64)>) {
+    let topology = Arc::new(Topology::new(1, 3, 2));
+    let mut s = server(&topology, 0, log);
+    let mut rng = SmallRng::seed_from_u64(1);
+    let mut answers = Vec::new();
+    let mut effects = Vec::new();
+    s.on_start(&mut Ctx::new(0, NodeId(0), &mut rng, &mut effects));
+    for m in probes {
+        effects.clear();
+        let mut ctx = Ctx::new(0, NodeId(0), &mut rng, &mut effects);
+        s.on_message(&mut ctx, NodeId(RECOVERY), m.clone());
+        let mut sent = Vec::new();
+        while !effects.is_empty() {
+            let mut synced = Vec::new();
+            for e in effects.drain(..) {
+                match e {
+                    Effect::Send { to, msg } if to == NodeId(RECOVERY) => sent.push(msg),
+                    Effect::Persist { token, .. } => synced.push(token),
+                    _ => {}
+                }
+            }
+            for token in synced {
+                let mut ctx = Ctx::new(0, NodeId(0), &mut rng, &mut effects);
+                s.on_persisted(&mut ctx, token);
+            }
+        }
+        answers.push(format!("{sent:?}"));
+    }
+    let store = s.store().unwrap();
+    let rows = store
+        .records_sorted()
+        .into_iter()
+        .map(|(k, r)| {
+            format!(
+                "{k:?} {:?} {:?} {:?}",
+                r.meta.version,
+                r.value,
+                store.writers(k)
+            )
+        })
+        .collect();
+    let pending = s
+        .take_report()
+        .gauges
+        .into_iter()
+        .filter(|(n, _)| {
+            matches!(
+                *n,
+                "janus_committed_unexecuted"
+                    | "janus_preaccepted_uncommitted"
+                    | "janus_executed_unforgotten"
+            )
+        })
+        .collect();
+    (answers, rows, pending)
+}
+
+/// A checkpoint ([`super::image`]) replaces the log before it: replica 0
+/// restarted from its last image and the writes after it answers as one
+/// restarted from its whole log — the data, a transaction it executed and
+/// forgot (`Forgotten`, never a promise), one it executed, one it only
+/// pre-accepted (its ballot and dependencies), a ballot promised for one
+/// it never saw, one pre-accepted after the image — while replaying a
+/// fraction of the records.
+#[test]
+fn a_replica_restarts_from_its_checkpoint_as_from_its_whole_log() {
+    let mut c = Cluster::new();
+    let t = c.submit(0);
+    c.rounds(20, None);
+    assert_eq!(c.per_server("janus_forgotten"), [1, 1, 1]);
+    c.checkpoint(0);
+    let t2 = c.submit(1);
+    c.rounds(1, None);
+    let t3 = c.submit(0);
+    c.deliver_pre_accept(t3, 0);
+    let u = TxnId::new(NodeId(RECOVERY), 0, 7);
+    let promised = c.ask_server(0, Msg::Prepare { txn: u, ballot: 3 });
+    assert!(matches!(promised[..], [Msg::PrepareOk { .. }]));
+    c.checkpoint(0);
+    let t4 = c.submit(1);
+    c.deliver_pre_accept(t4, 0);
+    let (full, log) = (c.full[0].clone(), c.disks[0].clone());
+    assert_eq!(log.len(), 2, "the image and T4's write");
+    let probes: Vec<Msg> = [t, t2, t3, t4, u]
+        .into_iter()
+        .flat_map(|txn| {
+            [
+                Msg::Inquire {
+                    txn,
+                    its_shard: true,
+                },
+                Msg::Prepare { txn, ballot: 2 },
+                Msg::Prepare { txn, ballot: 9 },
+            ]
+        })
+        .collect();
+    let (want, want_rows, want_pending) = probe(full.clone(), &probes);
+    let (got, got_rows, got_pending) = probe(log, &probes);
+    for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+        assert_eq!(w, g, "probe {i}: {:?}", probes[i]);
+    }
+    assert!(want[0].contains("Forgotten"), "{}", want[0]);
+    assert!(
+        want[13].contains("PrepareNotOk"),
+        "U's promise: {}",
+        want[13]
+    );
+    assert_eq!(want_rows, got_rows);
+    assert_eq!(want_pending, got_pending);
+    assert_eq!(
+        want_pending,
+        [
+            ("janus_committed_unexecuted", 0),
+            ("janus_preaccepted_uncommitted", 2),
+            ("janus_executed_unforgotten", 1),
+        ]
+    );
+}
+
+/// A checkpoint taken while records wait for the next write (group
+/// commit): the image holds their effects already and they reach the log
+/// after it, so replay passes over them. Restarted from the image and
+/// that write, replica 0 replays the image alone and still holds all
+/// three PreAccepts.
+#[test]
+fn a_checkpoint_covers_the_records_still_waiting_for_their_write() {
+    let mut c = Cluster::new();
+    c.hold_sync = true;
+    let t1 = c.submit(0);
+    let t2 = c.submit(1);
+    let t3 = c.submit(0);
+    c.deliver_pre_accept(t1, 0);
+    c.deliver_pre_accept(t2, 0);
+    c.deliver_pre_accept(t3, 0);
+    assert_eq!(c.unsynced[0].len(), 1, "T2 and T3 wait for the next write");
+    c.checkpoint(0);
+    c.sync(0);
+    c.sync(0);
+    assert_eq!(c.disks[0].len(), 2, "the image and T2's and T3's write");
+    c.hold_sync = false;
+    c.restart(0);
+    assert_eq!(c.per_server("janus_replayed"), [1, 0, 0]);
+    c.assert_holds(0, &[t1, t2, t3]);
+}
+
+/// The write an image's records went into is lost in a crash: the
+/// restarted replica holds them from the image, and its own first record
+/// ([`super::wal::Record::Restarted`]) ends what the image says to pass
+/// over, so that a second restart from the same image still replays every
+/// record of the first restart — here T3's PreAccept, which the replica
+/// answered (without that record it would be the one passed over).
+#[test]
+fn a_restart_ends_what_an_image_passes_over() {
+    let mut c = Cluster::new();
+    c.hold_sync = true;
+    let t1 = c.submit(0);
+    let t2 = c.submit(1);
+    c.deliver_pre_accept(t1, 0);
+    c.deliver_pre_accept(t2, 0);
+    c.checkpoint(0);
+    // T1's write is durable, then the image; T2's write is lost.
+    c.sync(0);
+    assert_eq!(c.disks[0].len(), 1, "the image alone");
+    c.restart(0);
+    c.hold_sync = false;
+    let t3 = c.submit(0);
+    c.deliver_pre_accept(t3, 0);
+    assert!(c.queue.iter().any(
+        |(f, _, m)| *f == NodeId(0) && matches!(m, Msg::PreAcceptOk { txn, .. } if *txn == t3)
+    ));
+    c.restart(0);
+    c.assert_holds(0, &[t1, t2, t3]);
 }

@@ -38,6 +38,10 @@
 //! `tessera_checker::check_columns`): replicas may execute two writers of
 //! disjoint columns of a row in either order.
 
+use bytes::{BufMut, BytesMut};
+use tessera_core::codec::{
+    get_bool, get_key, get_len, get_txn_id, get_u8, put_key, put_txn_id, put_varint, DecodeError,
+};
 use tessera_core::ids::{Key, TxnId};
 use tessera_core::txn::Access;
 use tessera_core::FastMap;
@@ -73,7 +77,7 @@ impl Item {
     }
 }
 
-#[derive(Default)]
+#[derive(Default, Debug)]
 struct Entry {
     /// Pre-accepted here, not executed here: (txn, writes the item).
     pending: Vec<(TxnId, bool)>,
@@ -116,10 +120,56 @@ impl Entry {
         }
         self.reads_since.retain(|t| *t != txn);
     }
+
+    fn is_empty(&self) -> bool {
+        self.pending.is_empty() && self.last_write.is_none() && self.reads_since.is_empty()
+    }
+
+    fn encode(&self, out: &mut BytesMut) {
+        put_varint(out, self.pending.len() as u64);
+        for &(t, w) in &self.pending {
+            put_txn_id(out, t);
+            out.put_u8(u8::from(w));
+        }
+        match self.last_write {
+            None => out.put_u8(0),
+            Some(t) => {
+                out.put_u8(1);
+                put_txn_id(out, t);
+            }
+        }
+        put_varint(out, self.reads_since.len() as u64);
+        for &t in &self.reads_since {
+            put_txn_id(out, t);
+        }
+    }
+
+    fn decode(buf: &mut &[u8]) -> Result<Entry, DecodeError> {
+        let n = get_len(buf, 9, "tracker pending")?;
+        let mut pending = Vec::with_capacity(n);
+        for _ in 0..n {
+            pending.push((get_txn_id(buf)?, get_bool(buf, "tracker write")?));
+        }
+        let last_write = if get_bool(buf, "tracker last writer")? {
+            Some(get_txn_id(buf)?)
+        } else {
+            None
+        };
+        let n = get_len(buf, 8, "tracker readers")?;
+        let mut reads_since = Vec::with_capacity(n);
+        for _ in 0..n {
+            reads_since.push(get_txn_id(buf)?);
+        }
+        Ok(Entry {
+            pending,
+            last_write,
+            reads_since,
+        })
+    }
 }
 
 /// One row's entries: the whole row's, and one per column in use.
-#[derive(Default)]
+#[derive(Default, Debug)]
 struct Row {
     whole: Entry,
     columns: Vec<(u8, Entry)>,
@@ -141,7 +191,7 @@ impl Row {
     }
 }
 
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub(crate) struct Tracker {
     rows: FastMap<Key, Row>,
 }
@@ -227,6 +277,47 @@ impl Tracker {
                 row.entry(i.column).forget(txn);
             }
         }
+    }
+
+    /// Every row with something tracked, for a checkpoint
+    /// ([`super::image`]): the tracker's order matters (the last executed
+    /// writer, the dependencies' order in an answer), and a replay of the
+    /// live transactions' records alone could not rebuild it, since the
+    /// forgotten ones shaped it too.
+    pub fn encode(&self, out: &mut BytesMut) {
+        let mut rows: Vec<(&Key, &Row)> = self
+            .rows
+            .iter()
+            .filter(|(_, r)| !r.whole.is_empty() || r.columns.iter().any(|(_, e)| !e.is_empty()))
+            .collect();
+        rows.sort_unstable_by_key(|(k, _)| **k);
+        put_varint(out, rows.len() as u64);
+        for (k, r) in rows {
+            put_key(out, *k);
+            r.whole.encode(out);
+            put_varint(out, r.columns.len() as u64);
+            for (c, e) in &r.columns {
+                out.put_u8(*c);
+                e.encode(out);
+            }
+        }
+    }
+
+    pub fn decode(buf: &mut &[u8]) -> Result<Tracker, DecodeError> {
+        let n = get_len(buf, 6, "tracker rows")?;
+        let mut rows = tessera_core::fast_map();
+        for _ in 0..n {
+            let k = get_key(buf)?;
+            let whole = Entry::decode(buf)?;
+            let m = get_len(buf, 4, "tracker columns")?;
+            let mut columns = Vec::with_capacity(m);
+            for _ in 0..m {
+                let c = get_u8(buf, "tracker column")?;
+                columns.push((c, Entry::decode(buf)?));
+            }
+            rows.insert(k, Row { whole, columns });
+        }
+        Ok(Tracker { rows })
     }
 }
 

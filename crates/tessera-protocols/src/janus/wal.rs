@@ -27,6 +27,10 @@
 //! * [`Record::Forgotten`] — garbage collection ([`super::gc`]): dropped
 //!   from the graph, kept as tombstones, so that a replay does not rebuild
 //!   the whole history.
+//! * A checkpoint's image ([`super::image`]): the replica's whole state,
+//!   after which the runtime drops the records before it.
+//! * [`Record::Restarted`] — a restart: ends what an image said to pass
+//!   over.
 //!
 //! **Components are listed once.** An Executed record names the component
 //! its transaction was decided in, and a Forgotten record the component of
@@ -85,6 +89,17 @@ pub struct Components {
 }
 
 impl Components {
+    /// Replay from a checkpoint's image: `last` is the listing it names
+    /// ([`super::image`]).
+    pub fn listed(last: Option<Arc<[TxnId]>>) -> Self {
+        Components { last }
+    }
+
+    /// The last listing, for a checkpoint's image.
+    pub fn last(&self) -> Option<&Arc<[TxnId]>> {
+        self.last.as_ref()
+    }
+
     /// `scc` (`None`: alone) as the next record written to the log holds it.
     pub fn write(&mut self, scc: Option<Arc<[TxnId]>>) -> Component {
         match scc {
@@ -180,6 +195,11 @@ pub enum Record {
         epoch: u64,
         txns: Vec<Buried>,
     },
+    /// The first record of a restarted incarnation: the records before it
+    /// that a checkpoint's image said to pass over
+    /// ([`super::image::Image::skip`]) were lost in the crash if not seen
+    /// by now, and every record after it is this incarnation's.
+    Restarted,
 }
 
 const PRE_ACCEPTED: u8 = 1;
@@ -188,6 +208,10 @@ const ACCEPTED: u8 = 3;
 const COMMITTED: u8 = 4;
 const EXECUTED: u8 = 5;
 const FORGOTTEN: u8 = 6;
+pub(super) const RESTARTED: u8 = 8;
+/// A checkpoint's image ([`super::image`]): always the first record
+/// replayed when present.
+pub(super) const IMAGE: u8 = 7;
 
 // The encoders below are shared with the wire codec ([`super::codec`]), so
 // that a message and a log record carry dependencies, components and piece
@@ -297,6 +321,7 @@ impl Record {
                 }
                 put_replies(&mut out, results);
             }
+            Record::Restarted => out.put_u8(RESTARTED),
             Record::Forgotten { epoch, txns } => {
                 out.put_u8(FORGOTTEN);
                 put_varint(&mut out, *epoch);
@@ -365,6 +390,7 @@ impl Record {
                     results: get_replies(buf)?,
                 }
             }
+            RESTARTED => Record::Restarted,
             FORGOTTEN => {
                 let epoch = get_varint(buf, "epoch")?;
                 let n = get_len(buf, 10, "forgotten")?;
