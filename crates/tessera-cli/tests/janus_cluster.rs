@@ -28,9 +28,12 @@ fn janus_runs_over_tcp_with_three_replicas_per_shard_and_the_check_passes() {
     assert_eq!(counter(&row, "replica_divergent_keys"), 0, "{row}");
 }
 
-/// One replica of shard 0 is killed with SIGKILL mid-run (no checkpoint,
-/// no goodbye) and restarted: it replays its log, catches up from the
-/// other replicas, the run's checks pass and it ends with its peers' data.
+/// One replica of shard 0 is killed with SIGKILL mid-run (no goodbye) and
+/// restarted: it replays its log — from its last checkpoint's image
+/// (janus/image.rs) when the log grew past the cluster's `checkpoint_mb`
+/// of 1 before the kill, as it did here (`recovered log … checkpoints=1`
+/// in the victim's log, session 27) — catches up from the other replicas,
+/// the run's checks pass and it ends with its peers' data.
 #[test]
 fn a_janus_replica_killed_mid_run_restarts_from_its_log_and_the_check_passes() {
     let mut c = cluster(false);

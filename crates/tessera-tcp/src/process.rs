@@ -268,7 +268,7 @@ async fn run<M: Codec + Send + 'static>(
                     }),
                 )?;
                 if !rec.records.is_empty() {
-                    tracing::info!(node = ?id, incarnation, records = rec.records.len(), truncated = rec.truncated, "recovered log");
+                    tracing::info!(node = ?id, incarnation, records = rec.records.len(), truncated = rec.truncated, checkpoints = rec.generation, "recovered log");
                 }
                 (
                     Restart {
