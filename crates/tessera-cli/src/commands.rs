@@ -281,6 +281,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         || a.net.is_some()
         || a.drift_ppm.is_some()
         || a.fsync_us.is_some()
+        || a.checkpoint_kb.is_some()
         || a.drift_node.is_some()
         || a.client_cpu_ns.is_some()
         || a.local_cpu_ns.is_some()
@@ -288,7 +289,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     if sim_flags && runtime != RuntimeKind::Sim {
         return Err(Failure::Usage(
             "--faults, --replica-faults, --loss, --duplicate, --reorder, --net, --drift-ppm, \
-             --drift-node, --fsync-us, --client-cpu-ns, --local-cpu-ns and --byte-cpu-ps need \
+             --drift-node, --fsync-us, --checkpoint-kb, --client-cpu-ns, --local-cpu-ns and --byte-cpu-ps need \
              --runtime sim"
                 .into(),
         ));
@@ -344,6 +345,9 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
     s.sim.byte_cpu_ps = a.byte_cpu_ps.unwrap_or(s.sim.byte_cpu_ps);
     if let Some(us) = a.fsync_us {
         s.sim.fsync = us * tessera_core::ids::US;
+    }
+    if let Some(kb) = a.checkpoint_kb {
+        s.sim.checkpoint_bytes = kb << 10;
     }
     s.sim.drift_node = a.drift_node.or(s.sim.drift_node);
     if let Some((node, _)) = s.sim.drift_node {
@@ -876,6 +880,7 @@ pub fn default_comparison() -> Result<()> {
         net: None,
         drift_ppm: None,
         fsync_us: None,
+        checkpoint_kb: None,
         drift_node: None,
         repeat: 1,
     };

@@ -503,6 +503,12 @@ pub struct RunArgs {
     /// in µs (default 100; COCO §7.4 sweeps 1 → 2,000).
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000), allow_negative_numbers = true)]
     fsync_us: Option<u64>,
+    /// sim: checkpoint the log of every node that can crash after N KiB of
+    /// records (0: never, the default), as `tcp`'s `checkpoint_mb` does: a
+    /// restarted node replays its last snapshot and the records after it
+    /// (nodes that snapshot: Janus replicas, 2PC participants with a log).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000_000), allow_negative_numbers = true)]
+    checkpoint_kb: Option<u64>,
     /// sim: node N's clock runs exactly PPM ppm fast (negative: slow),
     /// overriding --drift-ppm for it: `N:PPM`, PPM in -999999..=1000000
     /// (a faulty oscillator, for OOCC's drift stop switch).

@@ -170,6 +170,14 @@ fn sim_only_flags_need_sim() {
         "--fsync-us",
     );
     rejects(
+        &["bench", "--runtime", "local", "--checkpoint-kb", "64"],
+        "--checkpoint-kb",
+    );
+    rejects(
+        &["bench", "--runtime", "sim", "--checkpoint-kb", "-1"],
+        "--checkpoint-kb",
+    );
+    rejects(
         &["sweep", "--runtime", "local", "--vary", "fsync-us=1,100"],
         "fsync-us only with --runtime sim",
     );
