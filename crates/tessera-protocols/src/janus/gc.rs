@@ -258,7 +258,9 @@
 //! the bits grow meanwhile: a stall, not a leak; they go once it catches
 //! up. An old incarnation's bits above its last D stay (its last few
 //! epochs' transactions). After a restart the log's Forgotten records
-//! replay every bit, and the next floors (PreAccept or `Done`) drop them.
+//! replay every bit, and the next floors (PreAccept or `Done`) drop them;
+//! a checkpoint's image ([`super::image`]) keeps only the bits above the
+//! floors, and the floors.
 //!
 //! Measured (`docs/results/janus.md`, *session 24*): one-site TPC-C at
 //! 60 clients for 2 s keeps 1,650–1,990 components over its 18 replicas

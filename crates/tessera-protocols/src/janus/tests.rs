@@ -1346,6 +1346,60 @@ fn a_forgotten_answer_to_an_inquire_unblocks_the_waiter() {
     );
 }
 
+/// A component adopted from a `Forgotten` answer may hold a member this
+/// replica executed and forgot: it stays a cut-off, not a DECIDED vertex
+/// that nothing finishes. Here T executed everywhere and was forgotten;
+/// T2 depends on T and on a ghost whose answer names T in its component,
+/// and T2 executes at once (before the fix it waited behind T to the end:
+/// asked, T's replicas answered `Forgotten`, which finished nothing;
+/// `janus_seeds`' crash runs with checkpoints, seed 27).
+#[test]
+fn a_forgotten_member_of_an_adopted_component_does_not_block() {
+    use super::msg::Dep;
+    let mut c = Cluster::new();
+    let t = c.submit(0);
+    c.rounds(20, None);
+    assert_eq!(c.per_server("janus_forgotten"), [1, 1, 1]);
+    let ghost = TxnId::new(NodeId(RECOVERY), 0, 1);
+    let t2 = TxnId::new(NodeId(RECOVERY), 0, 2);
+    let deps = [ghost, t]
+        .into_iter()
+        .map(|txn| Dep {
+            txn,
+            shards: Arc::from([ShardId(0)]),
+        })
+        .collect();
+    let replies = c.ask_server(0, commit_of(t2, deps));
+    assert!(replies.is_empty(), "{replies:?}");
+    let asked = c
+        .queue
+        .iter()
+        .position(|(f, _, m)| {
+            *f == NodeId(0) && matches!(m, Msg::Inquire { txn, .. } if *txn == ghost)
+        })
+        .expect("an Inquire about the unknown ancestor");
+    let (_, to, _) = c.queue.remove(asked);
+    c.queue.clear();
+    let scc: Arc<[TxnId]> = Arc::from([t, ghost]);
+    c.queue.push((
+        to,
+        NodeId(0),
+        Msg::Forgotten {
+            txn: ghost,
+            abandon: false,
+            scc: Some(scc),
+        },
+    ));
+    c.step(0);
+    assert!(
+        c.queue.iter().any(|(f, d, m)| *f == NodeId(0)
+            && d.0 == RECOVERY
+            && matches!(m, Msg::CommitOk { txn, .. } if *txn == t2)),
+        "{:?}",
+        c.queue
+    );
+}
+
 /// Algorithm 4, l. 45 sends an Inquire "to a nearest server" of the
 /// ancestor (§3.1): each replica of shard 0 asks the replica of shard 1 at
 /// its own place in its group, as the authors' code does, not all of them
