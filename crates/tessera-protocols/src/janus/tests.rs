@@ -1085,6 +1085,41 @@ fn an_executed_transaction_is_forgotten_and_late_messages_get_its_tombstone() {
     assert_eq!(c.per_server("janus_tombstones"), [1, 1, 1]);
 }
 
+/// Issue 6, session 27 (`janus27a`): T executed at every replica and was
+/// forgotten; its tombstone still lives when its coordinator's done floor
+/// passes it and drops its bit. A replica of T's shard asked about T
+/// answers `Forgotten`: with the bit gone and the tombstone alive it took
+/// itself for a server that forgot T only as an ancestor and stayed
+/// silent, and so did every replica of T's shard, while the asker of
+/// another shard retried (three-site TPC-C at 100 clients per partition:
+/// stalls of 1–2 s).
+#[test]
+fn a_replica_of_its_shard_answers_about_a_transaction_below_its_done_floor() {
+    let mut c = Cluster::new();
+    let t = c.submit(0);
+    c.rounds(20, None);
+    assert_eq!(c.saw(t), 10);
+    assert_eq!(c.per_server("janus_tombstones"), [1, 1, 1]);
+    // A whole bitmap word above T: T's bit is dropped.
+    c.ask_server(
+        1,
+        Msg::Done {
+            floor: TxnId(t.0 + 64),
+        },
+    );
+    let replies = c.ask_server(
+        1,
+        Msg::Inquire {
+            txn: t,
+            its_shard: true,
+        },
+    );
+    assert!(
+        matches!(replies[..], [Msg::Forgotten { txn, abandon: false, .. }] if txn == t),
+        "{replies:?}"
+    );
+}
+
 /// The coordinator's next PreAccept carries a floor above T: T's tombstone
 /// lingers `forget_epochs` epochs (for other servers' Inquires) and goes.
 /// A Commit of T from its coordinator delayed past all that is a stale

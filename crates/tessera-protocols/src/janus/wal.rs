@@ -195,10 +195,10 @@ pub enum Record {
         epoch: u64,
         txns: Vec<Buried>,
     },
-    /// The first record of a restarted incarnation: the records before it
-    /// that a checkpoint's image said to pass over
-    /// ([`super::image::Image::skip`]) were lost in the crash if not seen
-    /// by now, and every record after it is this incarnation's.
+    /// The first record of an incarnation restarted from an image whose
+    /// records to pass over ([`super::image::Image::skip`]) were not all
+    /// in the log (their write was lost in the crash): every record after
+    /// it is this incarnation's, none to pass over.
     Restarted,
 }
 
