@@ -1353,32 +1353,42 @@ fn a_forgotten_answer_to_an_inquire_unblocks_the_waiter() {
     };
     let replies = c.ask_server(0, commit_of(t2, vec![dep]));
     assert!(replies.is_empty(), "{replies:?}");
-    let asked = c
-        .queue
-        .iter()
-        .position(|(f, _, m)| {
-            *f == NodeId(0) && matches!(m, Msg::Inquire { txn, .. } if *txn == ghost)
-        })
-        .expect("an Inquire about the unknown ancestor");
-    let (_, to, _) = c.queue.remove(asked);
-    c.queue.clear();
-    c.queue.push((
-        to,
-        NodeId(0),
-        Msg::Forgotten {
+    c.answer_forgotten(ghost, None);
+    c.assert_commit_ok(t2);
+}
+
+impl Cluster {
+    /// Replica 0's Inquire about `ghost` is answered `Forgotten` with
+    /// `scc` by the replica it asked; every other message is dropped.
+    fn answer_forgotten(&mut self, ghost: TxnId, scc: Option<Arc<[TxnId]>>) {
+        let asked = self
+            .queue
+            .iter()
+            .position(|(f, _, m)| {
+                *f == NodeId(0) && matches!(m, Msg::Inquire { txn, .. } if *txn == ghost)
+            })
+            .expect("an Inquire about the unknown ancestor");
+        let (_, to, _) = self.queue.remove(asked);
+        self.queue.clear();
+        let msg = Msg::Forgotten {
             txn: ghost,
             abandon: false,
-            scc: None,
-        },
-    ));
-    c.step(0);
-    assert!(
-        c.queue.iter().any(|(f, d, m)| *f == NodeId(0)
-            && d.0 == RECOVERY
-            && matches!(m, Msg::CommitOk { txn, .. } if *txn == t2)),
-        "{:?}",
-        c.queue
-    );
+            scc,
+        };
+        self.queue.push((to, NodeId(0), msg));
+        self.step(0);
+    }
+
+    /// Replica 0 answered `t`'s Commit from the recovery node.
+    fn assert_commit_ok(&self, t: TxnId) {
+        assert!(
+            self.queue.iter().any(|(f, d, m)| *f == NodeId(0)
+                && d.0 == RECOVERY
+                && matches!(m, Msg::CommitOk { txn, .. } if *txn == t)),
+            "{:?}",
+            self.queue
+        );
+    }
 }
 
 /// A component adopted from a `Forgotten` answer may hold a member this
@@ -1406,33 +1416,8 @@ fn a_forgotten_member_of_an_adopted_component_does_not_block() {
         .collect();
     let replies = c.ask_server(0, commit_of(t2, deps));
     assert!(replies.is_empty(), "{replies:?}");
-    let asked = c
-        .queue
-        .iter()
-        .position(|(f, _, m)| {
-            *f == NodeId(0) && matches!(m, Msg::Inquire { txn, .. } if *txn == ghost)
-        })
-        .expect("an Inquire about the unknown ancestor");
-    let (_, to, _) = c.queue.remove(asked);
-    c.queue.clear();
-    let scc: Arc<[TxnId]> = Arc::from([t, ghost]);
-    c.queue.push((
-        to,
-        NodeId(0),
-        Msg::Forgotten {
-            txn: ghost,
-            abandon: false,
-            scc: Some(scc),
-        },
-    ));
-    c.step(0);
-    assert!(
-        c.queue.iter().any(|(f, d, m)| *f == NodeId(0)
-            && d.0 == RECOVERY
-            && matches!(m, Msg::CommitOk { txn, .. } if *txn == t2)),
-        "{:?}",
-        c.queue
-    );
+    c.answer_forgotten(ghost, Some(Arc::from([t, ghost])));
+    c.assert_commit_ok(t2);
 }
 
 /// Algorithm 4, l. 45 sends an Inquire "to a nearest server" of the
