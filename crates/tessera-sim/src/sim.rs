@@ -942,12 +942,23 @@ mod tests {
     /// so this fails if the crashed node's log were dropped too.
     #[test]
     fn a_restarted_node_recovers_its_durable_records() {
+        let recovered = crashed_logger(0, 0);
+        let lens: Vec<usize> = recovered.iter().map(Vec::len).collect();
+        // The first start recovers nothing; the restart the five records
+        // of the ticks at 1..=5 ms.
+        assert_eq!(lens, [0, 5]);
+    }
+
+    /// A 10 ms run of one [`Logger`] with `fsync` and `checkpoint_bytes`,
+    /// crashed at 5.5 ms and restarted 1 ms later: what each start
+    /// recovered.
+    fn crashed_logger(fsync: Time, checkpoint_bytes: u64) -> Vec<Vec<bytes::Bytes>> {
         let recovered = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let r = recovered.clone();
         let dep = Deployment {
             topology: std::sync::Arc::new(tessera_core::topology::Topology::new(1, 1, 0)),
             factories: vec![Box::new(move |restart: Restart| {
-                r.lock().unwrap().push(restart.recovered.len());
+                r.lock().unwrap().push(restart.recovered.clone());
                 Box::new(Logger {
                     next: 0,
                     durable: std::sync::Arc::default(),
@@ -957,7 +968,8 @@ mod tests {
             duration: 10 * MS,
         };
         let cfg = SimConfig {
-            fsync: 0,
+            fsync,
+            checkpoint_bytes,
             crashes: vec![crate::config::Crash {
                 node: NodeId(0),
                 at: 5 * MS + MS / 2,
@@ -966,9 +978,8 @@ mod tests {
             ..SimConfig::default()
         };
         run(dep, &cfg).expect("valid");
-        // The first start recovers nothing; the restart the five records
-        // of the ticks at 1..=5 ms.
-        assert_eq!(*recovered.lock().unwrap(), [0, 5]);
+        let r = recovered.lock().unwrap().clone();
+        r
     }
 
     /// With [`SimConfig::checkpoint_bytes`] a restarted node recovers its
@@ -978,33 +989,8 @@ mod tests {
     #[test]
     fn a_checkpointed_log_restarts_from_its_snapshot() {
         for fsync in [0, US] {
-            let recovered = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-            let r = recovered.clone();
-            let dep = Deployment {
-                topology: std::sync::Arc::new(tessera_core::topology::Topology::new(1, 1, 0)),
-                factories: vec![Box::new(move |restart: Restart| {
-                    r.lock().unwrap().push(restart.recovered.clone());
-                    Box::new(Logger {
-                        next: 0,
-                        durable: std::sync::Arc::default(),
-                    }) as Box<dyn Node<NoMsg>>
-                })],
-                seed: 1,
-                duration: 10 * MS,
-            };
-            let cfg = SimConfig {
-                fsync,
-                // Every third record of 6 bytes.
-                checkpoint_bytes: 18,
-                crashes: vec![crate::config::Crash {
-                    node: NodeId(0),
-                    at: 5 * MS + MS / 2,
-                    restart_after: Some(MS),
-                }],
-                ..SimConfig::default()
-            };
-            run(dep, &cfg).expect("valid");
-            let r = recovered.lock().unwrap();
+            // Every third record of 6 bytes.
+            let r = crashed_logger(fsync, 18);
             assert_eq!(r.len(), 2, "fsync {fsync}");
             assert!(r[0].is_empty());
             let want: Vec<&[u8]> = vec![b"upto 3", b"record", b"record"];

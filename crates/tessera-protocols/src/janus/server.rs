@@ -67,6 +67,26 @@ struct Local {
     recover_at: Time,
 }
 
+impl Local {
+    /// Pre-accepted (or learnt committed) with `deps` at `ballot`, since
+    /// `since`: nothing accepted, executed or waiting yet.
+    fn new(proc: Txn, ballot: Ballot, deps: Vec<Dep>, since: Time, recover_at: Time) -> Local {
+        Local {
+            proc,
+            ballot,
+            accepted: None,
+            deps,
+            results: None,
+            logged: 0,
+            run: Run::default(),
+            abandon: false,
+            commit_waiters: Vec::new(),
+            since,
+            recover_at,
+        }
+    }
+}
+
 /// A transaction's execution here, piece by piece (§4): the replies of
 /// the pieces run (or skipped) so far, in piece order, and the keys they
 /// wrote.
@@ -555,19 +575,7 @@ impl JanusServer {
         let recover_at = self.recover_at(ctx, self.cfg.recover_after);
         self.locals.insert(
             txn,
-            Local {
-                proc,
-                ballot,
-                accepted: None,
-                deps: deps.clone(),
-                results: None,
-                logged: 0,
-                run: Run::default(),
-                abandon: false,
-                commit_waiters: Vec::new(),
-                since: ctx.now(),
-                recover_at,
-            },
+            Local::new(proc, ballot, deps.clone(), ctx.now(), recover_at),
         );
         deps
     }
@@ -791,19 +799,10 @@ impl JanusServer {
         }
         if mine {
             self.graph.start_local(t, shards.clone(), epoch);
-            let l = self.locals.entry(t).or_insert_with(|| Local {
-                proc: info.proc.clone(),
-                ballot: 0,
-                accepted: None,
-                deps: Vec::new(),
-                results: None,
-                logged: 0,
-                run: Run::default(),
-                abandon: false,
-                commit_waiters: Vec::new(),
-                since: now,
-                recover_at: Time::MAX,
-            });
+            let l = self
+                .locals
+                .entry(t)
+                .or_insert_with(|| Local::new(info.proc.clone(), 0, Vec::new(), now, Time::MAX));
             l.deps = info.deps.clone();
             l.abandon = info.abandon;
         } else {
@@ -1824,12 +1823,8 @@ impl JanusServer {
         // it, the answer was `Forgotten`, and it waited to the end (crash
         // runs with checkpoints, seed 27). Out again: a missing parent is
         // a cut-off, as it was.
-        for &m in scc.iter().flat_map(|s| s.iter()) {
-            let done = self.gc.is_gone(m) || self.gc.below_done(m);
-            let held = self.committed.contains_key(&m) || self.locals.contains_key(&m);
-            if m != txn && done && !held {
-                self.graph.remove(m);
-            }
+        if let Some(scc) = &scc {
+            self.drop_forgotten_members(scc, txn);
         }
         // The other members: some may have pieces here. The sender decided
         // the component but answers about a member only if it had pieces
@@ -2141,22 +2136,8 @@ impl JanusServer {
                 self.tracker
                     .pre_accept(txn, &reads, &writes, &mut Vec::new());
                 self.promised.remove(&txn);
-                self.locals.insert(
-                    txn,
-                    Local {
-                        proc,
-                        ballot,
-                        accepted: None,
-                        deps,
-                        results: None,
-                        logged: 0,
-                        run: Run::default(),
-                        abandon: false,
-                        commit_waiters: Vec::new(),
-                        since: 0,
-                        recover_at: Time::MAX,
-                    },
-                );
+                self.locals
+                    .insert(txn, Local::new(proc, ballot, deps, 0, Time::MAX));
             }
             Record::Promised { txn, ballot } => match self.locals.get_mut(&txn) {
                 Some(l) => l.ballot = l.ballot.max(ballot),
@@ -2248,6 +2229,21 @@ impl JanusServer {
         }
     }
 
+    /// Take out of the graph the members of `members` (but `keep`) that
+    /// this replica forgot, or that executed everywhere below their done
+    /// floor, and holds nothing of: marking a component DECIDED gave them
+    /// vertices back, which nothing finishes; missing, each is a cut-off
+    /// (see [`super::gc`]).
+    fn drop_forgotten_members(&mut self, members: &[TxnId], keep: TxnId) {
+        for &m in members {
+            let done = self.gc.is_gone(m) || self.gc.below_done(m);
+            let held = self.committed.contains_key(&m) || self.locals.contains_key(&m);
+            if m != keep && done && !held {
+                self.graph.remove(m);
+            }
+        }
+    }
+
     /// Start from a checkpoint's image ([`super::image`]) instead of the
     /// records before it: the store, the record of what was forgotten,
     /// the tracker and the promises as they were; the live transactions
@@ -2260,19 +2256,9 @@ impl JanusServer {
         self.promised = img.promised.into_iter().collect();
         self.components = Components::listed(img.listed);
         for l in &img.live {
-            let local = Local {
-                proc: l.proc.clone(),
-                ballot: l.ballot,
-                accepted: l.accepted,
-                deps: l.deps.clone(),
-                results: None,
-                logged: 0,
-                run: Run::default(),
-                abandon: l.abandon,
-                commit_waiters: Vec::new(),
-                since: 0,
-                recover_at: Time::MAX,
-            };
+            let mut local = Local::new(l.proc.clone(), l.ballot, l.deps.clone(), 0, Time::MAX);
+            local.accepted = l.accepted;
+            local.abandon = l.abandon;
             self.locals.insert(l.txn, local);
         }
         for l in img.live.iter().filter(|l| l.committed) {
@@ -2293,12 +2279,7 @@ impl JanusServer {
             self.replay_executed(l.txn, &members);
             // Members forgotten here since, which the log's Forgotten
             // records would have taken out of the graph again.
-            for &m in members.iter() {
-                let gone = self.gc.forgot_mine(m) || self.gc.below_done(m);
-                if m != l.txn && gone && !self.locals.contains_key(&m) {
-                    self.graph.remove(m);
-                }
-            }
+            self.drop_forgotten_members(&members, l.txn);
         }
     }
 
