@@ -1026,43 +1026,6 @@ impl DepGraph {
             self.drop_node(n);
         }
     }
-    /// Drop the undecided vertices that no undecided vertex for which
-    /// `held` is true reaches through undecided parents, and return how
-    /// many. A protocol replaying its log calls it once the records are
-    /// applied (Janus, [`crate::janus`]): a logged commit grafts its
-    /// dependencies STARTED, and what raised and then forgot those that
-    /// have no pieces here was never logged, so they would stay STARTED
-    /// with nothing to finish or collect them. A vertex kept keeps every
-    /// undecided parent (the invariant [`Self::spare_parents`] keeps), and
-    /// a dropped one named again enters STARTED, as it was.
-    pub fn drop_unreached(&mut self, held: impl Fn(TxnId) -> bool) -> usize {
-        let undecided = |n: &Node| n.status < Status::Decided;
-        let mut stack: Vec<TxnId> = self
-            .nodes
-            .iter()
-            .filter(|(&t, n)| undecided(n) && held(t))
-            .map(|(&t, _)| t)
-            .collect();
-        let mut reached: FastSet<TxnId> = stack.iter().copied().collect();
-        while let Some(v) = stack.pop() {
-            for &(p, _) in &self.nodes[&v].parents {
-                if self.nodes.get(&p).is_some_and(undecided) && reached.insert(p) {
-                    stack.push(p);
-                }
-            }
-        }
-        let doomed: Vec<TxnId> = self
-            .nodes
-            .iter()
-            .filter(|(t, n)| undecided(n) && !reached.contains(t))
-            .map(|(&t, _)| t)
-            .collect();
-        for &t in &doomed {
-            self.remove(t);
-        }
-        doomed.len()
-    }
-
     /// Take out of `doomed` the undecided vertices that an undecided vertex
     /// staying in the graph names as parents, and theirs in turn. The
     /// module's invariant needs it: an undecided vertex at least
@@ -1216,28 +1179,6 @@ mod tests {
             vertex(3, Status::Committing, &[(2, Edge::D)]),
         ]);
         assert_eq!(g.decide(t(3)), Decision::Blocked(vec![t(1)]));
-    }
-
-    /// Of the undecided vertices only those a held one reaches through
-    /// undecided parents stay; DECIDED ones stay whatever names them, and
-    /// a walk stops at them.
-    #[test]
-    fn drop_unreached_keeps_what_held_vertices_reach() {
-        let mut g = graph(&[
-            vertex(1, Status::Started, &[]),
-            vertex(2, Status::Committing, &[(1, Edge::D), (5, Edge::D)]),
-            vertex(3, Status::Started, &[]),
-            vertex(4, Status::Committing, &[(3, Edge::D)]),
-            decided_in(5, &[5]),
-            vertex(6, Status::Started, &[]),
-            vertex(7, Status::Committing, &[(6, Edge::D)]),
-        ]);
-        g.mark_decided(&Arc::from([t(7)]), 0, &mut Vec::new());
-        assert_eq!(g.drop_unreached(|x| x == t(2)), 3);
-        let mut left: Vec<TxnId> = g.iter().map(|(x, _)| x).collect();
-        left.sort_unstable();
-        assert_eq!(left, [t(1), t(2), t(5), t(7)]);
-        assert_eq!(g.decide(t(2)), Decision::Blocked(vec![t(1)]));
     }
 
     #[test]
