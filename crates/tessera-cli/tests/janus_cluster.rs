@@ -18,12 +18,17 @@ fn cluster(fsync: bool) -> Cluster {
 /// The isolation and lost-write checks pass, transactions commit on
 /// Janus's fast path (§3.2: every replica answered PreAccept with the same
 /// dependencies), and every replica of each shard ends with the same data.
+/// The run ends once 240 transactions committed (at most 30 s): a fixed
+/// 3 s with a floor of 100 failed 53 of 184 runs with the cluster starved
+/// of CPU by other work (issue 6, session 28), a floor that measured the
+/// machine, not Janus.
 #[test]
 fn janus_runs_over_tcp_with_three_replicas_per_shard_and_the_check_passes() {
     let c = cluster(true);
-    let row = row(c.bench("3s"), &c);
+    let bench = c.bench_with("30s", &["--commits", "240", "--warmup", "1ms"]);
+    let row = row(bench, &c);
     assert_eq!(row["check"], "pass", "{row}");
-    assert!(row["committed"].as_u64().unwrap() > 100, "{row}");
+    assert!(row["committed"].as_u64().unwrap() >= 240, "{row}");
     assert!(counter(&row, "janus_fast_path") > 0, "{row}");
     assert_eq!(counter(&row, "replica_divergent_keys"), 0, "{row}");
 }
