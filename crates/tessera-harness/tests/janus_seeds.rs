@@ -10,10 +10,11 @@
 //! them (`TESSERA_SEEDS=187..188` runs seed 187 alone).
 
 use tessera_core::history::Outcome;
-use tessera_core::ids::MS;
+use tessera_core::ids::{Time, MS};
 use tessera_harness::deploy::topology;
 use tessera_harness::faults::{random_plan, replica_plan};
 use tessera_harness::{run_bench, BenchOutcome, BenchSpec, RuntimeKind, WorkloadSpec};
+use tessera_protocols::janus::JanusConfig;
 use tessera_workloads::tpcc::{Mix, RemoteNewOrder};
 use tessera_workloads::{MicroConfig, TpccConfig, YcsbConfig};
 
@@ -30,18 +31,8 @@ fn seeds() -> u64 {
 /// and YCSB (half multi-partition) on odd ones; faults as
 /// [`random_plan`] draws them, without its client crash unless `crash`.
 /// With `crash`, the replicas also crash and restart (or are cut off), a
-/// minority of each shard at a time, until 300 ms ([`replica_plan`]). A
-/// run with crashes lasts [`CRASH_RUN`], 700 ms of it cool-down, which
-/// covers the protocol's timers end to end after the last crash at
-/// 300 ms: a silent coordinator's transactions are suspected after
-/// `recover_after` (150–225 ms); a lost echo of an execution is nudged
-/// `recover_after` after the transaction reached the replica, at the next
-/// `inquire_after` tick (up to 200 ms); forgetting takes two epochs
-/// untouched (100–150 ms): 300 + 225 + 200 + 150 = 875 ms. Until
-/// session 28 the run lasted 600 ms: seeds 264 and 406 (outside CI's
-/// 200) ended with 2–3 transactions a restarted replica learned at 360 ms
-/// and whose echo was lost still unforgotten, nudged at 561 ms, after the
-/// last collection at 550 ms.
+/// minority of each shard at a time, until [`CRASHES_END`]
+/// ([`replica_plan`]), and the run lasts [`crash_run`].
 fn spec(seed: u64, crash: bool) -> BenchSpec {
     let workload = if seed % 2 == 0 {
         WorkloadSpec::Micro(MicroConfig {
@@ -68,14 +59,14 @@ fn spec(seed: u64, crash: bool) -> BenchSpec {
     // enough for replicas that missed a Commit to inquire and catch up.
     s.cooldown = 120 * MS;
     if crash {
-        s.duration = CRASH_RUN;
-        s.cooldown = CRASH_RUN - 200 * MS;
+        s.duration = crash_run();
+        s.cooldown = s.duration - 200 * MS;
     }
     s.check = true;
     s.sim = random_plan(seed, &topology(&s), s.duration);
     if crash {
         let client = std::mem::take(&mut s.sim.crashes);
-        s.sim = replica_plan(seed, &topology(&s), 300 * MS);
+        s.sim = replica_plan(seed, &topology(&s), CRASHES_END);
         s.sim.crashes.extend(client);
         if checkpoints(seed) {
             s.sim.checkpoint_bytes = CHECKPOINT_BYTES;
@@ -94,14 +85,31 @@ fn checkpoints(seed: u64) -> bool {
     seed % 4 >= 2
 }
 
-/// How long a run with crashes lasts ([`spec`]).
-const CRASH_RUN: u64 = 900 * MS;
+/// When the replicas' crashes and isolations end in a crash run.
+const CRASHES_END: Time = 300 * MS;
+
+/// How long a run with crashes lasts ([`spec`]): past [`CRASHES_END`],
+/// the longest chain of Janus's timers, rounded up to 100 ms — a silent
+/// coordinator's transactions suspected after `recover_after` (plus up to
+/// half again), a lost echo of an execution nudged `recover_after` after
+/// the transaction reached the replica at the next `inquire_after` tick,
+/// and forgetting two epochs untouched (up to three): 875 ms with the
+/// defaults. Until session 28 the run lasted 600 ms: seeds 264 and 406
+/// (outside CI's 200) ended with 2–3 transactions a restarted replica
+/// learned at 360 ms and whose echo was lost still unforgotten, nudged
+/// at 561 ms, after the last collection at 550 ms.
+fn crash_run() -> Time {
+    let c = JanusConfig::default();
+    let chain =
+        CRASHES_END + c.recover_after * 3 / 2 + c.recover_after + c.inquire_after + 3 * c.epoch;
+    chain.div_ceil(100 * MS) * 100 * MS
+}
 
 /// A few checkpoints per crashed replica before its crash.
 const CHECKPOINT_BYTES: u64 = 16 * 1024;
 
 fn replay(s: &BenchSpec) -> String {
-    if s.duration == CRASH_RUN {
+    if s.duration == crash_run() {
         return format!(
             "tessera_harness::run_bench of janus_seeds::spec({}, true) ({}; replica_plan \
              crashes and isolations until 300 ms plus random_plan's client crash{})",
