@@ -228,7 +228,12 @@ stats_every_s = 0
             .args(["server", "--config"])
             .arg(&self.config)
             .args(["--node", &format!("s{i}")])
-            .env("TESSERA_LOG", "info")
+            // TESSERA_TEST_LOG, when set, is the servers' filter (e.g.
+            // `info,tessera_protocols::janus::trace=debug` to trace Janus).
+            .env(
+                "TESSERA_LOG",
+                std::env::var("TESSERA_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)

@@ -1026,6 +1026,64 @@ impl DepGraph {
             self.drop_node(n);
         }
     }
+    /// Drop the undecided vertices that are not `held` and that no vertex
+    /// still to run here reaches, and return how many. A protocol replaying
+    /// its log calls it once the records are applied (Janus,
+    /// [`crate::janus`]): a logged commit grafts its dependencies STARTED,
+    /// and what raised and then forgot those that have no pieces here was
+    /// never logged, so they would stay STARTED with nothing to finish or
+    /// collect them.
+    ///
+    /// The walk starts at every unfinished vertex that is DECIDED or
+    /// `held` (given its id and shards) and goes up through unfinished
+    /// parents of any status: an execution's blocker walk
+    /// ([`crate::janus`]) passes through DECIDED, committed vertices to the
+    /// ancestors with pieces here behind them, so a STARTED vertex behind a
+    /// DECIDED one not yet run must stay and block it. Walking from the
+    /// undecided vertices alone dropped such a vertex: the component ran
+    /// before a local ancestor behind it, and a restarted `tcp` replica
+    /// diverged (issue 6, session 28). A kept vertex keeps its parents (the
+    /// invariant [`Self::spare_parents`] keeps); a dropped one named again
+    /// enters STARTED, as it was.
+    pub fn drop_unreached(&mut self, held: impl Fn(TxnId, &[ShardId]) -> bool) -> usize {
+        let undecided = |n: &Node| n.status < Status::Decided;
+        let root = |t: TxnId, n: &Node| !n.finished && (!undecided(n) || held(t, &n.shards));
+        let mut stack: Vec<TxnId> = self
+            .nodes
+            .iter()
+            .filter(|(&t, n)| root(t, n))
+            .map(|(&t, _)| t)
+            .collect();
+        let mut reached: FastSet<TxnId> = stack.iter().copied().collect();
+        while let Some(v) = stack.pop() {
+            for &(p, _) in &self.nodes[&v].parents {
+                if self.nodes.get(&p).is_some_and(|n| !n.finished) && reached.insert(p) {
+                    stack.push(p);
+                }
+            }
+        }
+        let doomed: Vec<TxnId> = self
+            .nodes
+            .iter()
+            .filter(|(&t, n)| undecided(n) && !reached.contains(&t) && !held(t, &n.shards))
+            .map(|(&t, _)| t)
+            .collect();
+        // Only finished vertices name a dropped one (an unfinished one
+        // would have reached it), and a walk stops at those (DECIDED): no
+        // mark or `blocked_on` set looked behind a dropped vertex, and one
+        // that comes back is behind no walk. So it leaves no name in
+        // `named_missing`, which would make every set stale at its entry
+        // ([`Self::vertex`]): such entries after a restart made a `tcp`
+        // replica's settles full walks of its backlog, seconds of CPU per
+        // message (issue 6, session 29).
+        self.changed();
+        for t in &doomed {
+            let n = self.nodes.remove(t).expect("listed");
+            self.drop_node(n);
+        }
+        doomed.len()
+    }
+
     /// Take out of `doomed` the undecided vertices that an undecided vertex
     /// staying in the graph names as parents, and theirs in turn. The
     /// module's invariant needs it: an undecided vertex at least
@@ -1179,6 +1237,56 @@ mod tests {
             vertex(3, Status::Committing, &[(2, Edge::D)]),
         ]);
         assert_eq!(g.decide(t(3)), Decision::Blocked(vec![t(1)]));
+    }
+
+    /// Of the undecided vertices that are not held, only those an
+    /// unfinished vertex held or DECIDED reaches stay: a STARTED parent of
+    /// a DECIDED vertex not yet run blocks its execution (7 keeps 6), one
+    /// behind a finished vertex only goes (8's parent 9), and a walk
+    /// stops at finished ones.
+    #[test]
+    fn drop_unreached_keeps_what_vertices_still_to_run_reach() {
+        let mut elsewhere = vertex(10, Status::Started, &[]);
+        elsewhere.shards = Arc::from([ShardId(1)]);
+        let mut g = graph(&[
+            vertex(1, Status::Started, &[]),
+            vertex(2, Status::Committing, &[(1, Edge::D), (5, Edge::D)]),
+            vertex(3, Status::Started, &[]),
+            vertex(4, Status::Committing, &[(3, Edge::D)]),
+            decided_in(5, &[5]),
+            vertex(6, Status::Started, &[]),
+            vertex(7, Status::Committing, &[(6, Edge::D)]),
+            vertex(9, Status::Started, &[]),
+            vertex(8, Status::Committing, &[(9, Edge::D)]),
+            elsewhere,
+        ]);
+        g.mark_decided(&Arc::from([t(7)]), 0, &mut Vec::new());
+        g.mark_decided(&Arc::from([t(8)]), 0, &mut Vec::new());
+        g.get_mut(t(8)).expect("merged").finished = true;
+        let held = |x: TxnId, shards: &[ShardId]| x == t(2) || shards.contains(&ShardId(1));
+        assert_eq!(g.drop_unreached(held), 3);
+        let mut left: Vec<TxnId> = g.iter().map(|(x, _)| x).collect();
+        left.sort_unstable();
+        assert_eq!(left, [t(1), t(2), t(5), t(6), t(7), t(8), t(10)]);
+        assert_eq!(g.decide(t(2)), Decision::Blocked(vec![t(1)]));
+    }
+
+    /// A vertex dropped as unreached is named by finished vertices only,
+    /// which no walk passes: it comes back without making the marks and
+    /// `blocked_on` sets stale (a restarted replica's every re-entry did,
+    /// and its settles walked its whole backlog; issue 6, session 29).
+    #[test]
+    fn a_vertex_dropped_as_unreached_comes_back_without_staling_marks() {
+        let mut g = graph(&[
+            vertex(9, Status::Started, &[]),
+            vertex(8, Status::Committing, &[(9, Edge::D)]),
+        ]);
+        g.mark_decided(&Arc::from([t(8)]), 0, &mut Vec::new());
+        g.get_mut(t(8)).expect("merged").finished = true;
+        assert_eq!(g.drop_unreached(|_, _| false), 1);
+        let before = g.unclears;
+        g.merge(&vertex(9, Status::Started, &[]), 0, &mut Vec::new());
+        assert_eq!(g.unclears, before);
     }
 
     #[test]

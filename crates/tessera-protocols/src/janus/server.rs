@@ -288,6 +288,9 @@ pub struct JanusServer {
     replayed: u64,
     /// Restarts from a checkpoint's image, since the last report.
     from_image: u64,
+    /// Vertices dropped after the last replay as reached by nothing still
+    /// to run here ([`DepGraph::drop_unreached`]), since the last report.
+    unreached: u64,
     /// Records an image said to pass over were not in the log (their
     /// write was lost in the crash): this incarnation's first record ends
     /// the pass ([`super::image`]).
@@ -348,6 +351,7 @@ impl JanusServer {
             catch_up: None,
             replayed: 0,
             from_image: 0,
+            unreached: 0,
             lost_skip: false,
             caught_up: 0,
             catch_up_us: 0,
@@ -389,6 +393,14 @@ impl JanusServer {
             }
         }
         s.lost_skip = skip > 0;
+        // A vertex of this shard's stays whatever reaches it: it tells
+        // this replica that it has not executed that transaction
+        // ([`Self::holds_none`]).
+        let (locals, committed, shard) = (&s.locals, &s.committed, s.shard);
+        let held = |t, shards: &[ShardId]| {
+            locals.contains_key(&t) || committed.contains_key(&t) || shards.contains(&shard)
+        };
+        s.unreached = s.graph.drop_unreached(held) as u64;
         // This incarnation lists its first component again.
         s.components = Components::default();
         if !env.recovered.is_empty() {
@@ -2977,6 +2989,10 @@ impl Node<Msg> for JanusServer {
             (
                 "janus_restarts_from_image",
                 std::mem::take(&mut self.from_image),
+            ),
+            (
+                "janus_replay_unreached",
+                std::mem::take(&mut self.unreached),
             ),
             ("janus_caught_up", std::mem::take(&mut self.caught_up)),
             ("janus_catch_up_us", std::mem::take(&mut self.catch_up_us)),
