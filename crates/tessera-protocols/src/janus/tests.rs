@@ -1365,7 +1365,8 @@ fn a_forgotten_answer_to_an_inquire_unblocks_the_waiter() {
 /// would raise or collect it: the replay drops it, as reached by nothing
 /// still to run here (one-site TPC-C under `--replica-faults`, seed 2:
 /// 165,230 graph vertices at the end before, 44,344 after; issue 6,
-/// session 28).
+/// session 28). Replica 0 is not settled while T2 waits
+/// ([`JanusServer::settled`]: a checked run goes on until it is).
 #[test]
 fn a_replay_drops_the_dependencies_nothing_still_waits_for() {
     use super::msg::{CommitInfo, Dep};
@@ -1378,6 +1379,7 @@ fn a_replay_drops_the_dependencies_nothing_still_waits_for() {
     };
     let replies = c.ask_server(0, commit_of(t2, vec![on_a]));
     assert!(replies.is_empty(), "T2 waits for A: {replies:?}");
+    assert!(!c.servers[0].settled(), "T2 committed, not executed");
     let elsewhere = Arc::new(Incr {
         pieces: vec![PieceSpec {
             shard: ShardId(1),
@@ -1404,6 +1406,7 @@ fn a_replay_drops_the_dependencies_nothing_still_waits_for() {
             .any(|m| matches!(m, Msg::CommitOk { txn, .. } if *txn == t2)),
         "T2 executed once A committed: {replies:?}"
     );
+    assert!(c.servers[0].settled(), "T2 executed");
     c.queue.clear();
     c.restart(0);
     assert_eq!(c.per_server("janus_replay_unreached")[0], 1);
