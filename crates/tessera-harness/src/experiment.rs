@@ -136,10 +136,16 @@ pub fn experiments() -> Vec<Experiment> {
         zipf_theta: 0.5,
     });
     janus_micro.clients = 900;
+    // Over three sites commits come in bursts ~0.5–0.8 s apart (Janus) or
+    // drift for seconds (TAPIR's rate rises 745 → 1,631 txn/s from the
+    // first 1.5 s of the window to the last at zipf 0.9): a 1.5 s window
+    // read Janus's zipf 1.0 rate anywhere in 10,399–23,573 txn/s by its
+    // phase (issue 6, session 28). A 4.5 s window spans several bursts,
+    // at about twice the CPU (docs/results/janus.md, session 29).
     let mut janus_micro_wan = janus_micro.clone();
     janus_micro_wan.sites = Some(crate::sites::Sites::three_regions());
     janus_micro_wan.clients = 10_800;
-    janus_micro_wan.duration = 3_000 * MS;
+    janus_micro_wan.duration = 6_000 * MS;
     janus_micro_wan.warmup = 1_000 * MS;
     janus_micro_wan.cooldown = 500 * MS;
 
