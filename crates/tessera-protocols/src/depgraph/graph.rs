@@ -1034,20 +1034,21 @@ impl DepGraph {
     /// never logged, so they would stay STARTED with nothing to finish or
     /// collect them.
     ///
-    /// The walk starts at every unfinished vertex that is DECIDED or
-    /// `held` (given its id and shards) and goes up through unfinished
-    /// parents of any status: an execution's blocker walk
-    /// ([`crate::janus`]) passes through DECIDED, committed vertices to the
-    /// ancestors with pieces here behind them, so a STARTED vertex behind a
-    /// DECIDED one not yet run must stay and block it. Walking from the
-    /// undecided vertices alone dropped such a vertex: the component ran
-    /// before a local ancestor behind it, and a restarted `tcp` replica
-    /// diverged (issue 6, session 28). A kept vertex keeps its parents (the
+    /// The walk starts at every vertex that is held and undecided, or
+    /// DECIDED and not finished, and goes up through every parent but the
+    /// DECIDED finished ones (run here: what is behind them is done). An
+    /// execution's blocker walk ([`crate::janus`]) passes through DECIDED,
+    /// committed vertices to the ancestors with pieces here behind them,
+    /// so a STARTED vertex behind a DECIDED one not yet run must stay and
+    /// block it; walking from the undecided vertices alone dropped such a
+    /// vertex, and the component would run before a local ancestor behind
+    /// it (issue 6, session 29). A kept vertex keeps its parents (the
     /// invariant [`Self::spare_parents`] keeps); a dropped one named again
     /// enters STARTED, as it was.
     pub fn drop_unreached(&mut self, held: impl Fn(TxnId, &[ShardId]) -> bool) -> usize {
         let undecided = |n: &Node| n.status < Status::Decided;
-        let root = |t: TxnId, n: &Node| !n.finished && (!undecided(n) || held(t, &n.shards));
+        let closed = |n: &Node| !undecided(n) && n.finished;
+        let root = |t: TxnId, n: &Node| !closed(n) && (!undecided(n) || held(t, &n.shards));
         let mut stack: Vec<TxnId> = self
             .nodes
             .iter()
@@ -1057,29 +1058,38 @@ impl DepGraph {
         let mut reached: FastSet<TxnId> = stack.iter().copied().collect();
         while let Some(v) = stack.pop() {
             for &(p, _) in &self.nodes[&v].parents {
-                if self.nodes.get(&p).is_some_and(|n| !n.finished) && reached.insert(p) {
+                if self.nodes.get(&p).is_some_and(|n| !closed(n)) && reached.insert(p) {
                     stack.push(p);
                 }
             }
         }
-        let doomed: Vec<TxnId> = self
+        let doomed: FastSet<TxnId> = self
             .nodes
             .iter()
             .filter(|(&t, n)| undecided(n) && !reached.contains(&t) && !held(t, &n.shards))
             .map(|(&t, _)| t)
             .collect();
-        // Only finished vertices name a dropped one (an unfinished one
-        // would have reached it), and a walk stops at those (DECIDED): no
-        // mark or `blocked_on` set looked behind a dropped vertex, and one
-        // that comes back is behind no walk. So it leaves no name in
-        // `named_missing`, which would make every set stale at its entry
-        // ([`Self::vertex`]): such entries after a restart made a `tcp`
-        // replica's settles full walks of its backlog, seconds of CPU per
-        // message (issue 6, session 29).
+        if doomed.is_empty() {
+            return 0;
+        }
+        // Only DECIDED finished vertices name a dropped one (any other
+        // would have reached it), and no walk of a COMMITTING vertex passes
+        // them ([`cut_off_node`]): no mark or `blocked_on` set looked
+        // behind a dropped vertex. Taken out of their parent lists too, a
+        // dropped vertex is named by none, so it leaves no name in
+        // `named_missing` (nor does [`Self::trim_named_missing`] put one
+        // back), and one that comes back is behind no walk and makes no
+        // set stale ([`Self::vertex`]). Left named, each dependency a
+        // restarted `tcp` replica's catch-up named again made every set
+        // stale, and its settles walked its whole backlog: seconds of CPU
+        // per message (issue 6, session 29).
         self.changed();
         for t in &doomed {
             let n = self.nodes.remove(t).expect("listed");
             self.drop_node(n);
+        }
+        for n in self.nodes.values_mut() {
+            n.parents.retain(|(p, _)| !doomed.contains(p));
         }
         doomed.len()
     }
@@ -1271,10 +1281,12 @@ mod tests {
         assert_eq!(g.decide(t(2)), Decision::Blocked(vec![t(1)]));
     }
 
-    /// A vertex dropped as unreached is named by finished vertices only,
-    /// which no walk passes: it comes back without making the marks and
-    /// `blocked_on` sets stale (a restarted replica's every re-entry did,
-    /// and its settles walked its whole backlog; issue 6, session 29).
+    /// A vertex dropped as unreached is taken out of the parent lists of
+    /// the finished vertices that named it, so neither the drop nor a
+    /// later trim of `named_missing` names it: it comes back without
+    /// making the marks and `blocked_on` sets stale (a restarted replica's
+    /// every re-entry did, and its settles walked its whole backlog; issue
+    /// 6, session 29).
     #[test]
     fn a_vertex_dropped_as_unreached_comes_back_without_staling_marks() {
         let mut g = graph(&[
@@ -1284,6 +1296,7 @@ mod tests {
         g.mark_decided(&Arc::from([t(8)]), 0, &mut Vec::new());
         g.get_mut(t(8)).expect("merged").finished = true;
         assert_eq!(g.drop_unreached(|_, _| false), 1);
+        g.trim_named_missing();
         let before = g.unclears;
         g.merge(&vertex(9, Status::Started, &[]), 0, &mut Vec::new());
         assert_eq!(g.unclears, before);

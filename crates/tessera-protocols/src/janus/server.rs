@@ -2964,9 +2964,6 @@ impl Node<Msg> for JanusServer {
         }
     }
 
-    /// What is left unfinished or unforgotten here (at the end of a run,
-    /// after quiescence, all three should be 0), and how many transactions
-    /// this replica executed.
     /// Every transaction with pieces here that this replica holds has
     /// executed here, and a restart's catch-up is over. A checked run on
     /// `sim` goes on past its end until every node is settled (for at
@@ -2980,6 +2977,9 @@ impl Node<Msg> for JanusServer {
         self.catch_up.is_none() && self.locals.values().all(|l| l.results.is_some())
     }
 
+    /// What is left unfinished or unforgotten here (at the end of a run,
+    /// after quiescence, all three should be 0), and how many transactions
+    /// this replica executed.
     fn take_report(&mut self) -> NodeReport {
         let waiting = self
             .locals
