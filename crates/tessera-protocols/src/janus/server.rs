@@ -283,6 +283,9 @@ pub struct JanusServer {
     after_sync: VecDeque<(u64, AfterSync)>,
     /// Set from a restart until caught up.
     catch_up: Option<CatchUp>,
+    /// When this incarnation started, and the epoch its log restored
+    /// ([`Self::sweep`]).
+    epoch_from: (Time, u64),
     /// Records replayed at the last start, restarts caught up and the time
     /// they took (µs), since the last report.
     replayed: u64,
@@ -349,6 +352,7 @@ impl JanusServer {
             unflushed: bytes::BytesMut::new(),
             after_sync: VecDeque::new(),
             catch_up: None,
+            epoch_from: (0, 0),
             replayed: 0,
             from_image: 0,
             unreached: 0,
@@ -485,6 +489,12 @@ impl JanusServer {
     /// forgotten here: a late announcement is not recorded again.
     fn heard(&mut self, t: TxnId, from: NodeId) -> bool {
         !self.forgotten(t) && self.gc.heard(t, from)
+    }
+
+    /// The garbage-collection epoch this replica has reached.
+    #[cfg(test)]
+    pub(super) fn epoch(&self) -> u64 {
+        self.gc.epoch
     }
 
     fn shards_of(&self, t: TxnId) -> Arc<[ShardId]> {
@@ -1988,7 +1998,14 @@ impl JanusServer {
 
     fn sweep(&mut self, ctx: &mut Ctx<Msg>) {
         let now = ctx.now();
-        let epoch = now / self.cfg.epoch.max(1);
+        let len = self.cfg.epoch.max(1);
+        // A restarted process's clock may start again at 0 (`tcp`) while
+        // its log restored the epoch it had reached: counted from the
+        // restart on top of that epoch, or collection would wait as long
+        // as the last incarnation lived. On `sim`'s one clock the first
+        // term is never smaller (issue 6, session 29).
+        let (since, restored) = self.epoch_from;
+        let epoch = (now / len).max(restored + now.saturating_sub(since) / len);
         if epoch > self.gc.epoch {
             self.gc.epoch = epoch;
             self.collect(ctx);
@@ -2853,6 +2870,7 @@ impl JanusServer {
 impl Node<Msg> for JanusServer {
     fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
         ctx.set_timer(self.cfg.sweep, SWEEP);
+        self.epoch_from = (ctx.now(), self.gc.epoch);
         if self.catch_up.is_some() {
             if self.lost_skip {
                 self.log(ctx, Record::Restarted);

@@ -2321,3 +2321,30 @@ fn a_restart_ends_what_an_image_passes_over() {
     c.restart(0);
     c.assert_holds(0, &[t1, t2, t3]);
 }
+
+/// A replica restarted in a new process (`tcp`: its clock starts again
+/// at 0) counts epochs on from the one its log restored: counted from 0,
+/// it collected nothing until it had run as long as its last incarnation
+/// (issue 6, session 29).
+#[test]
+fn a_restart_with_a_fresh_clock_counts_epochs_on_from_its_log() {
+    let mut c = Cluster::new();
+    c.submit(0);
+    c.rounds(20, None);
+    let cfg = JanusConfig::default();
+    for _ in 0..2 * cfg.forget_epochs {
+        c.advance(cfg.epoch, &[]);
+    }
+    let topology = Arc::new(Topology::new(1, 3, 2));
+    let mut s = server(&topology, 0, c.disks[0].clone());
+    // The epoch of its last Forgotten record.
+    let restored = s.epoch();
+    assert!(restored > 0, "something was forgotten at a later epoch");
+    let mut effects = Vec::new();
+    s.on_start(&mut Ctx::new(0, NodeId(0), &mut c.rng, &mut effects));
+    s.on_timer(
+        &mut Ctx::new(cfg.epoch + 1, NodeId(0), &mut c.rng, &mut effects),
+        TimerId(1),
+    );
+    assert_eq!(s.epoch(), restored + 1);
+}
