@@ -363,6 +363,12 @@ pub struct RunArgs {
     /// sensitivity knob for Rococo §5.5's comparison.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     abort_cpu_us: Option<u64>,
+    /// 2pl-paxos, occ-paxos: most commands in one Multi-Paxos slot
+    /// (default 256). 1 gives every record its own Accept round, so a
+    /// leader handles messages per command, as the Janus paper's
+    /// leaders did (§6.2): a sensitivity knob for the layered baselines.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=65536), allow_negative_numbers = true)]
+    paxos_batch: Option<u64>,
     /// 2pl-paxos: which wound-wait: janus (the default; the Janus
     /// authors' baseline, §6.1: priority by client, then attempt id, younger waiters
     /// wounded too) or textbook (age kept across retries, waiters wait).

@@ -624,14 +624,15 @@ fn layered<X>(
     knobs: &[&str],
     cc: X,
 ) -> Result<(TwoPcConfig<X, PaxosLogConfig>, BenchSpec), SpecError> {
-    only_knobs(spec, &spec.protocol, knobs)?;
+    let knobs: Vec<&str> = knobs.iter().copied().chain(["--paxos-batch"]).collect();
+    only_knobs(spec, &spec.protocol, &knobs)?;
     let rtt = slowest_round_trip(spec);
     let mut timeouts = Timeouts::default();
     timeouts.retransmit = timeouts.retransmit.max(2 * rtt);
     timeouts.inquire = timeouts.inquire.max(4 * rtt);
     timeouts.participant = timeouts.participant.max(20 * rtt);
     timeouts.tombstone = timeouts.tombstone.max(40 * rtt);
-    let paxos = PaxosConfig {
+    let mut paxos = PaxosConfig {
         // A snapshot copies the whole store: rarely, on big stores.
         snapshot_every: 4096,
         // Passive batching lets `pipeline` batches fly per round trip; a
@@ -642,6 +643,14 @@ fn layered<X>(
         pipeline: ((rtt / (2 * tessera_core::ids::MS)) as usize).clamp(4, 128),
         ..PaxosConfig::for_round_trip(rtt)
     };
+    if let Some(batch) = spec.knobs.paxos_batch {
+        // Smaller slots, more of them in flight: the commands a round trip
+        // can carry stay the same, so `--paxos-batch` changes what a leader
+        // handles per command and not how many commands can wait.
+        let in_flight = paxos.pipeline * paxos.max_batch;
+        paxos.max_batch = batch;
+        paxos.pipeline = in_flight.div_ceil(batch);
+    }
     let config = TwoPcConfig {
         cc,
         timeouts,
@@ -1191,7 +1200,7 @@ mod tests {
         });
         let wl = crate::run::workload(&wl_spec).unwrap();
         // s2pl reads --isolation but refuses snapshot, naming the flag.
-        let cases: [(&str, Knobs); 9] = [
+        let cases: [(&str, Knobs); 10] = [
             (
                 "--epoch-ms",
                 Knobs {
@@ -1258,6 +1267,13 @@ mod tests {
                     ..Knobs::default()
                 },
             ),
+            (
+                "--paxos-batch",
+                Knobs {
+                    paxos_batch: Some(1),
+                    ..Knobs::default()
+                },
+            ),
         ];
         for e in registry() {
             for (flag, knobs) in &cases {
@@ -1270,6 +1286,7 @@ mod tests {
                     "--per-column" | "--fast-path-by-rtt" | "--prefetch-outputs" => {
                         e.name == "janus"
                     }
+                    "--paxos-batch" => ["2pl-paxos", "occ-paxos"].contains(&e.name),
                     _ => e.name.starts_with("nocc"),
                 };
                 if reads {
@@ -1304,6 +1321,20 @@ mod tests {
             protocol,
             WorkloadSpec::Ycsb(tessera_workloads::YcsbConfig::default()),
         )
+    }
+
+    /// `--paxos-batch` shrinks the layered baselines' slots and lets more
+    /// of them fly, so as many commands fit in a round trip as before.
+    #[test]
+    fn paxos_batch_keeps_the_commands_in_flight() {
+        let mut spec = sim_ycsb("occ-paxos");
+        let occ = OccConfig { validate: true };
+        let default = layered(&spec, &[], occ.clone()).unwrap().0.log.paxos;
+        assert_eq!(default.max_batch, PaxosConfig::default().max_batch);
+        spec.knobs.paxos_batch = Some(1);
+        let one = layered(&spec, &[], occ).unwrap().0.log.paxos;
+        assert_eq!(one.max_batch, 1);
+        assert_eq!(one.pipeline, default.pipeline * default.max_batch);
     }
 
     /// `--prepare-deadline-ms` becomes the epoch manager's deadline, also

@@ -272,13 +272,21 @@ pub struct Knobs {
     /// ([`tessera_protocols::janus::JanusConfig::prefetch_outputs`], off
     /// by default).
     pub prefetch_outputs: Option<bool>,
+    /// 2pl-paxos, occ-paxos: most commands in one Multi-Paxos slot
+    /// (`--paxos-batch`, default
+    /// [`tessera_protocols::paxos::PaxosConfig::max_batch`], 256). 1 makes
+    /// every record its own Accept round, so a leader handles messages per
+    /// command, as the Janus paper's leaders did (§6.2: a leader "needs to
+    /// handle much more communication load (>3×)"): a sensitivity knob for
+    /// the layered baselines' cost on `sim`.
+    pub paxos_batch: Option<usize>,
 }
 
 impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 31] = [
+        let flags: [(&'static str, bool); 32] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
@@ -316,6 +324,7 @@ impl Knobs {
             ("--per-column", self.per_column.is_some()),
             ("--fast-path-by-rtt", self.fast_path_by_rtt.is_some()),
             ("--prefetch-outputs", self.prefetch_outputs.is_some()),
+            ("--paxos-batch", self.paxos_batch.is_some()),
         ];
         for (f, set) in flags {
             if set {
