@@ -41,6 +41,7 @@ pub const PARAMS: &[&str] = &[
     "per-column",
     "fast-path-by-rtt",
     "prefetch-outputs",
+    "paxos-batch",
 ];
 
 /// OOCC's ablation steps (§VIII.D, Fig. 11), each adding one technique to
@@ -221,6 +222,18 @@ impl Vary {
             ("per-column", _) => spec.knobs.per_column = Some(on_off(v)?),
             ("fast-path-by-rtt", _) => spec.knobs.fast_path_by_rtt = Some(on_off(v)?),
             ("prefetch-outputs", _) => spec.knobs.prefetch_outputs = Some(on_off(v)?),
+            ("paxos-batch", _) => {
+                // The bound of the flag of the same name.
+                let n = count(v)?;
+                if n > 65_536 {
+                    return Err(SpecError::Invalid {
+                        flag: "--vary",
+                        value: format!("{}={v}", self.name),
+                        allowed: "commands per slot, 1 to 65536".into(),
+                    });
+                }
+                spec.knobs.paxos_batch = Some(n as usize)
+            }
             ("home-warehouse", WorkloadSpec::Tpcc(c)) => {
                 c.home_warehouse = HomeWarehouse::parse(self.label(v)?).unwrap_or_default()
             }
@@ -429,6 +442,24 @@ mod tests {
         for bad in [-1.0, 0.5, 2_000_000.0] {
             assert!(bytes.apply(&mut s, bad).is_err(), "{bad}");
             assert!(fsync.apply(&mut s, bad).is_err(), "{bad}");
+        }
+    }
+
+    /// `paxos-batch` takes the flag's range, 1 to 65536 commands a slot.
+    #[test]
+    fn paxos_batch_takes_commands_per_slot() {
+        let v = Vary::parse("paxos-batch=1,256").unwrap();
+        let mut s = BenchSpec::new(
+            crate::RuntimeKind::Sim,
+            "2pl-paxos",
+            WorkloadSpec::Ycsb(Default::default()),
+        );
+        v.apply(&mut s, 1.0).unwrap();
+        assert_eq!(s.knobs.paxos_batch, Some(1));
+        v.apply(&mut s, 65_536.0).unwrap();
+        assert_eq!(s.knobs.paxos_batch, Some(65_536));
+        for bad in [0.0, 0.5, 65_537.0] {
+            assert!(v.apply(&mut s, bad).is_err(), "{bad}");
         }
     }
 
