@@ -6,13 +6,14 @@
 # at a replica: its commit known there -> every ancestor (its component's
 # members included) known committed there (computed from the committed
 # graph of the coordinators' C lines and the replicas' K lines) -> executed.
-# usage: python3 janus25c-trace.py RUN.err.gz [LO_S HI_S]
+# usage: python3 janus25c-trace.py RUN.err.gz [LO_S HI_S [NSERV]] (NSERV: servers, 18 for
+# TPC-C, 9 for the micro-benchmark; session 30 added it and the start->commit lines)
 import sys, gzip, re, collections, statistics as st
 sys.setrecursionlimit(100000)
 path = sys.argv[1]
 lo = float(sys.argv[2]) * 1e9 if len(sys.argv) > 2 else 1.0e9
 hi = float(sys.argv[3]) * 1e9 if len(sys.argv) > 3 else 2.5e9
-NSERV = 18
+NSERV = int(sys.argv[4]) if len(sys.argv) > 4 else 18
 def site(n): return n % 3 if n < NSERV else (n - NSERV) % 3
 def coord(t): return t >> 40
 S = {}; C = {}; A = {}; Q = collections.defaultdict(list); shards = {}
@@ -137,3 +138,13 @@ for t, a in A.items():
 for s in sorted(cl):
     n = sum(src[s].values())
     print(f" site {s}: n {len(cl[s])} mean {st.mean(cl[s]):.1f} ms; answered from site " + ", ".join(f"{k}: {v/n:.0%}" for k, v in sorted(src[s].items())))
+# start -> commit decided at the coordinator, by path and site (session 30)
+print("\nstart->commit at the coordinator, by path (mean ms, n):")
+sc = collections.defaultdict(list)
+for t in C:
+    if inwin(t) and t in S:
+        sc[path(t)].append((C[t][0] - S[t]) / 1e6)
+for k, v in sorted(sc.items()):
+    print(f" {k}: {st.mean(v):.1f} ms (median {st.median(v):.1f}), n {len(v)}")
+tot = [(A[t] - S[t]) / 1e6 for t in A if t in C and t in S and inwin(t)]
+print(f"start->answer mean {st.mean(tot):.1f} ms, median {st.median(tot):.1f}, n {len(tot)}")
