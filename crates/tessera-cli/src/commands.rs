@@ -283,14 +283,15 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         || a.fsync_us.is_some()
         || a.checkpoint_kb.is_some()
         || a.drift_node.is_some()
+        || a.server_cpu_ns.is_some()
         || a.client_cpu_ns.is_some()
         || a.local_cpu_ns.is_some()
         || a.byte_cpu_ps.is_some();
     if sim_flags && runtime != RuntimeKind::Sim {
         return Err(Failure::Usage(
             "--faults, --replica-faults, --loss, --duplicate, --reorder, --net, --drift-ppm, \
-             --drift-node, --fsync-us, --checkpoint-kb, --client-cpu-ns, --local-cpu-ns and --byte-cpu-ps need \
-             --runtime sim"
+             --drift-node, --fsync-us, --checkpoint-kb, --server-cpu-ns, --client-cpu-ns, \
+             --local-cpu-ns and --byte-cpu-ps need --runtime sim"
                 .into(),
         ));
     }
@@ -340,6 +341,7 @@ fn spec_of(a: &RunArgs) -> Result<BenchSpec> {
         s.sim.reorder = a.reorder.unwrap_or(s.sim.reorder);
     }
     s.sim.drift_ppm = a.drift_ppm.unwrap_or(s.sim.drift_ppm);
+    s.sim.server_cpu = a.server_cpu_ns.unwrap_or(s.sim.server_cpu);
     s.sim.client_cpu = a.client_cpu_ns.unwrap_or(s.sim.client_cpu);
     s.sim.local_cpu = a.local_cpu_ns.or(s.sim.local_cpu);
     s.sim.byte_cpu_ps = a.byte_cpu_ps.unwrap_or(s.sim.byte_cpu_ps);
@@ -876,6 +878,7 @@ pub fn default_comparison() -> Result<()> {
         per_column: None,
         fast_path_by_rtt: None,
         prefetch_outputs: None,
+        server_cpu_ns: None,
         client_cpu_ns: None,
         byte_cpu_ps: None,
         local_cpu_ns: None,

@@ -194,6 +194,18 @@ fn sim_only_flags_need_sim() {
         "byte-cpu-ps only with --runtime sim",
     );
     rejects(
+        &["bench", "--runtime", "local", "--server-cpu-ns", "10000"],
+        "--server-cpu-ns",
+    );
+    rejects(
+        &["bench", "--runtime", "sim", "--server-cpu-ns", "2000000"],
+        "--server-cpu-ns",
+    );
+    rejects(
+        &["sweep", "--runtime", "local", "--vary", "server-cpu-ns=1,2"],
+        "server-cpu-ns only with --runtime sim",
+    );
+    rejects(
         &["bench", "--runtime", "sim", "--sites", "mars"],
         "coco-wan",
     );

@@ -31,6 +31,7 @@ pub const PARAMS: &[&str] = &[
     "oocc-offset-ns",
     "oocc-lease-adapt",
     "fsync-us",
+    "server-cpu-ns",
     "local-cpu-ns",
     "byte-cpu-ps",
     "commit",
@@ -207,6 +208,10 @@ impl Vary {
             ("fsync-us", _) => {
                 sim_only(spec.runtime, "fsync-us", "the simulated disk")?;
                 spec.sim.fsync = whole(v, 1_000_000)? * tessera_core::ids::US
+            }
+            ("server-cpu-ns", _) => {
+                sim_only(spec.runtime, "server-cpu-ns", "the simulated CPUs")?;
+                spec.sim.server_cpu = whole(v, 1_000_000)?
             }
             ("local-cpu-ns", _) => {
                 sim_only(spec.runtime, "local-cpu-ns", "the simulated CPUs")?;
@@ -425,7 +430,7 @@ mod tests {
     /// The simulated CPU's and disk's costs take 0 (free), as their CLI
     /// flags do, up to the flags' bounds.
     #[test]
-    fn byte_and_fsync_costs_take_zero_and_whole_numbers() {
+    fn cpu_and_fsync_costs_take_zero_and_whole_numbers() {
         let mut s = BenchSpec::new(
             crate::RuntimeKind::Sim,
             "rococo",
@@ -436,6 +441,10 @@ mod tests {
         assert_eq!(s.sim.byte_cpu_ps, 250);
         bytes.apply(&mut s, 0.0).unwrap();
         assert_eq!(s.sim.byte_cpu_ps, 0);
+        let server = Vary::parse("server-cpu-ns=5000,10000").unwrap();
+        server.apply(&mut s, 10_000.0).unwrap();
+        assert_eq!(s.sim.server_cpu, 10_000);
+        assert!(server.apply(&mut s, 2_000_000.0).is_err());
         let fsync = Vary::parse("fsync-us=0,100").unwrap();
         fsync.apply(&mut s, 0.0).unwrap();
         assert_eq!(s.sim.fsync, 0);
