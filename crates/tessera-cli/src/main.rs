@@ -485,10 +485,8 @@ pub struct RunArgs {
     #[arg(long, value_parser = parse_on_off)]
     prefetch_outputs: Option<bool>,
     /// sim: CPU time a server spends on each event, ns (default: the `--net`
-    /// preset's, 5000 on dc, 50 on rdma). The layered baselines' Paxos
-    /// leaders are bound by it once aborts multiply their attempts (Janus
-    /// §6.2; docs/results/janus.md, session 31): a sensitivity knob for a
-    /// protocol's CPU against its waits.
+    /// preset's, 5000 on dc, 50 on rdma): a sensitivity knob that shows
+    /// which protocols the servers' CPU bounds and which their waits bound.
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000), allow_negative_numbers = true)]
     server_cpu_ns: Option<u64>,
     /// sim: CPU time a client host spends on each event, ns (the rdma

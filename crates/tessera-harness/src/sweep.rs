@@ -444,6 +444,8 @@ mod tests {
         let server = Vary::parse("server-cpu-ns=5000,10000").unwrap();
         server.apply(&mut s, 10_000.0).unwrap();
         assert_eq!(s.sim.server_cpu, 10_000);
+        server.apply(&mut s, 0.0).unwrap();
+        assert_eq!(s.sim.server_cpu, 0);
         assert!(server.apply(&mut s, 2_000_000.0).is_err());
         let fsync = Vary::parse("fsync-us=0,100").unwrap();
         fsync.apply(&mut s, 0.0).unwrap();
