@@ -369,6 +369,13 @@ pub struct RunArgs {
     /// leaders did (§6.2): a sensitivity knob for the layered baselines.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=65536), allow_negative_numbers = true)]
     paxos_batch: Option<u64>,
+    /// janus, rococo on sim: CPU time per vertex and edge of the
+    /// dependency graph that a settle walks, ns (default 0: a message
+    /// costs its per-event CPU however large the graph). The graph's
+    /// computation, the Janus paper's cause of its throughput's fall with
+    /// contention (§6.2).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000), allow_negative_numbers = true)]
+    graph_cpu_ns: Option<u64>,
     /// 2pl-paxos: which wound-wait: janus (the default; the Janus
     /// authors' baseline, §6.1: priority by client, then attempt id, younger waiters
     /// wounded too) or textbook (age kept across retries, waiters wait).

@@ -206,6 +206,30 @@ fn sim_only_flags_need_sim() {
         "server-cpu-ns only with --runtime sim",
     );
     rejects(
+        &[
+            "bench",
+            "--runtime",
+            "local",
+            "--protocol",
+            "janus",
+            "--graph-cpu-ns",
+            "100",
+        ],
+        "--graph-cpu-ns",
+    );
+    rejects(
+        &[
+            "bench",
+            "--runtime",
+            "sim",
+            "--protocol",
+            "occ",
+            "--graph-cpu-ns",
+            "100",
+        ],
+        "--graph-cpu-ns",
+    );
+    rejects(
         &["bench", "--runtime", "sim", "--sites", "mars"],
         "coco-wan",
     );

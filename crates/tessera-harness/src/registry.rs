@@ -497,7 +497,7 @@ fn rococo(
     merge: bool,
 ) -> Result<(RococoConfig, BenchSpec), SpecError> {
     unreplicated(spec, name)?;
-    only_knobs(spec, name, &["--ro-rounds"])?;
+    only_knobs(spec, name, &["--ro-rounds", "--graph-cpu-ns"])?;
     let merges = match crate::run::check_workload(&spec.workload) {
         Ok(v) if merge => MergeSet::of(&v),
         _ => MergeSet::default(),
@@ -518,6 +518,7 @@ fn rococo(
         Some(n) => config.ro_rounds = n,
         None => {}
     }
+    config.graph_cpu = graph_cpu(spec)?;
     if spec.runtime == crate::RuntimeKind::Tcp {
         // A server forgets a transaction its recovery driver finished
         // after `forget_after` without a request, and takes a request
@@ -1097,6 +1098,7 @@ fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
             "--per-column",
             "--fast-path-by-rtt",
             "--prefetch-outputs",
+            "--graph-cpu-ns",
         ],
     )?;
     let mut spec = spec.clone();
@@ -1154,7 +1156,21 @@ fn janus(spec: &BenchSpec) -> Result<(JanusConfig, BenchSpec), SpecError> {
         not_on_tcp(&spec, "--prefetch-outputs", on)?;
         cfg.prefetch_outputs = on;
     }
+    cfg.graph_cpu = graph_cpu(&spec)?;
     Ok((cfg, spec))
+}
+
+/// `--graph-cpu-ns`: a simulated cost, so `sim` only (elsewhere a walk
+/// costs what it really costs).
+fn graph_cpu(spec: &BenchSpec) -> Result<u64, SpecError> {
+    match spec.knobs.graph_cpu_ns {
+        Some(ns) if spec.runtime != crate::RuntimeKind::Sim => Err(SpecError::Invalid {
+            flag: "--graph-cpu-ns",
+            value: ns.to_string(),
+            allowed: "only with --runtime sim (a simulated cost)".into(),
+        }),
+        ns => Ok(ns.unwrap_or(0)),
+    }
 }
 
 /// Refuses the on/off `flag` on the `tcp` runtime.
@@ -1200,7 +1216,7 @@ mod tests {
         });
         let wl = crate::run::workload(&wl_spec).unwrap();
         // s2pl reads --isolation but refuses snapshot, naming the flag.
-        let cases: [(&str, Knobs); 10] = [
+        let cases: [(&str, Knobs); 11] = [
             (
                 "--epoch-ms",
                 Knobs {
@@ -1274,6 +1290,13 @@ mod tests {
                     ..Knobs::default()
                 },
             ),
+            (
+                "--graph-cpu-ns",
+                Knobs {
+                    graph_cpu_ns: Some(100),
+                    ..Knobs::default()
+                },
+            ),
         ];
         for e in registry() {
             for (flag, knobs) in &cases {
@@ -1287,6 +1310,7 @@ mod tests {
                         e.name == "janus"
                     }
                     "--paxos-batch" => ["2pl-paxos", "occ-paxos"].contains(&e.name),
+                    "--graph-cpu-ns" => ["janus", "rococo", "rococo-nomerge"].contains(&e.name),
                     _ => e.name.starts_with("nocc"),
                 };
                 if reads {
@@ -1321,6 +1345,30 @@ mod tests {
             protocol,
             WorkloadSpec::Ycsb(tessera_workloads::YcsbConfig::default()),
         )
+    }
+
+    /// `--graph-cpu-ns` prices Janus's and Rococo's graph walks, on `sim`
+    /// only (a simulated cost).
+    #[test]
+    fn graph_cpu_is_set_on_sim_only() {
+        for protocol in ["janus", "rococo"] {
+            let mut spec = sim_ycsb(protocol);
+            spec.knobs.graph_cpu_ns = Some(250);
+            let cost = |spec: &BenchSpec| match protocol {
+                "janus" => janus(spec).map(|(c, _)| c.graph_cpu),
+                _ => rococo(spec, protocol, true).map(|(c, _)| c.graph_cpu),
+            };
+            assert_eq!(cost(&spec).unwrap(), 250, "{protocol}");
+            spec.knobs.graph_cpu_ns = None;
+            assert_eq!(cost(&spec).unwrap(), 0, "{protocol}");
+            spec.knobs.graph_cpu_ns = Some(250);
+            spec.runtime = crate::RuntimeKind::Local;
+            let err = cost(&spec).err().unwrap().to_string();
+            assert!(
+                err.contains("--graph-cpu-ns") && err.contains("sim"),
+                "{err}"
+            );
+        }
     }
 
     /// `--paxos-batch` shrinks the layered baselines' slots and lets more

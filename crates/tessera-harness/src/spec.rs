@@ -280,13 +280,18 @@ pub struct Knobs {
     /// handle much more communication load (>3×)"): a sensitivity knob for
     /// the layered baselines' cost on `sim`.
     pub paxos_batch: Option<usize>,
+    /// janus, rococo: simulated CPU, ns, per vertex and edge of the
+    /// dependency graph a settle walks (`--graph-cpu-ns`, `sim` only;
+    /// [`tessera_protocols::janus::JanusConfig::graph_cpu`]): the graph's
+    /// computation, which the fixed cost per event does not grow with.
+    pub graph_cpu_ns: Option<u64>,
 }
 
 impl Knobs {
     /// The flags that are set, by name.
     pub fn set_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 32] = [
+        let flags: [(&'static str, bool); 33] = [
             ("--switch-cache", self.switch_cache.is_some()),
             ("--switch-max-ops", self.switch_max_ops.is_some()),
             ("--switch-value-width", self.switch_value_width.is_some()),
@@ -325,6 +330,7 @@ impl Knobs {
             ("--fast-path-by-rtt", self.fast_path_by_rtt.is_some()),
             ("--prefetch-outputs", self.prefetch_outputs.is_some()),
             ("--paxos-batch", self.paxos_batch.is_some()),
+            ("--graph-cpu-ns", self.graph_cpu_ns.is_some()),
         ];
         for (f, set) in flags {
             if set {

@@ -43,6 +43,7 @@ pub const PARAMS: &[&str] = &[
     "fast-path-by-rtt",
     "prefetch-outputs",
     "paxos-batch",
+    "graph-cpu-ns",
 ];
 
 /// OOCC's ablation steps (§VIII.D, Fig. 11), each adding one technique to
@@ -238,6 +239,10 @@ impl Vary {
                     });
                 }
                 spec.knobs.paxos_batch = Some(n as usize)
+            }
+            ("graph-cpu-ns", _) => {
+                sim_only(spec.runtime, "graph-cpu-ns", "the simulated CPUs")?;
+                spec.knobs.graph_cpu_ns = Some(whole(v, 1_000_000)?)
             }
             ("home-warehouse", WorkloadSpec::Tpcc(c)) => {
                 c.home_warehouse = HomeWarehouse::parse(self.label(v)?).unwrap_or_default()
@@ -446,6 +451,10 @@ mod tests {
         assert_eq!(s.sim.server_cpu, 10_000);
         server.apply(&mut s, 0.0).unwrap();
         assert_eq!(s.sim.server_cpu, 0);
+        let graph = Vary::parse("graph-cpu-ns=0,100").unwrap();
+        graph.apply(&mut s, 100.0).unwrap();
+        assert_eq!(s.knobs.graph_cpu_ns, Some(100));
+        assert!(graph.apply(&mut s, 0.5).is_err());
         assert!(server.apply(&mut s, 2_000_000.0).is_err());
         let fsync = Vary::parse("fsync-us=0,100").unwrap();
         fsync.apply(&mut s, 0.0).unwrap();

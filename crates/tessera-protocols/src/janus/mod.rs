@@ -226,6 +226,10 @@ pub struct JanusConfig {
     /// by +2% with `fast_path_wait_by_rtt` and −9% without it (the
     /// ancestor wait grows; not explained), hence off.
     pub prefetch_outputs: bool,
+    /// Simulated CPU, ns, per vertex and edge of the dependency graph that
+    /// a settle walks (`DepGraph::charge_walks`); 0, the default, charges
+    /// nothing beyond the runtime's cost per event.
+    pub graph_cpu: u64,
 }
 
 impl Default for JanusConfig {
@@ -242,6 +246,7 @@ impl Default for JanusConfig {
             per_column: true,
             fast_path_wait_by_rtt: true,
             prefetch_outputs: false,
+            graph_cpu: 0,
         }
     }
 }

@@ -2877,6 +2877,7 @@ impl Node<Msg> for JanusServer {
             }
             self.resume(ctx);
         }
+        self.graph.charge_walks(ctx, self.cfg.graph_cpu);
     }
 
     fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
@@ -2897,6 +2898,7 @@ impl Node<Msg> for JanusServer {
             self.stats.msgs.other_events += 1;
         }
         self.count_sent(ctx);
+        self.graph.charge_walks(ctx, self.cfg.graph_cpu);
     }
 
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
@@ -2907,6 +2909,7 @@ impl Node<Msg> for JanusServer {
         self.handle(ctx, from, msg);
         self.heard = (u32::MAX, 0);
         self.count_sent(ctx);
+        self.graph.charge_walks(ctx, self.cfg.graph_cpu);
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
@@ -2917,6 +2920,7 @@ impl Node<Msg> for JanusServer {
             self.stats.msgs.other_events += 1;
         }
         self.count_sent(ctx);
+        self.graph.charge_walks(ctx, self.cfg.graph_cpu);
     }
 
     fn store(&self) -> Option<&Store> {
@@ -3027,6 +3031,7 @@ impl Node<Msg> for JanusServer {
             ),
             ("janus_caught_up", std::mem::take(&mut self.caught_up)),
             ("janus_catch_up_us", std::mem::take(&mut self.catch_up_us)),
+            ("janus_graph_walk_steps", self.graph.take_steps()),
         ];
         for (name, n) in LATE.into_iter().zip(std::mem::take(&mut self.late)) {
             if n > 0 {

@@ -241,6 +241,10 @@ pub struct RococoConfig {
     /// the offline checker's verdict on the deployment's workload
     /// ([`offline::MergeSet::of`]); empty when it needs no merge.
     pub merges: Arc<offline::MergeSet>,
+    /// Simulated CPU, ns, per vertex and edge of the dependency graph that
+    /// a settle walks (`DepGraph::charge_walks`); 0, the default, charges
+    /// nothing beyond the runtime's cost per event.
+    pub graph_cpu: u64,
 }
 
 impl Default for RococoConfig {
@@ -258,6 +262,7 @@ impl Default for RococoConfig {
             ro_backoff: 0,
             ro_column_versions: false,
             merges: Arc::default(),
+            graph_cpu: 0,
         }
     }
 }

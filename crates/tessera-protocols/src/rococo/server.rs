@@ -1430,11 +1430,13 @@ impl Node<Msg> for RococoServer {
     fn on_start(&mut self, ctx: &mut Ctx<Msg>) {
         self.replay(ctx);
         ctx.set_timer(self.cfg.sweep, SWEEP);
+        self.graph.charge_walks(ctx, self.cfg.graph_cpu);
     }
 
     fn on_persisted(&mut self, ctx: &mut Ctx<Msg>, token: u64) {
         self.by_type.add("log", "events", 1);
         self.log.persisted(ctx, token);
+        self.graph.charge_walks(ctx, self.cfg.graph_cpu);
     }
 
     fn on_message(&mut self, ctx: &mut Ctx<Msg>, from: NodeId, msg: Msg) {
@@ -1538,6 +1540,7 @@ impl Node<Msg> for RococoServer {
                 tracing::warn!(?from, "server got a coordinator's message");
             }
         }
+        self.graph.charge_walks(ctx, self.cfg.graph_cpu);
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx<Msg>, id: TimerId) {
@@ -1545,6 +1548,7 @@ impl Node<Msg> for RococoServer {
         if id == SWEEP {
             self.sweep(ctx);
         }
+        self.graph.charge_walks(ctx, self.cfg.graph_cpu);
     }
 
     /// No transaction here is still in its start phase, nor driven by
@@ -1565,6 +1569,7 @@ impl Node<Msg> for RococoServer {
             ("rococo_blocker_recoveries", blockers),
             ("rococo_ro_reads", ro.0),
             ("rococo_ro_reads_waited", ro.1),
+            ("rococo_graph_walk_steps", self.graph.take_steps()),
         ];
         let passes = std::mem::take(&mut self.pass_stats);
         counters.extend([
