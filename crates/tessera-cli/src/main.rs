@@ -370,7 +370,7 @@ pub struct RunArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=65536), allow_negative_numbers = true)]
     paxos_batch: Option<u64>,
     /// janus, rococo on sim: CPU time per vertex and edge of the
-    /// dependency graph that a settle walks, ns (default 0: a message
+    /// dependency graph that a walk (settle; Janus's execution) visits, ns (default 0: a message
     /// costs its per-event CPU however large the graph). The graph's
     /// computation, the Janus paper's cause of its throughput's fall with
     /// contention (§6.2).

@@ -597,6 +597,12 @@ impl DepGraph {
         self.steps.set(self.steps.get() + n as u64);
     }
 
+    /// Count `n` steps of a protocol's own walk of this graph (Janus's
+    /// execution walk, Algorithm 5), charged as the settles' are.
+    pub fn add_steps(&self, n: usize) {
+        self.step(n);
+    }
+
     /// Walk steps (a vertex, or an edge) since the last call: what
     /// [`Self::charge_walks`] prices, as a run's counter.
     pub fn take_steps(&self) -> u64 {
@@ -611,8 +617,10 @@ impl DepGraph {
     /// grow with the graph, which favours the protocols that keep one;
     /// Janus names this cost as what its throughput loses to contention
     /// (§6.2: "the size of the dependency graph that is being maintained
-    /// and exchanged grows"). Only the walks that decide execution are
-    /// charged, not merging, exporting or ordering a component.
+    /// and exchanged grows"). Charged: the settle walks (`walk_from`,
+    /// `walk_full`) and what a protocol adds ([`Self::add_steps`]: Janus's
+    /// execution walk); not ordering a component, exporting, merging or
+    /// collecting.
     pub fn charge_walks<M>(&self, ctx: &mut tessera_core::Ctx<'_, M>, per_step: u64) {
         let new = self.steps.get() - self.charged.get();
         if per_step > 0 && new > 0 {

@@ -227,7 +227,8 @@ pub struct JanusConfig {
     /// ancestor wait grows; not explained), hence off.
     pub prefetch_outputs: bool,
     /// Simulated CPU, ns, per vertex and edge of the dependency graph that
-    /// a settle walks (`DepGraph::charge_walks`); 0, the default, charges
+    /// a settle or the execution walk visits (`DepGraph::charge_walks`);
+    /// 0, the default, charges
     /// nothing beyond the runtime's cost per event.
     pub graph_cpu: u64,
 }

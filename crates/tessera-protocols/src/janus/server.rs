@@ -1130,6 +1130,7 @@ impl JanusServer {
                 break Some(v);
             }
             through.push(v);
+            self.graph.add_steps(1 + n.parents.len());
             let i = entry.insert(tarjan.push(v)).index;
             frames.push(Frame {
                 todo: n.parents.iter().map(|(p, _)| *p).collect(),
