@@ -132,18 +132,20 @@ impl Vary {
                 })
             }
         };
-        // 0 included, as the CLI's flags of the same name take it.
-        let whole = |v: f64, max: u64| -> Result<u64, SpecError> {
-            if v >= 0.0 && v.fract() == 0.0 && v <= max as f64 {
+        // The bounds of the CLI's flag of the same name.
+        let ranged = |v: f64, min: u64, max: u64| -> Result<u64, SpecError> {
+            if v >= min as f64 && v.fract() == 0.0 && v <= max as f64 {
                 Ok(v as u64)
             } else {
                 Err(SpecError::Invalid {
                     flag: "--vary",
                     value: format!("{}={v}", self.name),
-                    allowed: format!("a whole number, 0 to {max}"),
+                    allowed: format!("a whole number, {min} to {max}"),
                 })
             }
         };
+        // 0 included, as the CLI's flags of the same name take it.
+        let whole = |v: f64, max: u64| ranged(v, 0, max);
         let on_off = |v: f64| -> Result<bool, SpecError> {
             if v == 0.0 || v == 1.0 {
                 Ok(v == 1.0)
@@ -228,18 +230,7 @@ impl Vary {
             ("per-column", _) => spec.knobs.per_column = Some(on_off(v)?),
             ("fast-path-by-rtt", _) => spec.knobs.fast_path_by_rtt = Some(on_off(v)?),
             ("prefetch-outputs", _) => spec.knobs.prefetch_outputs = Some(on_off(v)?),
-            ("paxos-batch", _) => {
-                // The bound of the flag of the same name.
-                let n = count(v)?;
-                if n > 65_536 {
-                    return Err(SpecError::Invalid {
-                        flag: "--vary",
-                        value: format!("{}={v}", self.name),
-                        allowed: "commands per slot, 1 to 65536".into(),
-                    });
-                }
-                spec.knobs.paxos_batch = Some(n as usize)
-            }
+            ("paxos-batch", _) => spec.knobs.paxos_batch = Some(ranged(v, 1, 65_536)? as usize),
             ("graph-cpu-ns", _) => {
                 sim_only(spec.runtime, "graph-cpu-ns", "the simulated CPUs")?;
                 spec.knobs.graph_cpu_ns = Some(whole(v, 1_000_000)?)
